@@ -1,0 +1,128 @@
+using System.Diagnostics.Metrics;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.ObjectPool;
+using Microsoft.Extensions.Options;
+using Polly;
+using Polly.CircuitBreaker;
+
+namespace ChannelPool;
+
+/// <summary>
+/// A pool of pre-opened channels. It opens channels on a low-priority background worker, refills when the idle count
+/// falls to <see cref="ChannelPoolOptions.RefillThreshold"/>, retires channels past their jittered lifetime, and hands
+/// them out as <see cref="ChannelLease{TChannel}"/>s, first come first served.
+/// </summary>
+/// <typeparam name="TChannel">The channel type; the pool knows it only through an <see cref="IPooledChannelFactory{TChannel}"/>.</typeparam>
+/// <remarks>
+/// <para>
+/// The class is split by concern: leasing (<c>Leasing/</c>), opening and refilling (<c>Opening/</c>), eviction
+/// (<c>Eviction/</c>) and draining (<c>Draining/</c>). All counts live under one lock; the lease and release fast paths
+/// hold it for a few instructions and read no precise clock (see <see cref="PoolClock"/>).
+/// </para>
+/// <para>Every member is safe to call from any thread.</para>
+/// </remarks>
+public sealed partial class ChannelPool<TChannel> : IAsyncDisposable, IDisposable
+    where TChannel : class
+{
+    private readonly IPooledChannelFactory<TChannel> _factory;
+    private readonly TimeProvider _timeProvider;
+    private readonly ILogger _logger;
+    private readonly ChannelPoolMetrics _metrics;
+    private readonly ResiliencePipeline _openPipeline;
+    private readonly BackgroundWorker _worker = BackgroundWorker.Shared;
+    private readonly ObjectPool<PendingAcquire<TChannel>> _waiterPool;
+    private readonly PoolClock _clock;
+    private readonly ITimer _cleanupTimer;
+    private readonly ITimer _resumeTimer;
+    private readonly CancellationTokenSource _shutdown = new();
+    private readonly Lock _lock = new();
+
+    // Everything below is guarded by _lock.
+    private readonly Queue<PooledChannel<TChannel>> _idle;
+    private readonly WaiterQueue<TChannel> _waiters = new();
+    private readonly HashSet<PooledChannel<TChannel>> _open = [];
+    private PoolSettings _settings;
+    private int _leasedCount;
+    private int _openingCount;
+    private int _closingCount;
+    private long _openedTotal;
+    private long _closedTotal;
+    private CircuitState _breakerState = CircuitState.Closed;
+    private bool _disposed;
+
+    /// <summary>Creates a pool. Nothing is opened until <see cref="WarmUpAsync(CancellationToken)"/> or the first acquire.</summary>
+    /// <param name="factory">Opens, checks and closes the channels.</param>
+    /// <param name="options">The pool's settings; validated here and copied, so later changes have no effect.</param>
+    /// <param name="timeProvider">The source of all time the pool uses. Defaults to <see cref="TimeProvider.System"/>.</param>
+    /// <param name="loggerFactory">Where the pool logs. Defaults to no logging.</param>
+    /// <param name="meterFactory">Creates the pool's meter. Defaults to a meter the pool owns.</param>
+    /// <exception cref="OptionsValidationException"><paramref name="options"/> breaks a rule; the message names each one.</exception>
+    public ChannelPool(
+        IPooledChannelFactory<TChannel> factory,
+        ChannelPoolOptions options,
+        TimeProvider? timeProvider = null,
+        ILoggerFactory? loggerFactory = null,
+        IMeterFactory? meterFactory = null)
+    {
+        ArgumentNullException.ThrowIfNull(factory);
+        ArgumentNullException.ThrowIfNull(options);
+
+        Name = options.Name ?? typeof(TChannel).Name;
+        var validation = new ChannelPoolOptionsValidator().Validate(Name, options);
+        if (validation.Failed)
+        {
+            throw new OptionsValidationException(Name, typeof(ChannelPoolOptions), validation.Failures);
+        }
+
+        _factory = factory;
+        _settings = PoolSettings.From(options);
+        _timeProvider = timeProvider ?? TimeProvider.System;
+        _logger = loggerFactory?.CreateLogger("ChannelPool") ?? NullLogger.Instance;
+        _idle = new Queue<PooledChannel<TChannel>>(_settings.MaxChannels);
+        _waiterPool = new DefaultObjectPool<PendingAcquire<TChannel>>(new WaiterPolicy(this), maximumRetained: 64);
+        _metrics = new ChannelPoolMetrics(Name, GetSnapshot, GetLimits, meterFactory);
+        _openPipeline = options.OpenPipeline
+            ?? OpenPipeline.Build(options.Resilience, Name, _timeProvider, OnBreakerOpened, OnBreakerClosed);
+
+        _clock = new PoolClock(_timeProvider, _settings.ChannelLifetime);
+        _resumeTimer = _timeProvider.CreateTimer(
+            static state => ((ChannelPool<TChannel>)state!).ResumeOpens(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        _cleanupTimer = _timeProvider.CreateTimer(
+            static state => ((ChannelPool<TChannel>)state!).RunCleanup(), this, _settings.CleanupInterval, _settings.CleanupInterval);
+
+        Log.PoolCreated(_logger, Name, _settings.PoolSize, _settings.MaxChannels, _settings.RefillThreshold, _settings.ChannelLifetime, _settings.LeaseMode);
+    }
+
+    /// <summary>Gets the pool's name, as used in exceptions, logs and telemetry.</summary>
+    public string Name { get; }
+
+    /// <summary>Gets what release does with a channel in this pool.</summary>
+    public LeaseMode LeaseMode => _settings.LeaseMode;
+
+    /// <summary>Takes a consistent snapshot of the pool's counts.</summary>
+    /// <returns>The counts at this moment.</returns>
+    public ChannelPoolSnapshot GetSnapshot()
+    {
+        lock (_lock)
+        {
+            return SnapshotNoLock();
+        }
+    }
+
+    private ChannelPoolSnapshot SnapshotNoLock() => new(
+        _idle.Count, _leasedCount, _openingCount, _closingCount, _waiters.Count, _breakerState, _openedTotal, _closedTotal);
+
+    private (int PoolSize, int RefillThreshold, int MaxChannels) GetLimits()
+    {
+        var settings = Volatile.Read(ref _settings);
+        return (settings.PoolSize, settings.RefillThreshold, settings.MaxChannels);
+    }
+
+    private sealed class WaiterPolicy(ChannelPool<TChannel> pool) : IPooledObjectPolicy<PendingAcquire<TChannel>>
+    {
+        public PendingAcquire<TChannel> Create() => new(pool);
+
+        public bool Return(PendingAcquire<TChannel> obj) => true;
+    }
+}

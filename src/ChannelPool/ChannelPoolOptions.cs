@@ -1,0 +1,117 @@
+using Polly;
+
+namespace ChannelPool;
+
+/// <summary>
+/// Settings for one <see cref="ChannelPool{TChannel}"/>. Defaults follow the original 2007 WCF channel pool where it
+/// had one; <c>docs/configuration.md</c> gives the reason for each.
+/// </summary>
+/// <remarks>Validated by <see cref="ChannelPoolOptionsValidator"/> when a pool is created.</remarks>
+public sealed class ChannelPoolOptions
+{
+    /// <summary>The default <see cref="PoolSize"/>: 50 pre-opened channels, as in the original.</summary>
+    public const int DefaultPoolSize = 50;
+
+    /// <summary>
+    /// The default <see cref="MaxChannels"/>: 126, which keeps a client under the common server limit of 128 pending
+    /// secure sessions.
+    /// </summary>
+    public const int DefaultMaxChannels = 126;
+
+    private int? _refillThreshold;
+    private TimeSpan? _cleanupInterval;
+
+    /// <summary>
+    /// Gets or sets the pool's name, used in exceptions, logs and the <c>channelpool.pool.name</c> telemetry tag.
+    /// When <see langword="null"/>, the pool uses the channel type's name.
+    /// </summary>
+    public string? Name { get; set; }
+
+    /// <summary>
+    /// Gets or sets how many idle channels the pool pre-opens and refills back up to. Defaults to
+    /// <see cref="DefaultPoolSize"/>.
+    /// </summary>
+    public int PoolSize { get; set; } = DefaultPoolSize;
+
+    /// <summary>
+    /// Gets or sets the hard cap on opening, idle and leased channels together. Defaults to
+    /// <see cref="DefaultMaxChannels"/>.
+    /// </summary>
+    public int MaxChannels { get; set; } = DefaultMaxChannels;
+
+    /// <summary>
+    /// Gets or sets the idle count at or below which a refill starts. Until set explicitly it is half of
+    /// <see cref="PoolSize"/> and follows <see cref="PoolSize"/> when that changes.
+    /// </summary>
+    public int RefillThreshold
+    {
+        get => _refillThreshold ?? PoolSize / 2;
+        set => _refillThreshold = value;
+    }
+
+    /// <summary>
+    /// Gets or sets how long a channel may live after it opened. Each channel's own deadline is this value less a
+    /// random share of up to <see cref="LifetimeJitter"/>. Defaults to 90 seconds.
+    /// </summary>
+    public TimeSpan ChannelLifetime { get; set; } = TimeSpan.FromSeconds(90);
+
+    /// <summary>
+    /// Gets or sets the largest fraction by which a channel's deadline is brought forward at random, so that channels
+    /// opened together do not all expire together. Defaults to 0.1 (up to 10%).
+    /// </summary>
+    public double LifetimeJitter { get; set; } = 0.1;
+
+    /// <summary>
+    /// Gets or sets how often the cleanup timer closes expired and unusable idle channels. Until set explicitly it
+    /// follows <see cref="ChannelLifetime"/>: half of it less two seconds (43 s for 90 s, as in the original), but never
+    /// less than a quarter of it.
+    /// </summary>
+    public TimeSpan CleanupInterval
+    {
+        get => _cleanupInterval ?? DefaultCleanupInterval(ChannelLifetime);
+        set => _cleanupInterval = value;
+    }
+
+    /// <summary>Gets or sets what release does with a channel. Defaults to <see cref="ChannelPool.LeaseMode.Reuse"/>.</summary>
+    public LeaseMode LeaseMode { get; set; } = LeaseMode.Reuse;
+
+    /// <summary>
+    /// Gets or sets how long a caller waits for a channel before <see cref="ChannelPoolTimeoutException"/>.
+    /// <see cref="Timeout.InfiniteTimeSpan"/> waits without limit. Defaults to 30 seconds.
+    /// </summary>
+    public TimeSpan AcquireTimeout { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>
+    /// Gets or sets how many opens may be in flight at once. Defaults to 4. Opens never take the pool above
+    /// <see cref="MaxChannels"/>, whatever this says.
+    /// </summary>
+    public int MaxConcurrentOpens { get; set; } = 4;
+
+    /// <summary>
+    /// Gets or sets how long a graceful close may take before the channel is aborted instead. Defaults to 10 seconds.
+    /// </summary>
+    public TimeSpan CloseTimeout { get; set; } = TimeSpan.FromSeconds(10);
+
+    /// <summary>
+    /// Gets or sets how long disposing the pool waits for leased channels to come back before aborting them.
+    /// Defaults to 30 seconds.
+    /// </summary>
+    public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>Gets or sets the settings of the default open pipeline: timeouts, retry and circuit breaker.</summary>
+    public OpenResilienceOptions Resilience { get; set; } = new();
+
+    /// <summary>
+    /// Gets or sets a pipeline to run every open through instead of the one built from <see cref="Resilience"/>.
+    /// It should include a circuit breaker: the pool pauses opens and fails waiting callers fast when the pipeline
+    /// throws a <see cref="Polly.CircuitBreaker.BrokenCircuitException"/>.
+    /// </summary>
+    public ResiliencePipeline? OpenPipeline { get; set; }
+
+    internal static TimeSpan DefaultCleanupInterval(TimeSpan lifetime)
+    {
+        var halfLessTwo = lifetime / 2 - TimeSpan.FromSeconds(2);
+        var quarter = lifetime / 4;
+        return halfLessTwo > quarter ? halfLessTwo : quarter;
+    }
+}

@@ -1,0 +1,28 @@
+using Polly.CircuitBreaker;
+
+namespace ChannelPool;
+
+/// <summary>A consistent picture of a pool's counts at one moment, as carried by pool exceptions and health checks.</summary>
+/// <param name="Idle">Open channels waiting in the pool.</param>
+/// <param name="Leased">Channels currently held by callers.</param>
+/// <param name="Opening">Opens in flight on the background worker.</param>
+/// <param name="Closing">Channels being closed in the background.</param>
+/// <param name="Waiting">Callers waiting for a channel.</param>
+/// <param name="BreakerState">The state of the circuit breaker that guards opens.</param>
+/// <param name="TotalOpened">Channels opened since the pool was created.</param>
+/// <param name="TotalClosed">Channels closed or aborted since the pool was created.</param>
+public readonly record struct ChannelPoolSnapshot(
+    int Idle,
+    int Leased,
+    int Opening,
+    int Closing,
+    int Waiting,
+    CircuitState BreakerState,
+    long TotalOpened,
+    long TotalClosed)
+{
+    /// <summary>Formats the counts the way pool exceptions and logs show them.</summary>
+    /// <returns>For example <c>idle=0, leased=126, opening=0, closing=0, waiting=3, breaker=Closed</c>.</returns>
+    public override string ToString() =>
+        $"idle={Idle}, leased={Leased}, opening={Opening}, closing={Closing}, waiting={Waiting}, breaker={BreakerState}";
+}

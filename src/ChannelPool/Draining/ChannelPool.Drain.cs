@@ -1,0 +1,179 @@
+namespace ChannelPool;
+
+public sealed partial class ChannelPool<TChannel>
+{
+    // Guarded by _lock; created when the drain starts.
+    private Task? _drainTask;
+    private TaskCompletionSource? _leasesReturned;
+    private TaskCompletionSource? _quiescent;
+
+    /// <summary>
+    /// Shuts the pool down: fails waiting callers, closes idle channels gracefully, waits up to
+    /// <see cref="ChannelPoolOptions.DrainTimeout"/> for leases to come back (closing each as it does), then aborts
+    /// the rest. Calling it again returns the same drain.
+    /// </summary>
+    /// <param name="cancellationToken">Cuts the wait for leases short: the remaining leased channels are aborted at once.</param>
+    /// <returns>A task that completes when every channel the pool opened is closed or aborted.</returns>
+    public Task DrainAsync(CancellationToken cancellationToken = default)
+    {
+        List<PooledChannel<TChannel>> idle;
+        List<PendingAcquire<TChannel>> waiters;
+        List<(int Ready, TaskCompletionSource Done)>? warmUps;
+        int leased;
+        TaskCompletionSource drained;
+        lock (_lock)
+        {
+            if (_drainTask is not null)
+            {
+                return _drainTask;
+            }
+
+            _disposed = true;
+            drained = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            _drainTask = drained.Task;
+            _leasesReturned = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            _quiescent = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+
+            idle = new List<PooledChannel<TChannel>>(_idle.Count);
+            while (_idle.TryDequeue(out var entry))
+            {
+                MarkClosing_NoLock(entry);
+                idle.Add(entry);
+            }
+
+            waiters = _waiters.DequeueAll();
+            warmUps = _warmUpWaiters;
+            _warmUpWaiters = null;
+            leased = _leasedCount;
+            UpdateDrainProgress_NoLock();
+        }
+
+        _ = DrainCoreAsync(drained, idle, waiters, warmUps, leased, cancellationToken);
+        return drained.Task;
+    }
+
+    /// <summary>Drains the pool (see <see cref="DrainAsync"/>).</summary>
+    /// <returns>A task that completes when the drain is done.</returns>
+    public ValueTask DisposeAsync() => new(DrainAsync());
+
+    /// <summary>Drains the pool (see <see cref="DrainAsync"/>), blocking until it is done. Prefer <see cref="DisposeAsync"/>.</summary>
+    public void Dispose()
+    {
+        // A deliberate block, for containers and callers that can only dispose synchronously. The drain needs nothing
+        // from this thread: it continues on timers and the pool's worker, and its awaits do not capture a context.
+        DrainAsync().GetAwaiter().GetResult();
+    }
+
+    private async Task DrainCoreAsync(
+        TaskCompletionSource drained,
+        List<PooledChannel<TChannel>> idle,
+        List<PendingAcquire<TChannel>> waiters,
+        List<(int Ready, TaskCompletionSource Done)>? warmUps,
+        int leased,
+        CancellationToken cancellationToken)
+    {
+        try
+        {
+            var settings = Volatile.Read(ref _settings);
+            Log.DrainStarted(_logger, Name, idle.Count, leased, settings.DrainTimeout);
+            _cleanupTimer.Dispose();
+            _resumeTimer.Dispose();
+            _clock.Dispose();
+            await _shutdown.CancelAsync().ConfigureAwait(false);
+
+            foreach (var waiter in waiters)
+            {
+                waiter.Fail(new ObjectDisposedException(GetType().FullName, $"Channel pool '{Name}' was disposed while this caller waited for a channel."));
+            }
+
+            warmUps?.ForEach(warmUp => warmUp.Done.TrySetException(new ObjectDisposedException(GetType().FullName, $"Channel pool '{Name}' was disposed during warm-up.")));
+            foreach (var entry in idle)
+            {
+                Retire(entry, EvictionReason.Shutdown);
+            }
+
+            if (!await WaitBoundedAsync(_leasesReturned!.Task, settings.DrainTimeout, cancellationToken).ConfigureAwait(false))
+            {
+                AbortOutstandingLeases();
+            }
+
+            // Closes carry their own timeout and opens were cancelled; still, a factory that ignores both must not hang
+            // shutdown. Whatever finishes later is aborted as it lands, because the pool is disposed.
+            if (!await WaitBoundedAsync(_quiescent!.Task, settings.CloseTimeout, CancellationToken.None).ConfigureAwait(false))
+            {
+                var snapshot = GetSnapshot();
+                Log.DrainLeftWorkInFlight(_logger, Name, snapshot.Opening, snapshot.Closing);
+            }
+
+            var final = GetSnapshot();
+            Log.DrainCompleted(_logger, Name, final.TotalOpened, final.TotalClosed);
+        }
+        finally
+        {
+            _metrics.Dispose();
+            drained.TrySetResult();
+        }
+    }
+
+    /// <summary>Aborts channels whose holders did not release them in time; their later release does nothing.</summary>
+    private void AbortOutstandingLeases()
+    {
+        List<PooledChannel<TChannel>> abandoned = [];
+        lock (_lock)
+        {
+            foreach (var entry in _open)
+            {
+                if (entry.State == PooledChannelState.Leased)
+                {
+                    entry.LeaseVersion++;
+                    _leasedCount--;
+                    MarkClosing_NoLock(entry);
+                    abandoned.Add(entry);
+                }
+            }
+
+            UpdateDrainProgress_NoLock();
+        }
+
+        if (abandoned.Count > 0)
+        {
+            Log.LeasesAbortedAtDrain(_logger, Name, abandoned.Count);
+        }
+
+        foreach (var entry in abandoned)
+        {
+            // Marked broken so it is aborted, not closed gracefully: the holder may be in the middle of a call on it.
+            entry.IsBroken = true;
+            Retire(entry, EvictionReason.Shutdown);
+        }
+    }
+
+    private void UpdateDrainProgress_NoLock()
+    {
+        if (_leasedCount == 0)
+        {
+            _leasesReturned?.TrySetResult();
+            if (_openingCount == 0 && _closingCount == 0)
+            {
+                _quiescent?.TrySetResult();
+            }
+        }
+    }
+
+    private async Task<bool> WaitBoundedAsync(Task task, TimeSpan timeout, CancellationToken cancellationToken)
+    {
+        try
+        {
+            await task.WaitAsync(timeout, _timeProvider, cancellationToken).ConfigureAwait(false);
+            return true;
+        }
+        catch (TimeoutException)
+        {
+            return false;
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            return false;
+        }
+    }
+}

@@ -1,0 +1,92 @@
+namespace ChannelPool;
+
+/// <summary>
+/// A caller's hold on one pooled channel. Dispose (or <see cref="Release"/>) it to give the channel back; what happens
+/// next depends on the pool's <see cref="LeaseMode"/> and the channel's health.
+/// </summary>
+/// <typeparam name="TChannel">The channel type.</typeparam>
+/// <remarks>
+/// A lease is a small value, so acquiring one allocates nothing. Releasing is idempotent: a second release, including
+/// one through a copy of this value, does nothing. Using <see cref="Channel"/> after release throws, because the
+/// channel may already belong to someone else.
+/// </remarks>
+public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, IEquatable<ChannelLease<TChannel>>
+    where TChannel : class
+{
+    private readonly PooledChannel<TChannel>? _entry;
+    private readonly int _version;
+
+    internal ChannelLease(PooledChannel<TChannel> entry, int version)
+    {
+        _entry = entry;
+        _version = version;
+    }
+
+    /// <summary>Gets the leased channel.</summary>
+    /// <exception cref="InvalidOperationException">The lease was already released, or was never acquired.</exception>
+    public TChannel Channel => EnsureActive().Channel;
+
+    /// <summary>Gets whether this lease still holds its channel.</summary>
+    public bool IsActive => _entry is not null && Volatile.Read(ref _entry.LeaseVersion) == _version;
+
+    /// <summary>Gets the pool-wide id of the leased channel, for logs and diagnostics.</summary>
+    public long ChannelId => EnsureActive().Id;
+
+    /// <summary>
+    /// Marks the channel broken, for example after a call on it failed. A broken channel is aborted on release and is
+    /// never handed out again, whatever the <see cref="LeaseMode"/>.
+    /// </summary>
+    /// <exception cref="InvalidOperationException">The lease was already released, or was never acquired.</exception>
+    public void MarkBroken() => EnsureActive().IsBroken = true;
+
+    /// <summary>Gives the channel back to the pool. Calling it again does nothing.</summary>
+    public void Release() => _entry?.Pool.Release(_entry, _version);
+
+    /// <summary>Gives the channel back to the pool; same as <see cref="Release"/>.</summary>
+    public void Dispose() => Release();
+
+    /// <summary>Gives the channel back to the pool; same as <see cref="Release"/>. Never waits: closing happens in the background.</summary>
+    /// <returns>A completed task.</returns>
+    public ValueTask DisposeAsync()
+    {
+        Release();
+        return ValueTask.CompletedTask;
+    }
+
+    /// <inheritdoc />
+    public bool Equals(ChannelLease<TChannel> other) => ReferenceEquals(_entry, other._entry) && _version == other._version;
+
+    /// <inheritdoc />
+    public override bool Equals(object? obj) => obj is ChannelLease<TChannel> other && Equals(other);
+
+    /// <inheritdoc />
+    public override int GetHashCode() => HashCode.Combine(_entry, _version);
+
+    /// <summary>Compares two leases for identity: same channel, same lease.</summary>
+    /// <param name="left">A lease.</param>
+    /// <param name="right">Another lease.</param>
+    /// <returns><see langword="true"/> when both denote the same lease.</returns>
+    public static bool operator ==(ChannelLease<TChannel> left, ChannelLease<TChannel> right) => left.Equals(right);
+
+    /// <summary>Compares two leases for identity.</summary>
+    /// <param name="left">A lease.</param>
+    /// <param name="right">Another lease.</param>
+    /// <returns><see langword="true"/> when they denote different leases.</returns>
+    public static bool operator !=(ChannelLease<TChannel> left, ChannelLease<TChannel> right) => !left.Equals(right);
+
+    private PooledChannel<TChannel> EnsureActive()
+    {
+        if (_entry is null)
+        {
+            throw new InvalidOperationException("This lease was never acquired from a pool.");
+        }
+
+        if (Volatile.Read(ref _entry.LeaseVersion) != _version)
+        {
+            throw new InvalidOperationException(
+                $"This lease on channel {_entry.Id} of pool '{_entry.Pool.Name}' was already released; acquire a new lease.");
+        }
+
+        return _entry;
+    }
+}

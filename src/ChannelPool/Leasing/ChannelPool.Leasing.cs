@@ -1,0 +1,335 @@
+using Polly.CircuitBreaker;
+
+namespace ChannelPool;
+
+public sealed partial class ChannelPool<TChannel>
+{
+    /// <summary>
+    /// Marks a timestamp that was not taken because no listener wants the measurement. Not 0: a TimeProvider may
+    /// legitimately return 0 (a fake clock starts there).
+    /// </summary>
+    internal const long NotMeasured = long.MinValue;
+    /// <summary>
+    /// Leases a channel. An idle channel is handed out at once; otherwise the caller waits, first come first served,
+    /// for whichever comes first: a released channel or a newly opened one.
+    /// </summary>
+    /// <param name="cancellationToken">Cancels the wait.</param>
+    /// <returns>A lease; dispose it to give the channel back.</returns>
+    /// <exception cref="ChannelPoolTimeoutException">No channel became free within <see cref="ChannelPoolOptions.AcquireTimeout"/>.</exception>
+    /// <exception cref="ChannelPoolUnavailableException">No channel is idle and the breaker stops the pool opening one.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled first.</exception>
+    /// <exception cref="ObjectDisposedException">The pool was disposed.</exception>
+    public ValueTask<ChannelLease<TChannel>> AcquireAsync(CancellationToken cancellationToken = default)
+    {
+        var waitStartedAt = _metrics.WaitTimeEnabled ? _timeProvider.GetTimestamp() : NotMeasured;
+        return TryLeaseIdle(waitStartedAt, out var lease)
+            ? new ValueTask<ChannelLease<TChannel>>(lease)
+            : WaitAsync(waitStartedAt, cancellationToken);
+    }
+
+    /// <summary>
+    /// Leases a channel, blocking the calling thread while it waits. For synchronous callers only; prefer
+    /// <see cref="AcquireAsync"/>.
+    /// </summary>
+    /// <remarks>
+    /// This is not sync-over-async: a blocked caller is woken directly by the thread that releases or opens the
+    /// channel, so it never needs a thread-pool thread and cannot deadlock a starved thread pool.
+    /// </remarks>
+    /// <param name="cancellationToken">Cancels the wait.</param>
+    /// <returns>A lease; dispose it to give the channel back.</returns>
+    /// <exception cref="ChannelPoolTimeoutException">No channel became free within <see cref="ChannelPoolOptions.AcquireTimeout"/>.</exception>
+    /// <exception cref="ChannelPoolUnavailableException">No channel is idle and the breaker stops the pool opening one.</exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled first.</exception>
+    /// <exception cref="ObjectDisposedException">The pool was disposed.</exception>
+    public ChannelLease<TChannel> AcquireBlocking(CancellationToken cancellationToken = default)
+    {
+        var waitStartedAt = _metrics.WaitTimeEnabled ? _timeProvider.GetTimestamp() : NotMeasured;
+        if (TryLeaseIdle(waitStartedAt, out var lease))
+        {
+            return lease;
+        }
+
+        cancellationToken.ThrowIfCancellationRequested();
+        var waiter = _waiterPool.Get();
+        waiter.Prepare(blocking: true, waitStartedAt, cancellationToken);
+        if (TryEnqueue(waiter, out lease))
+        {
+            waiter.Watch(Volatile.Read(ref _settings).AcquireTimeout, _timeProvider);
+            return waiter.WaitBlocking();
+        }
+
+        return lease;
+    }
+
+    /// <summary>The hot path: take the oldest idle channel that is still in date and usable.</summary>
+    private bool TryLeaseIdle(long waitStartedAt, out ChannelLease<TChannel> lease)
+    {
+        while (true)
+        {
+            PooledChannel<TChannel>? entry;
+            var opens = 0;
+            lock (_lock)
+            {
+                // FIFO: rotating through every idle channel keeps each server-side session active.
+                if (!_idle.TryDequeue(out entry))
+                {
+                    lease = default;
+                    return false;
+                }
+
+                _leasedCount++;
+                entry.State = PooledChannelState.Leased;
+                if (_idle.Count <= _settings.RefillThreshold && !_refilling)
+                {
+                    opens = ReserveOpens_NoLock();
+                }
+            }
+
+            if (opens > 0)
+            {
+                StartOpens(opens);
+            }
+
+            var reason = _clock.HasPassed(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
+                : !IsUsable(entry) ? EvictionReason.Unusable
+                : (EvictionReason?)null;
+            if (reason is null)
+            {
+                lease = BeginLease(entry, waitStartedAt);
+                return true;
+            }
+
+            RetireLeased(entry, reason.Value);
+        }
+    }
+
+    private ValueTask<ChannelLease<TChannel>> WaitAsync(long waitStartedAt, CancellationToken cancellationToken)
+    {
+        if (cancellationToken.IsCancellationRequested)
+        {
+            return ValueTask.FromCanceled<ChannelLease<TChannel>>(cancellationToken);
+        }
+
+        var waiter = _waiterPool.Get();
+        waiter.Prepare(blocking: false, waitStartedAt, cancellationToken);
+        try
+        {
+            if (!TryEnqueue(waiter, out var lease))
+            {
+                return new ValueTask<ChannelLease<TChannel>>(lease);
+            }
+        }
+        catch (Exception ex)
+        {
+            return ValueTask.FromException<ChannelLease<TChannel>>(ex);
+        }
+
+        waiter.Watch(Volatile.Read(ref _settings).AcquireTimeout, _timeProvider);
+        return new ValueTask<ChannelLease<TChannel>>(waiter, waiter.Version);
+    }
+
+    /// <summary>
+    /// Queues <paramref name="waiter"/>, or leases a channel that became idle since the fast path looked. Returns
+    /// <see langword="false"/> with <paramref name="lease"/> set in the second case; throws when the caller must not wait.
+    /// </summary>
+    private bool TryEnqueue(PendingAcquire<TChannel> waiter, out ChannelLease<TChannel> lease)
+    {
+        while (true)
+        {
+            Exception? refusal = null;
+            var opens = 0;
+            lock (_lock)
+            {
+                if (_disposed)
+                {
+                    refusal = new ObjectDisposedException(GetType().FullName, $"Channel pool '{Name}' is disposed.");
+                }
+                else if (_idle.Count == 0)
+                {
+                    if (_breakerState is CircuitState.Open or CircuitState.Isolated)
+                    {
+                        refusal = new ChannelPoolUnavailableException(Name, SnapshotNoLock(), RemainingPause_NoLock(), Volatile.Read(ref _lastOpenError));
+                    }
+                    else
+                    {
+                        // Queued under the same lock that release takes, so a channel released from here on finds us.
+                        _waiters.Enqueue(waiter);
+                        opens = ReserveOpens_NoLock();
+                    }
+                }
+            }
+
+            if (refusal is not null)
+            {
+                _waiterPool.Return(waiter);
+                throw refusal;
+            }
+
+            if (waiter.IsQueued)
+            {
+                StartOpens(opens);
+                lease = default;
+                return true;
+            }
+
+            // A channel was released between the fast path and the lock: take it instead of waiting.
+            if (TryLeaseIdle(waiter.WaitStartedAt, out lease))
+            {
+                _waiterPool.Return(waiter);
+                return false;
+            }
+        }
+    }
+
+    /// <summary>Takes a timed-out or cancelled waiter out of the queue, unless a channel already reached it.</summary>
+    internal void AbandonWaiter(PendingAcquire<TChannel> waiter, bool timedOut)
+    {
+        ChannelPoolSnapshot snapshot;
+        Exception? lastOpenError;
+        TimeSpan timeout;
+        lock (_lock)
+        {
+            if (!waiter.IsQueued)
+            {
+                return;
+            }
+
+            // Snapshot first, so the counts include the caller that is giving up.
+            snapshot = SnapshotNoLock();
+            _waiters.Remove(waiter);
+            lastOpenError = Volatile.Read(ref _lastOpenError);
+            timeout = _settings.AcquireTimeout;
+        }
+
+        if (timedOut)
+        {
+            _metrics.Timeout();
+            Log.AcquireTimedOut(_logger, Name, timeout, snapshot);
+            waiter.Fail(new ChannelPoolTimeoutException(Name, timeout, snapshot, lastOpenError));
+        }
+        else
+        {
+            waiter.Fail(new OperationCanceledException(
+                $"The wait for a channel from pool '{Name}' was cancelled.", innerException: null, waiter.CallerToken));
+        }
+    }
+
+    internal void ReturnWaiter(PendingAcquire<TChannel> waiter) => _waiterPool.Return(waiter);
+
+    private ChannelLease<TChannel> BeginLease(PooledChannel<TChannel> entry, long waitStartedAt)
+    {
+        entry.IsBroken = false;
+        var measureUse = _metrics.UseTimeEnabled;
+        if (measureUse || waitStartedAt != NotMeasured)
+        {
+            var now = _timeProvider.GetTimestamp();
+            if (waitStartedAt != NotMeasured)
+            {
+                _metrics.RecordWaitTime(_timeProvider.GetElapsedTime(waitStartedAt, now));
+            }
+
+            entry.LeaseStartedAt = measureUse ? now : NotMeasured;
+        }
+        else
+        {
+            entry.LeaseStartedAt = NotMeasured;
+        }
+
+        return new ChannelLease<TChannel>(entry, entry.LeaseVersion);
+    }
+
+    /// <summary>
+    /// Ends the lease <paramref name="version"/> of <paramref name="entry"/>: hands the channel to the oldest waiter,
+    /// puts it back as idle, or retires it. A stale or repeated release does nothing.
+    /// </summary>
+    internal void Release(PooledChannel<TChannel> entry, int version)
+    {
+        if (Volatile.Read(ref entry.LeaseVersion) != version)
+        {
+            return;
+        }
+
+        if (entry.LeaseStartedAt != NotMeasured)
+        {
+            _metrics.RecordUseTime(_timeProvider.GetElapsedTime(entry.LeaseStartedAt));
+        }
+
+        var reason = ReasonToRetireAfterUse(entry);
+        PendingAcquire<TChannel>? waiter = null;
+        var opens = 0;
+        lock (_lock)
+        {
+            // Checked again under the lock: of two racing releases of one lease, exactly one gets past here.
+            if (entry.LeaseVersion != version)
+            {
+                return;
+            }
+
+            entry.LeaseVersion = version + 1;
+            if (reason is null && _disposed)
+            {
+                reason = EvictionReason.Shutdown;
+            }
+
+            if (reason is null && (waiter = _waiters.Dequeue()) is not null)
+            {
+                // Handed straight to the oldest waiter: the channel stays leased.
+            }
+            else
+            {
+                _leasedCount--;
+                if (reason is null)
+                {
+                    entry.State = PooledChannelState.Idle;
+                    _idle.Enqueue(entry);
+                }
+                else
+                {
+                    MarkClosing_NoLock(entry);
+                    opens = ReserveOpens_NoLock();
+                }
+
+                if (_disposed)
+                {
+                    UpdateDrainProgress_NoLock();
+                }
+            }
+        }
+
+        if (waiter is not null)
+        {
+            waiter.Complete(BeginLease(entry, waiter.WaitStartedAt));
+        }
+        else if (reason is not null)
+        {
+            Retire(entry, reason.Value);
+        }
+
+        if (opens > 0)
+        {
+            StartOpens(opens);
+        }
+    }
+
+    private EvictionReason? ReasonToRetireAfterUse(PooledChannel<TChannel> entry) =>
+        entry.IsBroken ? EvictionReason.Broken
+        : !IsUsable(entry) ? EvictionReason.Unusable
+        : _settings.LeaseMode == LeaseMode.SingleUse ? EvictionReason.SingleUse
+        : _clock.HasPassed(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
+        : null;
+
+    /// <summary>Retires a channel the fast path took out of the idle set but found expired or unusable.</summary>
+    private void RetireLeased(PooledChannel<TChannel> entry, EvictionReason reason)
+    {
+        var opens = 0;
+        lock (_lock)
+        {
+            _leasedCount--;
+            MarkClosing_NoLock(entry);
+            opens = ReserveOpens_NoLock();
+        }
+
+        Retire(entry, reason);
+        StartOpens(opens);
+    }
+}

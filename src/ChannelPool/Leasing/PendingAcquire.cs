@@ -1,0 +1,160 @@
+using System.Runtime.ExceptionServices;
+using System.Threading.Tasks.Sources;
+
+namespace ChannelPool;
+
+/// <summary>
+/// A caller waiting for a channel. Instances are recycled through an <c>ObjectPool</c>, so waiting allocates little.
+/// </summary>
+/// <remarks>
+/// Async callers await it as an <see cref="IValueTaskSource{TResult}"/>. Blocking callers wait on its event, which the
+/// releasing thread sets directly: a blocked caller never needs a thread-pool thread to wake up, so sync callers cannot
+/// starve the thread pool the way sync-over-async does. Queue membership changes only under the pool's lock; the
+/// result is delivered after the lock is released.
+/// </remarks>
+internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<TChannel>>, IDisposable
+    where TChannel : class
+{
+    private readonly ChannelPool<TChannel> _pool;
+    private ManualResetValueTaskSourceCore<ChannelLease<TChannel>> _core;
+    private ManualResetEventSlim? _wakeUp;
+    private ChannelLease<TChannel> _blockingResult;
+    private ExceptionDispatchInfo? _blockingError;
+    private CancellationTokenSource? _timeout;
+    private CancellationTokenRegistration _timeoutRegistration;
+    private CancellationTokenRegistration _cancellationRegistration;
+
+    public PendingAcquire(ChannelPool<TChannel> pool)
+    {
+        _pool = pool;
+        _core.RunContinuationsAsynchronously = true;
+    }
+
+    // Intrusive FIFO links, owned by WaiterQueue under the pool's lock.
+    internal PendingAcquire<TChannel>? Next { get; set; }
+
+    internal PendingAcquire<TChannel>? Previous { get; set; }
+
+    internal bool IsQueued { get; set; }
+
+    public bool IsBlocking { get; private set; }
+
+    /// <summary>Gets the precise timestamp the wait began, or <c>NotMeasured</c> when wait time is not measured.</summary>
+    public long WaitStartedAt { get; private set; }
+
+    public CancellationToken CallerToken { get; private set; }
+
+    public short Version => _core.Version;
+
+    public void Prepare(bool blocking, long waitStartedAt, CancellationToken cancellationToken)
+    {
+        _core.Reset();
+        IsBlocking = blocking;
+        WaitStartedAt = waitStartedAt;
+        CallerToken = cancellationToken;
+        _blockingResult = default;
+        _blockingError = null;
+        if (blocking)
+        {
+            _wakeUp ??= new ManualResetEventSlim(false);
+            _wakeUp.Reset();
+        }
+    }
+
+    /// <summary>
+    /// Starts the timeout and cancellation watches. Called after the waiter is queued and before the caller can observe
+    /// it, so a recycled waiter never carries a live registration.
+    /// </summary>
+    public void Watch(TimeSpan timeout, TimeProvider timeProvider)
+    {
+        if (timeout != Timeout.InfiniteTimeSpan)
+        {
+            _timeout = new CancellationTokenSource(timeout, timeProvider);
+            _timeoutRegistration = _timeout.Token.UnsafeRegister(
+                static state => ((PendingAcquire<TChannel>)state!)._pool.AbandonWaiter((PendingAcquire<TChannel>)state, timedOut: true),
+                this);
+        }
+
+        if (CallerToken.CanBeCanceled)
+        {
+            _cancellationRegistration = CallerToken.UnsafeRegister(
+                static state => ((PendingAcquire<TChannel>)state!)._pool.AbandonWaiter((PendingAcquire<TChannel>)state, timedOut: false),
+                this);
+        }
+    }
+
+    public void Complete(ChannelLease<TChannel> lease)
+    {
+        if (IsBlocking)
+        {
+            _blockingResult = lease;
+            _wakeUp!.Set();
+        }
+        else
+        {
+            _core.SetResult(lease);
+        }
+    }
+
+    public void Fail(Exception error)
+    {
+        if (IsBlocking)
+        {
+            _blockingError = ExceptionDispatchInfo.Capture(error);
+            _wakeUp!.Set();
+        }
+        else
+        {
+            _core.SetException(error);
+        }
+    }
+
+    /// <summary>Blocks the calling thread until the waiter completes, then recycles it.</summary>
+    public ChannelLease<TChannel> WaitBlocking()
+    {
+        _wakeUp!.Wait();
+        var error = _blockingError;
+        var result = _blockingResult;
+        Recycle();
+        error?.Throw();
+        return result;
+    }
+
+    ChannelLease<TChannel> IValueTaskSource<ChannelLease<TChannel>>.GetResult(short token)
+    {
+        try
+        {
+            return _core.GetResult(token);
+        }
+        finally
+        {
+            Recycle();
+        }
+    }
+
+    ValueTaskSourceStatus IValueTaskSource<ChannelLease<TChannel>>.GetStatus(short token) => _core.GetStatus(token);
+
+    void IValueTaskSource<ChannelLease<TChannel>>.OnCompleted(
+        Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags) =>
+        _core.OnCompleted(continuation, state, token, flags);
+
+    /// <summary>Frees the wait handle; called only when the object pool drops this waiter for good.</summary>
+    public void Dispose()
+    {
+        _timeout?.Dispose();
+        _wakeUp?.Dispose();
+    }
+
+    private void Recycle()
+    {
+        // Disposing a registration waits for a callback already running, so no stale timeout can reach the next wait.
+        _timeoutRegistration.Dispose();
+        _cancellationRegistration.Dispose();
+        _timeoutRegistration = default;
+        _cancellationRegistration = default;
+        _timeout?.Dispose();
+        _timeout = null;
+        CallerToken = default;
+        _pool.ReturnWaiter(this);
+    }
+}

@@ -1,0 +1,55 @@
+namespace ChannelPool;
+
+/// <summary>
+/// A coarse "now" for lifetime checks on the lease and release path, refreshed by a <see cref="TimeProvider"/> timer.
+/// </summary>
+/// <remarks>
+/// Reading the precise clock costs about 25 ns on Linux, roughly twice a whole <c>DefaultObjectPool</c> Get+Return,
+/// and the hot path would need it twice. Deadlines only need to be right to a fraction of the lifetime, so lease and
+/// release read this cached value instead. To stay safe the check is conservative: a channel counts as expired one
+/// <see cref="Resolution"/> before its deadline, so it is retired early by at most that much, never late.
+/// </remarks>
+internal sealed class PoolClock : IDisposable
+{
+    private readonly TimeProvider _timeProvider;
+    private readonly ITimer _timer;
+    private long _now;
+
+    public PoolClock(TimeProvider timeProvider, TimeSpan channelLifetime)
+    {
+        _timeProvider = timeProvider;
+        var resolution = ResolutionFor(channelLifetime);
+        Resolution = ToTimestampDelta(resolution);
+        _now = timeProvider.GetTimestamp();
+        _timer = timeProvider.CreateTimer(static state => ((PoolClock)state!).Tick(), this, resolution, resolution);
+    }
+
+    /// <summary>Gets the refresh period in timestamp units.</summary>
+    public long Resolution { get; }
+
+    /// <summary>Gets the precise current timestamp, for the places that are not on the hot path.</summary>
+    public long PreciseNow => _timeProvider.GetTimestamp();
+
+    /// <summary>Gets whether <paramref name="deadline"/> has passed, or will within one resolution, by the cached clock.</summary>
+    /// <param name="deadline">A timestamp from this clock's <see cref="TimeProvider"/>.</param>
+    /// <returns><see langword="true"/> when a channel with that deadline must be retired.</returns>
+    public bool HasPassed(long deadline) => deadline - Resolution <= Volatile.Read(ref _now);
+
+    /// <summary>Gets whether <paramref name="deadline"/> has passed by the precise clock, with the same margin.</summary>
+    /// <param name="deadline">A timestamp from this clock's <see cref="TimeProvider"/>.</param>
+    /// <returns><see langword="true"/> when a channel with that deadline must be retired.</returns>
+    public bool HasPassedPrecise(long deadline) => deadline - Resolution <= _timeProvider.GetTimestamp();
+
+    /// <summary>Converts a duration to <see cref="TimeProvider.GetTimestamp"/> units.</summary>
+    /// <param name="duration">The duration.</param>
+    /// <returns>The same duration in timestamp ticks.</returns>
+    public long ToTimestampDelta(TimeSpan duration) => (long)(duration.TotalSeconds * _timeProvider.TimestampFrequency);
+
+    public void Dispose() => _timer.Dispose();
+
+    /// <summary>A sixty-fourth of the lifetime, between 10 ms and 1 s: under 2% early retirement at any lifetime.</summary>
+    internal static TimeSpan ResolutionFor(TimeSpan channelLifetime) =>
+        TimeSpan.FromTicks(Math.Clamp(channelLifetime.Ticks / 64, TimeSpan.TicksPerMillisecond * 10, TimeSpan.TicksPerSecond));
+
+    private void Tick() => Volatile.Write(ref _now, _timeProvider.GetTimestamp());
+}

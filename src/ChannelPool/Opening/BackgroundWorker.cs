@@ -1,0 +1,75 @@
+using System.Collections.Concurrent;
+
+namespace ChannelPool;
+
+/// <summary>
+/// The low-priority worker that opens and closes channels: a <see cref="TaskScheduler"/> over a few dedicated
+/// below-normal-priority background threads, shared by every pool in the process.
+/// </summary>
+/// <remarks>
+/// Opens and closes are queued here, never run on a caller's thread, and never occupy the thread pool. Code awaited
+/// here resumes here too (the pool's awaits keep the captured scheduler), so the CPU-heavy parts of a handshake run
+/// at low priority.
+/// </remarks>
+internal sealed class BackgroundWorker : TaskScheduler
+{
+    /// <summary>The process-wide worker. Two threads suffice: opens are mostly waiting on the network.</summary>
+    public static readonly BackgroundWorker Shared = new(threadCount: 2);
+
+    internal const string ThreadName = "ChannelPool background worker";
+
+    [ThreadStatic]
+    private static bool t_isWorkerThread;
+
+    private readonly BlockingCollection<Task> _queue = [];
+    private readonly int _threadCount;
+
+    private BackgroundWorker(int threadCount)
+    {
+        _threadCount = threadCount;
+        for (var i = 0; i < threadCount; i++)
+        {
+            var thread = new Thread(RunWorker)
+            {
+                IsBackground = true,
+                Priority = ThreadPriority.BelowNormal,
+                Name = ThreadName,
+            };
+            thread.Start();
+        }
+    }
+
+    /// <inheritdoc />
+    public override int MaximumConcurrencyLevel => _threadCount;
+
+    /// <summary>Gets whether the calling thread is one of the worker's threads.</summary>
+    public static bool IsWorkerThread => t_isWorkerThread;
+
+    /// <summary>Runs <paramref name="work"/> on the worker, fire-and-forget. <paramref name="work"/> must not throw.</summary>
+    public void Post(Func<object?, Task> work, object? state) =>
+        Task.Factory.StartNew(work, state, CancellationToken.None, TaskCreationOptions.DenyChildAttach, this);
+
+    /// <summary>Runs <paramref name="work"/> on the worker and returns a task for its completion.</summary>
+    public Task Run(Func<Task> work) =>
+        Task.Factory.StartNew(work, CancellationToken.None, TaskCreationOptions.DenyChildAttach, this).Unwrap();
+
+    /// <inheritdoc />
+    protected override void QueueTask(Task task) => _queue.Add(task);
+
+    /// <inheritdoc />
+    protected override bool TryExecuteTaskInline(Task task, bool taskWasPreviouslyQueued) =>
+        t_isWorkerThread && TryExecuteTask(task);
+
+    /// <inheritdoc />
+    protected override IEnumerable<Task> GetScheduledTasks() => _queue.ToArray();
+
+    private void RunWorker()
+    {
+        t_isWorkerThread = true;
+        ThreadNiceness.LowerCurrentThread();
+        foreach (var task in _queue.GetConsumingEnumerable())
+        {
+            TryExecuteTask(task);
+        }
+    }
+}

@@ -1,0 +1,438 @@
+using System.Diagnostics;
+using Polly;
+using Polly.CircuitBreaker;
+
+namespace ChannelPool;
+
+public sealed partial class ChannelPool<TChannel>
+{
+    private const string OpenOperationKey = "channelpool.open";
+    private static readonly TimeSpan MinOpenBackoff = TimeSpan.FromMilliseconds(50);
+    private static readonly TimeSpan MaxOpenBackoff = TimeSpan.FromSeconds(30);
+    private static readonly Func<object?, Task> OpenOne = static state => ((ChannelPool<TChannel>)state!).OpenOneAsync();
+
+    // Guarded by _lock.
+    private bool _refilling;
+    private bool _opensPaused;
+    private long _resumeAt;
+    private int _consecutiveOpenFailures;
+    private List<(int Ready, TaskCompletionSource Done)>? _warmUpWaiters;
+
+    // Written by whichever open attempt failed last; read for error messages.
+    private Exception? _lastOpenError;
+    private long _nextChannelId;
+
+    /// <summary>Fills the pool to <see cref="ChannelPoolOptions.PoolSize"/> and waits until all of it is open.</summary>
+    /// <param name="cancellationToken">Stops the wait; the pool goes on filling in the background.</param>
+    /// <returns>A task that completes when <see cref="ChannelPoolOptions.PoolSize"/> channels are open.</returns>
+    /// <exception cref="ChannelPoolUnavailableException">The breaker opened before enough channels were open.</exception>
+    public Task WarmUpAsync(CancellationToken cancellationToken = default) =>
+        WarmUpAsync(Volatile.Read(ref _settings).PoolSize, cancellationToken);
+
+    /// <summary>
+    /// Starts filling the pool to <see cref="ChannelPoolOptions.PoolSize"/> on the background worker and waits until
+    /// <paramref name="readyChannels"/> channels are open: pass 0 not to wait at all.
+    /// </summary>
+    /// <param name="readyChannels">How many open channels to wait for, from 0 to <see cref="ChannelPoolOptions.PoolSize"/>.</param>
+    /// <param name="cancellationToken">Stops the wait; the pool goes on filling in the background.</param>
+    /// <returns>A task that completes when <paramref name="readyChannels"/> channels are open.</returns>
+    /// <exception cref="ArgumentOutOfRangeException"><paramref name="readyChannels"/> is negative or above the pool size.</exception>
+    /// <exception cref="ChannelPoolUnavailableException">The breaker opened before enough channels were open.</exception>
+    public Task WarmUpAsync(int readyChannels, CancellationToken cancellationToken = default)
+    {
+        var poolSize = Volatile.Read(ref _settings).PoolSize;
+        if (readyChannels < 0 || readyChannels > poolSize)
+        {
+            throw new ArgumentOutOfRangeException(
+                nameof(readyChannels), readyChannels, $"Must be between 0 and the pool size ({poolSize}) of pool '{Name}'.");
+        }
+
+        TaskCompletionSource? done = null;
+        int opens;
+        lock (_lock)
+        {
+            ObjectDisposedException.ThrowIf(_disposed, this);
+
+            // Warm-up fills to PoolSize whatever the threshold says.
+            _refilling = true;
+            opens = ReserveOpens_NoLock();
+            if (_idle.Count + _leasedCount < readyChannels)
+            {
+                done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+                (_warmUpWaiters ??= []).Add((readyChannels, done));
+            }
+        }
+
+        StartOpens(opens);
+        return done is null ? Task.CompletedTask : done.Task.WaitAsync(cancellationToken);
+    }
+
+    /// <summary>
+    /// Decides how many opens to start now and counts them as opening. The rule: once the idle count falls to the
+    /// refill threshold, fill back up to PoolSize plus one channel per waiting caller; waiting callers alone also
+    /// get opens. Never above MaxChannels, never more than MaxConcurrentOpens in flight, one probe at a time while
+    /// the breaker is half-open, and none while opens are paused.
+    /// </summary>
+    private int ReserveOpens_NoLock()
+    {
+        if (_disposed || _opensPaused)
+        {
+            return 0;
+        }
+
+        var settings = _settings;
+        var idle = _idle.Count;
+        if (!_refilling && idle <= settings.RefillThreshold)
+        {
+            _refilling = true;
+        }
+
+        var wanted = (_refilling ? settings.PoolSize : 0) + _waiters.Count - idle - _openingCount;
+        if (wanted <= 0)
+        {
+            _refilling = false;
+            return 0;
+        }
+
+        var room = settings.MaxChannels - (idle + _leasedCount + _openingCount);
+        var slots = (_breakerState == CircuitState.HalfOpen ? 1 : settings.MaxConcurrentOpens) - _openingCount;
+        var count = Math.Min(wanted, Math.Min(room, slots));
+        if (count <= 0)
+        {
+            return 0;
+        }
+
+        _openingCount += count;
+        return count;
+    }
+
+    /// <summary>Queues <paramref name="count"/> reserved opens on the background worker.</summary>
+    private void StartOpens(int count)
+    {
+        if (count <= 0)
+        {
+            return;
+        }
+
+        Log.OpensStarted(_logger, Name, count);
+        for (var i = 0; i < count; i++)
+        {
+            _worker.Post(OpenOne, this);
+        }
+    }
+
+    /// <summary>One open through the resilience pipeline. Runs on the background worker and never throws.</summary>
+    private async Task OpenOneAsync()
+    {
+        var startedAt = _timeProvider.GetTimestamp();
+
+        // Continuing on the captured context keeps retries and their delays on the low-priority worker.
+        var context = ResilienceContextPool.Shared.Get(OpenOperationKey, continueOnCapturedContext: true, _shutdown.Token);
+        (TChannel Channel, long Id) opened;
+        try
+        {
+            opened = await _openPipeline.ExecuteAsync(
+                static (ctx, pool) => pool.OpenAttemptAsync(ctx.CancellationToken), context, this);
+        }
+        catch (Exception ex)
+        {
+            OnOpenFailed(ex);
+            return;
+        }
+        finally
+        {
+            ResilienceContextPool.Shared.Return(context);
+        }
+
+        _metrics.RecordCreateTime(_timeProvider.GetElapsedTime(startedAt));
+        OnOpenSucceeded(opened.Channel, opened.Id);
+    }
+
+    /// <summary>One attempt: a span, the factory call, and the failure bookkeeping the breaker and error messages need.</summary>
+    private async ValueTask<(TChannel Channel, long Id)> OpenAttemptAsync(CancellationToken cancellationToken)
+    {
+        var id = Interlocked.Increment(ref _nextChannelId);
+        using var activity = ChannelPoolTelemetry.ActivitySource.StartActivity(ChannelPoolTelemetry.OpenActivityName, ActivityKind.Client);
+        activity?.SetTag(ChannelPoolTelemetry.PoolNameTag, Name);
+        activity?.SetTag(ChannelPoolTelemetry.ChannelIdTag, id);
+        try
+        {
+            var channel = await _factory.OpenAsync(cancellationToken)
+                ?? throw new InvalidOperationException($"The channel factory {_factory.GetType().Name} of pool '{Name}' returned null from OpenAsync.");
+            return (channel, id);
+        }
+        catch (Exception ex) when (!_shutdown.IsCancellationRequested)
+        {
+            // A cancelled attempt that is not a shutdown is the attempt timeout: say so, rather than "a task was cancelled".
+            var error = ex is OperationCanceledException
+                ? new TimeoutException($"Opening a channel for pool '{Name}' did not finish within the attempt timeout.", ex)
+                : ex;
+            Volatile.Write(ref _lastOpenError, error);
+            _metrics.OpenFailed(error);
+            activity?.SetStatus(ActivityStatusCode.Error, error.Message);
+            activity?.SetTag(ChannelPoolTelemetry.ErrorTypeTag, error.GetType().FullName);
+            activity?.AddException(error);
+            Log.OpenAttemptFailed(_logger, Name, error);
+            throw;
+        }
+    }
+
+    private void OnOpenSucceeded(TChannel channel, long id)
+    {
+        var settings = Volatile.Read(ref _settings);
+        var openedAt = _timeProvider.GetTimestamp();
+        var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
+        var jitter = (long)(lifetime * settings.LifetimeJitter * Random.Shared.NextDouble());
+        var entry = new PooledChannel<TChannel>(this, id, channel, openedAt, openedAt + lifetime - jitter);
+
+        PendingAcquire<TChannel>? waiter = null;
+        List<TaskCompletionSource>? warmedUp = null;
+        var breakerClosed = false;
+        var opens = 0;
+        lock (_lock)
+        {
+            _openingCount--;
+            _openedTotal++;
+            _consecutiveOpenFailures = 0;
+            if (_breakerState != CircuitState.Closed)
+            {
+                _breakerState = CircuitState.Closed;
+                breakerClosed = true;
+            }
+
+            if (_disposed)
+            {
+                _open.Add(entry);
+                MarkClosing_NoLock(entry);
+                UpdateDrainProgress_NoLock();
+            }
+            else
+            {
+                _open.Add(entry);
+                waiter = _waiters.Dequeue();
+                if (waiter is null)
+                {
+                    entry.State = PooledChannelState.Idle;
+                    _idle.Enqueue(entry);
+                }
+                else
+                {
+                    entry.State = PooledChannelState.Leased;
+                    _leasedCount++;
+                }
+
+                warmedUp = TakeFinishedWarmUps_NoLock();
+                opens = ReserveOpens_NoLock();
+            }
+        }
+
+        if (breakerClosed)
+        {
+            Log.BreakerClosed(_logger, Name);
+        }
+
+        if (entry.State == PooledChannelState.Closing)
+        {
+            Retire(entry, EvictionReason.Shutdown);
+            return;
+        }
+
+        waiter?.Complete(BeginLease(entry, waiter.WaitStartedAt));
+        warmedUp?.ForEach(static done => done.TrySetResult());
+        StartOpens(opens);
+    }
+
+    private void OnOpenFailed(Exception error)
+    {
+        TimeSpan? pause = null;
+        var breakerJustOpened = false;
+        lock (_lock)
+        {
+            _openingCount--;
+            if (_disposed)
+            {
+                UpdateDrainProgress_NoLock();
+                return;
+            }
+
+            // The refill did not get its channel: keep refilling once opens resume.
+            _refilling = true;
+            var settings = _settings;
+            if (error is BrokenCircuitException or IsolatedCircuitException)
+            {
+                breakerJustOpened = _breakerState is not (CircuitState.Open or CircuitState.Isolated);
+                _breakerState = error is IsolatedCircuitException ? CircuitState.Isolated : CircuitState.Open;
+                pause = PauseOpens_NoLock((error as BrokenCircuitException)?.RetryAfter ?? settings.BreakDuration);
+            }
+            else if (_breakerState == CircuitState.HalfOpen)
+            {
+                // The probe failed. The default pipeline's breaker has said so already; a custom one may not have.
+                breakerJustOpened = true;
+                _breakerState = CircuitState.Open;
+                pause = PauseOpens_NoLock(settings.BreakDuration);
+            }
+            else if (!_opensPaused)
+            {
+                _consecutiveOpenFailures++;
+                var backoff = settings.RetryBaseDelay * Math.Pow(2, Math.Min(_consecutiveOpenFailures - 1, 10));
+                backoff = backoff < MinOpenBackoff ? MinOpenBackoff : backoff > MaxOpenBackoff ? MaxOpenBackoff : backoff;
+                Log.OpensBackingOff(_logger, Name, backoff, _consecutiveOpenFailures);
+                pause = PauseOpens_NoLock(backoff);
+            }
+        }
+
+        if (breakerJustOpened)
+        {
+            FailWaitersWhileBreakerOpen(pause ?? TimeSpan.Zero);
+        }
+
+        ArmResumeTimer(pause);
+    }
+
+    /// <summary>Called by the default pipeline's circuit breaker the moment it opens, mid-attempt.</summary>
+    private void OnBreakerOpened(TimeSpan breakDuration)
+    {
+        TimeSpan? pause;
+        lock (_lock)
+        {
+            if (_disposed)
+            {
+                return;
+            }
+
+            _breakerState = CircuitState.Open;
+            _refilling = true;
+            pause = PauseOpens_NoLock(breakDuration);
+        }
+
+        FailWaitersWhileBreakerOpen(breakDuration);
+        ArmResumeTimer(pause);
+    }
+
+    private void OnBreakerClosed()
+    {
+        lock (_lock)
+        {
+            _breakerState = CircuitState.Closed;
+        }
+    }
+
+    /// <summary>
+    /// Callers waiting on an empty pool would otherwise each sit out the full acquire timeout while the server is
+    /// down. Fail them now, with the error that opened the breaker.
+    /// </summary>
+    private void FailWaitersWhileBreakerOpen(TimeSpan retryAfter)
+    {
+        List<PendingAcquire<TChannel>>? waiters = null;
+        List<(int Ready, TaskCompletionSource Done)>? warmUps;
+        ChannelPoolSnapshot snapshot;
+        lock (_lock)
+        {
+            if (_idle.Count == 0 && _waiters.Count > 0)
+            {
+                waiters = _waiters.DequeueAll();
+            }
+
+            warmUps = _warmUpWaiters;
+            _warmUpWaiters = null;
+            snapshot = SnapshotNoLock();
+        }
+
+        var lastError = Volatile.Read(ref _lastOpenError);
+        Log.BreakerOpened(_logger, Name, retryAfter, lastError);
+        waiters?.ForEach(waiter => waiter.Fail(new ChannelPoolUnavailableException(Name, snapshot, retryAfter, lastError)));
+        warmUps?.ForEach(warmUp => warmUp.Done.TrySetException(new ChannelPoolUnavailableException(Name, snapshot, retryAfter, lastError)));
+    }
+
+    /// <summary>Stops new opens until <paramref name="delay"/> from now; returns the delay to arm the resume timer with.</summary>
+    private TimeSpan PauseOpens_NoLock(TimeSpan delay)
+    {
+        var resumeAt = _timeProvider.GetTimestamp() + _clock.ToTimestampDelta(delay);
+        _resumeAt = _opensPaused ? Math.Max(_resumeAt, resumeAt) : resumeAt;
+        _opensPaused = true;
+        return RemainingPause_NoLock() ?? TimeSpan.Zero;
+    }
+
+    private TimeSpan? RemainingPause_NoLock()
+    {
+        if (!_opensPaused)
+        {
+            return null;
+        }
+
+        var remaining = _timeProvider.GetElapsedTime(_timeProvider.GetTimestamp(), _resumeAt);
+        return remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero;
+    }
+
+    // Timers are armed outside the lock: a TimeProvider may run a due callback on the calling thread.
+    private void ArmResumeTimer(TimeSpan? delay)
+    {
+        if (delay is { } due && !Volatile.Read(ref _disposed))
+        {
+            try
+            {
+                _resumeTimer.Change(due, Timeout.InfiniteTimeSpan);
+            }
+            catch (ObjectDisposedException)
+            {
+                // The pool was disposed in between; nothing is left to resume.
+            }
+        }
+    }
+
+    private void ResumeOpens()
+    {
+        TimeSpan? early = null;
+        int opens;
+        lock (_lock)
+        {
+            if (_disposed || !_opensPaused)
+            {
+                return;
+            }
+
+            // A later pause may have pushed the resume time out after this timer was armed.
+            if (RemainingPause_NoLock() is { } remaining && remaining > TimeSpan.Zero)
+            {
+                early = remaining;
+                opens = 0;
+            }
+            else
+            {
+                _opensPaused = false;
+                if (_breakerState is CircuitState.Open or CircuitState.Isolated)
+                {
+                    // Let exactly one probe through; its outcome closes or reopens the breaker.
+                    _breakerState = CircuitState.HalfOpen;
+                }
+
+                opens = ReserveOpens_NoLock();
+            }
+        }
+
+        ArmResumeTimer(early);
+        StartOpens(opens);
+    }
+
+    private List<TaskCompletionSource>? TakeFinishedWarmUps_NoLock()
+    {
+        if (_warmUpWaiters is null)
+        {
+            return null;
+        }
+
+        var open = _idle.Count + _leasedCount;
+        List<TaskCompletionSource>? finished = null;
+        _warmUpWaiters.RemoveAll(warmUp =>
+        {
+            if (warmUp.Ready > open)
+            {
+                return false;
+            }
+
+            (finished ??= []).Add(warmUp.Done);
+            return true;
+        });
+        return finished;
+    }
+}

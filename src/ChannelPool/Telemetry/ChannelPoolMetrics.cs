@@ -1,0 +1,112 @@
+using System.Diagnostics.Metrics;
+
+namespace ChannelPool;
+
+/// <summary>
+/// One pool's instruments. Each pool owns its <see cref="Meter"/>, so observable instruments report exactly that pool
+/// and go away with it.
+/// </summary>
+internal sealed class ChannelPoolMetrics : IDisposable
+{
+    // Bucket boundaries in seconds, from a fast lease (microseconds) to a slow secure handshake (seconds).
+    private static readonly IReadOnlyList<double> SecondsBuckets =
+        [0.000_01, 0.000_05, 0.000_1, 0.000_5, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+    private readonly Meter _meter;
+    private readonly bool _ownsMeter;
+    private readonly KeyValuePair<string, object?> _poolTag;
+    private readonly Histogram<double> _createTime;
+    private readonly Histogram<double> _waitTime;
+    private readonly Histogram<double> _useTime;
+    private readonly Counter<long> _timeouts;
+    private readonly Counter<long> _evictions;
+    private readonly Counter<long> _openFailures;
+
+    public ChannelPoolMetrics(string poolName, Func<ChannelPoolSnapshot> snapshot, Func<(int PoolSize, int RefillThreshold, int MaxChannels)> limits, IMeterFactory? meterFactory)
+    {
+        _poolTag = new(ChannelPoolTelemetry.PoolNameTag, poolName);
+
+        // The pool tag on the meter itself keeps IMeterFactory, which caches meters by name, version and tags, from
+        // handing two pools the same meter and so the same observable instruments.
+        var options = new MeterOptions(ChannelPoolTelemetry.MeterName) { Version = ChannelPoolTelemetry.Version, Tags = [_poolTag] };
+        _ownsMeter = meterFactory is null;
+        _meter = meterFactory?.Create(options) ?? new Meter(options);
+        var poolTag = _poolTag;
+
+        _meter.CreateObservableUpDownCounter<int>(
+            "channelpool.channel.count",
+            () =>
+            {
+                var s = snapshot();
+                return
+                [
+                    new(s.Idle, poolTag, new(ChannelPoolTelemetry.StateTag, "idle")),
+                    new(s.Leased, poolTag, new(ChannelPoolTelemetry.StateTag, "used")),
+                    new(s.Opening, poolTag, new(ChannelPoolTelemetry.StateTag, "opening")),
+                ];
+            },
+            unit: "{channel}",
+            description: "The number of channels in each state: idle in the pool, used by a caller, or opening.");
+        _meter.CreateObservableUpDownCounter<int>(
+            "channelpool.channel.max",
+            () => new Measurement<int>(limits().MaxChannels, poolTag),
+            unit: "{channel}",
+            description: "The most channels the pool may have opening, idle and leased at once (MaxChannels).");
+        _meter.CreateObservableUpDownCounter<int>(
+            "channelpool.channel.idle.max",
+            () => new Measurement<int>(limits().PoolSize, poolTag),
+            unit: "{channel}",
+            description: "The idle count a refill fills the pool back up to (PoolSize).");
+        _meter.CreateObservableUpDownCounter<int>(
+            "channelpool.channel.idle.min",
+            () => new Measurement<int>(limits().RefillThreshold, poolTag),
+            unit: "{channel}",
+            description: "The idle count at or below which a refill starts (RefillThreshold).");
+        _meter.CreateObservableUpDownCounter<int>(
+            "channelpool.channel.pending_requests",
+            () => new Measurement<int>(snapshot().Waiting, poolTag),
+            unit: "{request}",
+            description: "The number of callers waiting for a channel.");
+
+        _timeouts = _meter.CreateCounter<long>(
+            "channelpool.channel.timeouts", unit: "{timeout}", description: "Acquires that timed out waiting for a channel.");
+        _evictions = _meter.CreateCounter<long>(
+            "channelpool.channel.evictions", unit: "{channel}", description: "Channels the pool closed, by reason.");
+        _openFailures = _meter.CreateCounter<long>(
+            "channelpool.channel.open_failures", unit: "{failure}", description: "Channel open attempts that failed, by error type.");
+
+        var advice = new InstrumentAdvice<double> { HistogramBucketBoundaries = SecondsBuckets };
+        _createTime = _meter.CreateHistogram(
+            "channelpool.channel.create_time", unit: "s", description: "The time it took to open a channel.", tags: null, advice: advice);
+        _waitTime = _meter.CreateHistogram(
+            "channelpool.channel.wait_time", unit: "s", description: "The time a caller waited to obtain a channel.", tags: null, advice: advice);
+        _useTime = _meter.CreateHistogram(
+            "channelpool.channel.use_time", unit: "s", description: "The time between a channel's lease and its release.", tags: null, advice: advice);
+    }
+
+    public bool WaitTimeEnabled => _waitTime.Enabled;
+
+    public bool UseTimeEnabled => _useTime.Enabled;
+
+    public void RecordCreateTime(TimeSpan elapsed) => _createTime.Record(elapsed.TotalSeconds, _poolTag);
+
+    public void RecordWaitTime(TimeSpan elapsed) => _waitTime.Record(elapsed.TotalSeconds, _poolTag);
+
+    public void RecordUseTime(TimeSpan elapsed) => _useTime.Record(elapsed.TotalSeconds, _poolTag);
+
+    public void Timeout() => _timeouts.Add(1, _poolTag);
+
+    public void Evicted(EvictionReason reason) =>
+        _evictions.Add(1, _poolTag, new(ChannelPoolTelemetry.EvictionReasonTag, ChannelPoolTelemetry.ToTagValue(reason)));
+
+    public void OpenFailed(Exception error) =>
+        _openFailures.Add(1, _poolTag, new(ChannelPoolTelemetry.ErrorTypeTag, error.GetType().FullName));
+
+    public void Dispose()
+    {
+        if (_ownsMeter)
+        {
+            _meter.Dispose();
+        }
+    }
+}

@@ -1,0 +1,46 @@
+using Microsoft.Extensions.Logging;
+
+namespace ChannelPool;
+
+/// <summary>The pool's log messages. None of them is on the lease/release hot path.</summary>
+internal static partial class Log
+{
+    [LoggerMessage(1, LogLevel.Debug, "Channel pool '{PoolName}' created: PoolSize={PoolSize}, MaxChannels={MaxChannels}, RefillThreshold={RefillThreshold}, ChannelLifetime={ChannelLifetime}, LeaseMode={LeaseMode}.")]
+    public static partial void PoolCreated(ILogger logger, string poolName, int poolSize, int maxChannels, int refillThreshold, TimeSpan channelLifetime, LeaseMode leaseMode);
+
+    [LoggerMessage(2, LogLevel.Debug, "Channel pool '{PoolName}' is opening {Count} channel(s) in the background.")]
+    public static partial void OpensStarted(ILogger logger, string poolName, int count);
+
+    [LoggerMessage(3, LogLevel.Warning, "Channel pool '{PoolName}' could not open a channel.")]
+    public static partial void OpenAttemptFailed(ILogger logger, string poolName, Exception error);
+
+    [LoggerMessage(4, LogLevel.Error, "Channel pool '{PoolName}' stopped opening channels for {BreakDuration} after repeated open failures; callers with no idle channel fail fast until then.")]
+    public static partial void BreakerOpened(ILogger logger, string poolName, TimeSpan breakDuration, Exception? lastError);
+
+    [LoggerMessage(5, LogLevel.Information, "Channel pool '{PoolName}' opened a channel again; its circuit breaker is closed.")]
+    public static partial void BreakerClosed(ILogger logger, string poolName);
+
+    [LoggerMessage(6, LogLevel.Debug, "Channel pool '{PoolName}' retired channel {ChannelId}: {Reason}.")]
+    public static partial void ChannelRetired(ILogger logger, string poolName, long channelId, EvictionReason reason);
+
+    [LoggerMessage(7, LogLevel.Debug, "Channel pool '{PoolName}' could not close channel {ChannelId} gracefully and aborted it.")]
+    public static partial void CloseFailed(ILogger logger, string poolName, long channelId, Exception error);
+
+    [LoggerMessage(8, LogLevel.Warning, "A caller timed out after {Timeout} waiting for a channel from pool '{PoolName}' ({Snapshot}).")]
+    public static partial void AcquireTimedOut(ILogger logger, string poolName, TimeSpan timeout, ChannelPoolSnapshot snapshot);
+
+    [LoggerMessage(9, LogLevel.Debug, "Channel pool '{PoolName}' pauses opening channels for {Delay} after {Failures} failed open(s) in a row.")]
+    public static partial void OpensBackingOff(ILogger logger, string poolName, TimeSpan delay, int failures);
+
+    [LoggerMessage(10, LogLevel.Information, "Channel pool '{PoolName}' is draining: closing {Idle} idle channel(s), waiting up to {DrainTimeout} for {Leased} leased channel(s).")]
+    public static partial void DrainStarted(ILogger logger, string poolName, int idle, int leased, TimeSpan drainTimeout);
+
+    [LoggerMessage(11, LogLevel.Warning, "Channel pool '{PoolName}' aborted {Count} channel(s) whose leases were not released within the drain timeout.")]
+    public static partial void LeasesAbortedAtDrain(ILogger logger, string poolName, int count);
+
+    [LoggerMessage(12, LogLevel.Information, "Channel pool '{PoolName}' is drained: {Opened} channel(s) opened and {Closed} closed over its life.")]
+    public static partial void DrainCompleted(ILogger logger, string poolName, long opened, long closed);
+
+    [LoggerMessage(13, LogLevel.Warning, "Channel pool '{PoolName}' stopped waiting for {Opening} open(s) and {Closing} close(s) still in flight at drain; they are aborted as they finish.")]
+    public static partial void DrainLeftWorkInFlight(ILogger logger, string poolName, int opening, int closing);
+}

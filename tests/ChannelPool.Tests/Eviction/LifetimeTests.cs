@@ -1,0 +1,137 @@
+namespace ChannelPool.Tests.Eviction;
+
+/// <summary>
+/// Lifetime 90 s without jitter: each channel's deadline is 90 s after it opened. Lifetime checks use the pool clock,
+/// which ticks every second and retires a channel up to one tick early, so a channel opened at 0 s counts as expired
+/// from 89 s. The cleanup timer runs every 43 s (43, 86, 129 ...).
+/// </summary>
+public class LifetimeTests : PoolTestBase
+{
+    private ChannelPool<FakeChannel> NinetySecondPool(int poolSize = 4) => CreatePool(o =>
+    {
+        o.PoolSize = poolSize;
+        o.ChannelLifetime = TimeSpan.FromSeconds(90);
+    });
+
+    [Test]
+    public async Task CleanupTimer_ClosesExpiredIdleChannels_AndTheRefillReplacesThem()
+    {
+        var pool = NinetySecondPool();
+        await pool.WarmUpAsync().Within();
+        var originals = Factory.Channels.ToList();
+
+        Time.Advance(TimeSpan.FromSeconds(86));
+        await UntilQuiet(pool);
+        Assert.That(originals, Has.All.Matches<FakeChannel>(c => c.IsOpen), "not expired at the 86 s cleanup");
+
+        Time.Advance(TimeSpan.FromSeconds(43));
+        await Eventually.That(() => originals.All(c => c.IsClosed), "the 129 s cleanup closed every expired channel");
+        await UntilIdle(pool, 4);
+        Assert.That(originals.Any(c => c.IsAborted), Is.False, "expired channels are closed gracefully");
+        Assert.That(Factory.OpenChannels, Has.Count.EqualTo(4));
+    }
+
+    [Test]
+    public async Task Acquire_NeverHandsOutAnExpiredChannel_EvenBetweenCleanups()
+    {
+        var pool = NinetySecondPool();
+        await pool.WarmUpAsync().Within();
+        var originals = Factory.Channels.ToList();
+
+        Time.Advance(TimeSpan.FromSeconds(89));
+        await using var lease = await pool.AcquireAsync().Within();
+
+        Assert.That(originals, Does.Not.Contain(lease.Channel));
+        await Eventually.That(() => originals.All(c => c.IsClosed), "every expired channel met at lease was closed");
+    }
+
+    [Test]
+    public async Task Acquire_JustBeforeTheDeadline_StillUsesTheChannel()
+    {
+        var pool = NinetySecondPool();
+        await pool.WarmUpAsync().Within();
+        var originals = Factory.Channels.ToList();
+
+        Time.Advance(TimeSpan.FromSeconds(88));
+        await using var lease = await pool.AcquireAsync().Within();
+
+        Assert.That(originals, Does.Contain(lease.Channel));
+    }
+
+    [Test]
+    public async Task Release_AfterTheDeadline_RetiresTheChannelInsteadOfReturningIt()
+    {
+        var pool = NinetySecondPool(poolSize: 2);
+        await pool.WarmUpAsync().Within();
+        var lease = await pool.AcquireAsync();
+        var channel = lease.Channel;
+
+        Time.Advance(TimeSpan.FromSeconds(89));
+        lease.Dispose();
+
+        await Eventually.That(() => channel.IsClosed, "the expired channel was closed on release");
+        Assert.That(pool.GetSnapshot().Leased, Is.EqualTo(0));
+    }
+
+    [Test]
+    public async Task Release_BeforeTheDeadline_ReturnsTheChannelToIdle()
+    {
+        var pool = NinetySecondPool(poolSize: 2);
+        await pool.WarmUpAsync().Within();
+        var lease = await pool.AcquireAsync();
+        var channel = lease.Channel;
+
+        Time.Advance(TimeSpan.FromSeconds(88));
+        lease.Dispose();
+
+        Assert.That(channel.IsOpen, Is.True);
+        Assert.That(pool.GetSnapshot().Idle, Is.EqualTo(2));
+    }
+
+    [Test]
+    public async Task Jitter_SpreadsDeadlines_DownwardOnly()
+    {
+        var pool = CreatePool(o =>
+        {
+            o.PoolSize = 50;
+            o.MaxChannels = 126;
+            o.ChannelLifetime = TimeSpan.FromSeconds(100);
+            o.LifetimeJitter = 0.1;
+            o.CleanupInterval = TimeSpan.FromSeconds(1);
+        });
+        await pool.WarmUpAsync().Within();
+        var originals = Factory.Channels.ToList();
+        var retiredAtSecond = new Dictionary<int, int>();
+
+        for (var second = 1; second <= 100; second++)
+        {
+            Time.Advance(TimeSpan.FromSeconds(1));
+            await UntilQuiet(pool);
+            var retired = originals.Count(c => !c.IsOpen) - retiredAtSecond.Values.Sum();
+            if (retired > 0)
+            {
+                retiredAtSecond[second] = retired;
+            }
+        }
+
+        // Deadlines fall in (90 s, 100 s]; retirement comes at most one clock tick early, so nothing before 89 s.
+        Assert.That(retiredAtSecond.Keys.Min(), Is.GreaterThanOrEqualTo(89));
+        Assert.That(retiredAtSecond.Values.Sum(), Is.EqualTo(50), "every original channel retired by 100 s");
+        Assert.That(retiredAtSecond, Has.Count.GreaterThanOrEqualTo(5), $"retirements spread over time: {string.Join(", ", retiredAtSecond)}");
+    }
+
+    [Test]
+    public async Task CleanupTimer_AbortsIdleChannelsThatFaulted()
+    {
+        var pool = NinetySecondPool();
+        await pool.WarmUpAsync().Within();
+        var faulted = Factory.Channels.Take(2).ToList();
+        faulted.ForEach(c => c.Fault());
+
+        Time.Advance(TimeSpan.FromSeconds(43));
+
+        await Eventually.That(() => faulted.All(c => c.IsAborted), "the cleanup aborted both faulted channels");
+        await UntilIdle(pool, 4);
+        Assert.That(Factory.OpenChannels, Has.Count.EqualTo(4));
+    }
+}

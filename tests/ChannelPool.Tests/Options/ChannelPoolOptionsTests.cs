@@ -1,0 +1,142 @@
+using Microsoft.Extensions.Options;
+using Polly;
+
+namespace ChannelPool.Tests.Options;
+
+public class ChannelPoolOptionsTests
+{
+    private static readonly FakeChannelFactory Factory = new();
+
+    private static IEnumerable<TestCaseData> InvalidOptions()
+    {
+        TestCaseData Case(string name, Action<ChannelPoolOptions> breakIt, string expected) =>
+            new TestCaseData(breakIt, expected).SetName($"Rejects {name}");
+
+        yield return Case("PoolSize of zero", o => o.PoolSize = 0, "PoolSize must be between 1 and MaxChannels (126); it was 0.");
+        yield return Case("PoolSize above MaxChannels", o => o.PoolSize = 127, "PoolSize must be between 1 and MaxChannels (126); it was 127.");
+        yield return Case("MaxChannels of zero", o => o.MaxChannels = 0, "MaxChannels must be at least 1; it was 0.");
+        yield return Case("negative RefillThreshold", o => o.RefillThreshold = -1, "RefillThreshold must be at least 0 and less than PoolSize (50); it was -1.");
+        yield return Case("RefillThreshold equal to PoolSize", o => o.RefillThreshold = 50, "RefillThreshold must be at least 0 and less than PoolSize (50); it was 50.");
+        yield return Case("ChannelLifetime under a second", o => o.ChannelLifetime = TimeSpan.FromMilliseconds(500), "ChannelLifetime must be between 1 second and 1 day; it was 00:00:00.5000000.");
+        yield return Case("ChannelLifetime over a day", o => o.ChannelLifetime = TimeSpan.FromDays(2), "ChannelLifetime must be between 1 second and 1 day; it was 2.00:00:00.");
+        yield return Case("negative LifetimeJitter", o => o.LifetimeJitter = -0.1, "LifetimeJitter must be between 0 and 0.5 (a fraction of ChannelLifetime); it was -0.1.");
+        yield return Case("LifetimeJitter above one half", o => o.LifetimeJitter = 0.6, "LifetimeJitter must be between 0 and 0.5 (a fraction of ChannelLifetime); it was 0.6.");
+        yield return Case("NaN LifetimeJitter", o => o.LifetimeJitter = double.NaN, "LifetimeJitter must be between 0 and 0.5");
+        yield return Case("zero CleanupInterval", o => o.CleanupInterval = TimeSpan.Zero, "CleanupInterval must be greater than zero and at most ChannelLifetime (00:01:30); it was 00:00:00.");
+        yield return Case("CleanupInterval longer than the lifetime", o => o.CleanupInterval = TimeSpan.FromSeconds(91), "CleanupInterval must be greater than zero and at most ChannelLifetime (00:01:30); it was 00:01:31.");
+        yield return Case("zero AcquireTimeout", o => o.AcquireTimeout = TimeSpan.Zero, "AcquireTimeout must be greater than zero, or Timeout.InfiniteTimeSpan to wait without limit; it was 00:00:00.");
+        yield return Case("negative AcquireTimeout", o => o.AcquireTimeout = TimeSpan.FromSeconds(-5), "AcquireTimeout must be greater than zero, or Timeout.InfiniteTimeSpan to wait without limit; it was -00:00:05.");
+        yield return Case("zero MaxConcurrentOpens", o => o.MaxConcurrentOpens = 0, "MaxConcurrentOpens must be at least 1; it was 0.");
+        yield return Case("zero CloseTimeout", o => o.CloseTimeout = TimeSpan.Zero, "CloseTimeout must be greater than zero and at most 1 day; it was 00:00:00.");
+        yield return Case("negative DrainTimeout", o => o.DrainTimeout = TimeSpan.FromSeconds(-1), "DrainTimeout must be between zero and 1 day; it was -00:00:01.");
+        yield return Case("null Resilience", o => o.Resilience = null!, "Resilience must not be null; it was null.");
+        yield return Case("tiny AttemptTimeout", o => o.Resilience.AttemptTimeout = TimeSpan.FromMilliseconds(5), "Resilience.AttemptTimeout must be more than 10 milliseconds and less than 1 day; it was 00:00:00.0050000.");
+        yield return Case("TotalTimeout below AttemptTimeout", o => o.Resilience.TotalTimeout = TimeSpan.FromSeconds(10), "Resilience.TotalTimeout must be at least AttemptTimeout (00:00:30); it was 00:00:10.");
+        yield return Case("negative MaxRetryAttempts", o => o.Resilience.MaxRetryAttempts = -1, "Resilience.MaxRetryAttempts must be between 0 and 100; it was -1.");
+        yield return Case("MaxRetryAttempts above 100", o => o.Resilience.MaxRetryAttempts = 101, "Resilience.MaxRetryAttempts must be between 0 and 100; it was 101.");
+        yield return Case("negative RetryBaseDelay", o => o.Resilience.RetryBaseDelay = TimeSpan.FromMilliseconds(-1), "Resilience.RetryBaseDelay must be between zero and 1 day; it was -00:00:00.0010000.");
+        yield return Case("zero BreakerFailureRatio", o => o.Resilience.BreakerFailureRatio = 0, "Resilience.BreakerFailureRatio must be more than 0 and at most 1; it was 0.");
+        yield return Case("BreakerFailureRatio above one", o => o.Resilience.BreakerFailureRatio = 1.5, "Resilience.BreakerFailureRatio must be more than 0 and at most 1; it was 1.5.");
+        yield return Case("BreakerMinimumThroughput of one", o => o.Resilience.BreakerMinimumThroughput = 1, "Resilience.BreakerMinimumThroughput must be at least 2; it was 1.");
+        yield return Case("short BreakerSamplingDuration", o => o.Resilience.BreakerSamplingDuration = TimeSpan.FromMilliseconds(100), "Resilience.BreakerSamplingDuration must be between 0.5 seconds and 1 day; it was 00:00:00.1000000.");
+        yield return Case("short BreakerBreakDuration", o => o.Resilience.BreakerBreakDuration = TimeSpan.FromMilliseconds(100), "Resilience.BreakerBreakDuration must be between 0.5 seconds and 1 day; it was 00:00:00.1000000.");
+        yield return Case("blank Name", o => o.Name = "  ", "Name must not be empty or white space when it is set; it was '  '.");
+    }
+
+    [TestCaseSource(nameof(InvalidOptions))]
+    public void Constructor_RejectsInvalidOption_NamingThePoolTheOptionAndTheRule(Action<ChannelPoolOptions> breakIt, string expected)
+    {
+        var options = new ChannelPoolOptions { Name = "orders" };
+        breakIt(options);
+
+        var error = Assert.Throws<OptionsValidationException>(() => _ = new ChannelPool<FakeChannel>(Factory, options));
+
+        Assert.That(error!.Message, Does.Contain(expected));
+        Assert.That(error.Message, Does.StartWith("Channel pool '"), "the message names the pool");
+        Assert.That(error.OptionsType, Is.EqualTo(typeof(ChannelPoolOptions)));
+    }
+
+    [Test]
+    public void Constructor_ReportsEveryBrokenRuleAtOnce()
+    {
+        var options = new ChannelPoolOptions { PoolSize = 0, MaxConcurrentOpens = 0 };
+
+        var error = Assert.Throws<OptionsValidationException>(() => _ = new ChannelPool<FakeChannel>(Factory, options));
+
+        Assert.That(error!.Failures, Has.Exactly(2).Items);
+        Assert.That(error.Message, Does.Contain("PoolSize").And.Contain("MaxConcurrentOpens"));
+    }
+
+    [Test]
+    public void CustomOpenPipeline_ReplacesTheResilienceNumbers_SoTheyAreNotChecked()
+    {
+        var options = new ChannelPoolOptions { OpenPipeline = ResiliencePipeline.Empty };
+        options.Resilience.BreakerMinimumThroughput = 1;
+
+        var result = new ChannelPoolOptionsValidator().Validate("orders", options);
+
+        Assert.That(result.Succeeded, Is.True, string.Join("; ", result.Failures ?? []));
+    }
+
+    [Test]
+    public void MaxConcurrentOpens_AboveMaxChannels_IsAccepted_BecauseMaxChannelsCapsOpensAnyway()
+    {
+        var options = new ChannelPoolOptions { PoolSize = 1, MaxChannels = 2, MaxConcurrentOpens = 4 };
+
+        Assert.That(new ChannelPoolOptionsValidator().Validate("orders", options).Succeeded, Is.True);
+    }
+
+    [Test]
+    public void Defaults_FollowTheOriginalPool()
+    {
+        var options = new ChannelPoolOptions();
+
+        Assert.That(options.PoolSize, Is.EqualTo(50));
+        Assert.That(options.MaxChannels, Is.EqualTo(126));
+        Assert.That(options.RefillThreshold, Is.EqualTo(25));
+        Assert.That(options.ChannelLifetime, Is.EqualTo(TimeSpan.FromSeconds(90)));
+        Assert.That(options.CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(43)));
+        Assert.That(options.LifetimeJitter, Is.EqualTo(0.1));
+        Assert.That(options.AcquireTimeout, Is.EqualTo(TimeSpan.FromSeconds(30)));
+        Assert.That(options.LeaseMode, Is.EqualTo(LeaseMode.Reuse));
+        Assert.That(new ChannelPoolOptionsValidator().Validate(null, options).Succeeded, Is.True);
+    }
+
+    [Test]
+    public void RefillThreshold_FollowsPoolSize_UntilSetExplicitly()
+    {
+        var options = new ChannelPoolOptions { PoolSize = 20 };
+        Assert.That(options.RefillThreshold, Is.EqualTo(10));
+
+        options.RefillThreshold = 3;
+        options.PoolSize = 40;
+
+        Assert.That(options.RefillThreshold, Is.EqualTo(3));
+    }
+
+    [Test]
+    public void CleanupInterval_FollowsChannelLifetime_UntilSetExplicitly()
+    {
+        var options = new ChannelPoolOptions { ChannelLifetime = TimeSpan.FromSeconds(300) };
+        Assert.That(options.CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(148)));
+
+        options.ChannelLifetime = TimeSpan.FromSeconds(4);
+        Assert.That(options.CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(1)), "a quarter of a short lifetime, not half less two seconds");
+
+        options.CleanupInterval = TimeSpan.FromSeconds(2);
+        options.ChannelLifetime = TimeSpan.FromSeconds(600);
+        Assert.That(options.CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(2)));
+    }
+
+    [Test]
+    public void Pool_CopiesItsOptions_SoLaterChangesHaveNoEffect()
+    {
+        var options = new ChannelPoolOptions { PoolSize = 5, LeaseMode = LeaseMode.SingleUse };
+        using var pool = new ChannelPool<FakeChannel>(new FakeChannelFactory(), options, new FakeTimeProvider());
+
+        options.LeaseMode = LeaseMode.Reuse;
+
+        Assert.That(pool.LeaseMode, Is.EqualTo(LeaseMode.SingleUse));
+        Assert.That(pool.Name, Is.EqualTo(nameof(FakeChannel)), "an unnamed pool is named after its channel type");
+    }
+}

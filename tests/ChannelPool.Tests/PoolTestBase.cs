@@ -1,0 +1,74 @@
+namespace ChannelPool.Tests;
+
+/// <summary>
+/// Gives each test a fake clock, a fake factory and pools that are drained after the test, so a failing test cannot
+/// leave background work running into the next one.
+/// </summary>
+public abstract class PoolTestBase
+{
+    private readonly List<ChannelPool<FakeChannel>> _pools = [];
+
+    protected FakeTimeProvider Time { get; private set; } = null!;
+
+    protected FakeChannelFactory Factory { get; private set; } = null!;
+
+    [SetUp]
+    public void CreateFakes()
+    {
+        Time = new FakeTimeProvider();
+        Factory = new FakeChannelFactory();
+    }
+
+    [TearDown]
+    public async Task DrainPools()
+    {
+        Factory.StopHoldingOpens();
+        foreach (var pool in _pools)
+        {
+            var drain = pool.DrainAsync();
+
+            // Drain waits (in fake time) for leases a failed test left behind; move the clock so it can finish.
+            while (!drain.IsCompleted)
+            {
+                Time.Advance(TimeSpan.FromSeconds(1));
+                await Task.WhenAny(drain, Task.Delay(1));
+            }
+
+            await drain;
+        }
+
+        _pools.Clear();
+    }
+
+    /// <summary>Options for small, fast pools: no jitter unless a test asks, quick retries, a short breaker window.</summary>
+    protected static ChannelPoolOptions SmallPool(int poolSize = 4, int maxChannels = 8) => new()
+    {
+        Name = TestContext.CurrentContext.Test.Name,
+        PoolSize = poolSize,
+        MaxChannels = maxChannels,
+        LifetimeJitter = 0,
+        Resilience = { MaxRetryAttempts = 0, RetryBaseDelay = TimeSpan.FromMilliseconds(100) },
+    };
+
+    protected ChannelPool<FakeChannel> CreatePool(ChannelPoolOptions options)
+    {
+        var pool = new ChannelPool<FakeChannel>(Factory, options, Time);
+        _pools.Add(pool);
+        return pool;
+    }
+
+    protected ChannelPool<FakeChannel> CreatePool(Action<ChannelPoolOptions>? configure = null)
+    {
+        var options = SmallPool();
+        configure?.Invoke(options);
+        return CreatePool(options);
+    }
+
+    protected static Task UntilIdle(ChannelPool<FakeChannel> pool, int idle) =>
+        Eventually.That(() => pool.GetSnapshot().Idle == idle, $"{idle} channels are idle (now {pool.GetSnapshot()})");
+
+    protected static Task UntilQuiet(ChannelPool<FakeChannel> pool) =>
+        Eventually.That(
+            () => pool.GetSnapshot() is { Opening: 0, Closing: 0 },
+            $"no open or close is in flight (now {pool.GetSnapshot()})");
+}

@@ -1,0 +1,62 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+
+namespace ChannelPool.Tests.Telemetry;
+
+public class TracingTests : PoolTestBase
+{
+    private readonly ConcurrentQueue<Activity> _spans = new();
+    private ActivityListener _listener = null!;
+
+    [SetUp]
+    public void Listen()
+    {
+        // NUnit reuses one fixture instance for every test in the class.
+        _spans.Clear();
+        _listener = new ActivityListener
+        {
+            ShouldListenTo = source => source.Name == ChannelPoolTelemetry.ActivitySourceName,
+            Sample = (ref ActivityCreationOptions<ActivityContext> _) => ActivitySamplingResult.AllDataAndRecorded,
+            ActivityStopped = _spans.Enqueue,
+        };
+        ActivitySource.AddActivityListener(_listener);
+    }
+
+    [TearDown]
+    public void StopListening() => _listener.Dispose();
+
+    [Test]
+    public async Task EachChannelOpen_IsASpan_TaggedWithThePoolAndChannel()
+    {
+        var pool = CreatePool(o => o.PoolSize = 3);
+
+        await pool.WarmUpAsync().Within();
+
+        var spans = SpansOf(pool);
+        Assert.That(spans, Has.Count.EqualTo(3));
+        Assert.That(spans, Has.All.Matches<Activity>(s => s.OperationName == ChannelPoolTelemetry.OpenActivityName && s.Status != ActivityStatusCode.Error));
+        Assert.That(spans.Select(s => s.GetTagItem(ChannelPoolTelemetry.ChannelIdTag)), Is.Unique);
+    }
+
+    [Test]
+    public async Task FailedOpen_IsAnErrorSpan_NamingTheErrorType()
+    {
+        Factory.OpenFailure = () => new IOException("connection refused");
+        var pool = CreatePool(o =>
+        {
+            o.PoolSize = 1;
+            o.MaxConcurrentOpens = 1;
+        });
+
+        _ = pool.WarmUpAsync(0);
+        await Eventually.That(() => SpansOf(pool).Count >= 1, "the failed open's span ended");
+
+        var span = SpansOf(pool)[0];
+        Assert.That(span.Status, Is.EqualTo(ActivityStatusCode.Error));
+        Assert.That(span.StatusDescription, Is.EqualTo("connection refused"));
+        Assert.That(span.GetTagItem(ChannelPoolTelemetry.ErrorTypeTag), Is.EqualTo("System.IO.IOException"));
+    }
+
+    private List<Activity> SpansOf(ChannelPool<FakeChannel> pool) =>
+        _spans.Where(s => Equals(s.GetTagItem(ChannelPoolTelemetry.PoolNameTag), pool.Name)).ToList();
+}
