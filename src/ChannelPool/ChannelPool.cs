@@ -36,13 +36,14 @@ public sealed partial class ChannelPool<TChannel> : IAsyncDisposable, IDisposabl
     private readonly ITimer _cleanupTimer;
     private readonly ITimer _resumeTimer;
     private readonly CancellationTokenSource _shutdown = new();
-    private readonly Lock _lock = new();
+    private readonly PoolGate _gate = new();
 
     // Everything below is guarded by _lock.
-    private readonly Queue<PooledChannel<TChannel>> _idle;
+    private readonly IdleQueue<TChannel> _idle;
     private readonly WaiterQueue<TChannel> _waiters = new();
     private readonly HashSet<PooledChannel<TChannel>> _open = [];
     private PoolSettings _settings;
+    private int _refillThreshold;
     private int _leasedCount;
     private int _openingCount;
     private int _closingCount;
@@ -77,9 +78,10 @@ public sealed partial class ChannelPool<TChannel> : IAsyncDisposable, IDisposabl
 
         _factory = factory;
         _settings = PoolSettings.From(options);
+        _refillThreshold = _settings.RefillThreshold;
         _timeProvider = timeProvider ?? TimeProvider.System;
         _logger = loggerFactory?.CreateLogger("ChannelPool") ?? NullLogger.Instance;
-        _idle = new Queue<PooledChannel<TChannel>>(_settings.MaxChannels);
+        _idle = new IdleQueue<TChannel>(_settings.MaxChannels);
         _waiterPool = new DefaultObjectPool<PendingAcquire<TChannel>>(new WaiterPolicy(this), maximumRetained: 64);
         _metrics = new ChannelPoolMetrics(Name, GetSnapshot, GetLimits, meterFactory);
         _openPipeline = options.OpenPipeline
@@ -104,7 +106,7 @@ public sealed partial class ChannelPool<TChannel> : IAsyncDisposable, IDisposabl
     /// <returns>The counts at this moment.</returns>
     public ChannelPoolSnapshot GetSnapshot()
     {
-        lock (_lock)
+        using (_gate.Enter())
         {
             return SnapshotNoLock();
         }

@@ -21,7 +21,7 @@ public sealed partial class ChannelPool<TChannel>
         List<(int Ready, TaskCompletionSource Done)>? warmUps;
         int leased;
         TaskCompletionSource drained;
-        lock (_lock)
+        using (_gate.Enter())
         {
             if (_drainTask is not null)
             {
@@ -119,11 +119,13 @@ public sealed partial class ChannelPool<TChannel>
     private void AbortOutstandingLeases()
     {
         List<PooledChannel<TChannel>> abandoned = [];
-        lock (_lock)
+        using (_gate.Enter())
         {
+            // The idle queue was emptied when the drain began and nothing re-enters it, so an open channel that is not
+            // retiring is leased.
             foreach (var entry in _open)
             {
-                if (entry.State == PooledChannelState.Leased)
+                if (!entry.IsRetiring)
                 {
                     entry.LeaseVersion++;
                     _leasedCount--;

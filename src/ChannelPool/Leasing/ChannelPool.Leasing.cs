@@ -50,11 +50,10 @@ public sealed partial class ChannelPool<TChannel>
         }
 
         cancellationToken.ThrowIfCancellationRequested();
-        var waiter = _waiterPool.Get();
-        waiter.Prepare(blocking: true, waitStartedAt, cancellationToken);
+        var waiter = RentWaiter(blocking: true, waitStartedAt, cancellationToken);
         if (TryEnqueue(waiter, out lease))
         {
-            waiter.Watch(Volatile.Read(ref _settings).AcquireTimeout, _timeProvider);
+            waiter.Watch();
             return waiter.WaitBlocking();
         }
 
@@ -68,7 +67,7 @@ public sealed partial class ChannelPool<TChannel>
         {
             PooledChannel<TChannel>? entry;
             var opens = 0;
-            lock (_lock)
+            using (_gate.Enter())
             {
                 // FIFO: rotating through every idle channel keeps each server-side session active.
                 if (!_idle.TryDequeue(out entry))
@@ -78,8 +77,7 @@ public sealed partial class ChannelPool<TChannel>
                 }
 
                 _leasedCount++;
-                entry.State = PooledChannelState.Leased;
-                if (_idle.Count <= _settings.RefillThreshold && !_refilling)
+                if (_idle.Count <= _refillThreshold && !_refilling)
                 {
                     opens = ReserveOpens_NoLock();
                 }
@@ -110,8 +108,7 @@ public sealed partial class ChannelPool<TChannel>
             return ValueTask.FromCanceled<ChannelLease<TChannel>>(cancellationToken);
         }
 
-        var waiter = _waiterPool.Get();
-        waiter.Prepare(blocking: false, waitStartedAt, cancellationToken);
+        var waiter = RentWaiter(blocking: false, waitStartedAt, cancellationToken);
         try
         {
             if (!TryEnqueue(waiter, out var lease))
@@ -124,8 +121,15 @@ public sealed partial class ChannelPool<TChannel>
             return ValueTask.FromException<ChannelLease<TChannel>>(ex);
         }
 
-        waiter.Watch(Volatile.Read(ref _settings).AcquireTimeout, _timeProvider);
+        waiter.Watch();
         return new ValueTask<ChannelLease<TChannel>>(waiter, waiter.Version);
+    }
+
+    private PendingAcquire<TChannel> RentWaiter(bool blocking, long waitStartedAt, CancellationToken cancellationToken)
+    {
+        var waiter = _waiterPool.Get();
+        waiter.Prepare(blocking, waitStartedAt, Volatile.Read(ref _settings).AcquireTimeout, _timeProvider, cancellationToken);
+        return waiter;
     }
 
     /// <summary>
@@ -138,7 +142,7 @@ public sealed partial class ChannelPool<TChannel>
         {
             Exception? refusal = null;
             var opens = 0;
-            lock (_lock)
+            using (_gate.Enter())
             {
                 if (_disposed)
                 {
@@ -161,7 +165,7 @@ public sealed partial class ChannelPool<TChannel>
 
             if (refusal is not null)
             {
-                _waiterPool.Return(waiter);
+                waiter.Recycle();
                 throw refusal;
             }
 
@@ -175,7 +179,7 @@ public sealed partial class ChannelPool<TChannel>
             // A channel was released between the fast path and the lock: take it instead of waiting.
             if (TryLeaseIdle(waiter.WaitStartedAt, out lease))
             {
-                _waiterPool.Return(waiter);
+                waiter.Recycle();
                 return false;
             }
         }
@@ -187,7 +191,7 @@ public sealed partial class ChannelPool<TChannel>
         ChannelPoolSnapshot snapshot;
         Exception? lastOpenError;
         TimeSpan timeout;
-        lock (_lock)
+        using (_gate.Enter())
         {
             if (!waiter.IsQueued)
             {
@@ -244,56 +248,48 @@ public sealed partial class ChannelPool<TChannel>
     /// </summary>
     internal void Release(PooledChannel<TChannel> entry, int version)
     {
-        if (Volatile.Read(ref entry.LeaseVersion) != version)
-        {
-            return;
-        }
-
-        if (entry.LeaseStartedAt != NotMeasured)
-        {
-            _metrics.RecordUseTime(_timeProvider.GetElapsedTime(entry.LeaseStartedAt));
-        }
-
+        // Judged before taking the gate, so the factory's IsUsable never runs inside it. For a stale release this
+        // looks at a channel someone else may hold, which is harmless: the version check below then turns it away.
         var reason = ReasonToRetireAfterUse(entry);
+        var leaseStartedAt = entry.LeaseStartedAt;
         PendingAcquire<TChannel>? waiter = null;
         var opens = 0;
-        lock (_lock)
+        using (_gate.Enter())
         {
-            // Checked again under the lock: of two racing releases of one lease, exactly one gets past here.
+            // Of two racing releases of one lease, exactly one gets past here; a stale lease never does.
             if (entry.LeaseVersion != version)
             {
                 return;
             }
 
             entry.LeaseVersion = version + 1;
-            if (reason is null && _disposed)
+            if (reason is null && !_disposed && _waiters.Count == 0)
             {
-                reason = EvictionReason.Shutdown;
+                // The common case: a healthy channel back to idle.
+                _leasedCount--;
+                _idle.Enqueue(entry);
             }
-
-            if (reason is null && (waiter = _waiters.Dequeue()) is not null)
+            else if (reason is null && !_disposed)
             {
                 // Handed straight to the oldest waiter: the channel stays leased.
+                waiter = _waiters.Dequeue();
             }
             else
             {
+                reason ??= EvictionReason.Shutdown;
                 _leasedCount--;
-                if (reason is null)
-                {
-                    entry.State = PooledChannelState.Idle;
-                    _idle.Enqueue(entry);
-                }
-                else
-                {
-                    MarkClosing_NoLock(entry);
-                    opens = ReserveOpens_NoLock();
-                }
-
+                MarkClosing_NoLock(entry);
+                opens = ReserveOpens_NoLock();
                 if (_disposed)
                 {
                     UpdateDrainProgress_NoLock();
                 }
             }
+        }
+
+        if (leaseStartedAt != NotMeasured)
+        {
+            _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt));
         }
 
         if (waiter is not null)
@@ -322,7 +318,7 @@ public sealed partial class ChannelPool<TChannel>
     private void RetireLeased(PooledChannel<TChannel> entry, EvictionReason reason)
     {
         var opens = 0;
-        lock (_lock)
+        using (_gate.Enter())
         {
             _leasedCount--;
             MarkClosing_NoLock(entry);

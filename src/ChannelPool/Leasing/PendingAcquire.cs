@@ -46,7 +46,8 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
 
     public short Version => _core.Version;
 
-    public void Prepare(bool blocking, long waitStartedAt, CancellationToken cancellationToken)
+    /// <summary>Readies a (possibly recycled) waiter. The acquire timeout starts counting here, before the caller queues.</summary>
+    public void Prepare(bool blocking, long waitStartedAt, TimeSpan timeout, TimeProvider timeProvider, CancellationToken cancellationToken)
     {
         _core.Reset();
         IsBlocking = blocking;
@@ -59,17 +60,22 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
             _wakeUp ??= new ManualResetEventSlim(false);
             _wakeUp.Reset();
         }
-    }
 
-    /// <summary>
-    /// Starts the timeout and cancellation watches. Called after the waiter is queued and before the caller can observe
-    /// it, so a recycled waiter never carries a live registration.
-    /// </summary>
-    public void Watch(TimeSpan timeout, TimeProvider timeProvider)
-    {
         if (timeout != Timeout.InfiniteTimeSpan)
         {
             _timeout = new CancellationTokenSource(timeout, timeProvider);
+        }
+    }
+
+    /// <summary>
+    /// Starts watching the timeout and the caller's token. Called once the waiter is queued and before the caller can
+    /// observe it, so a recycled waiter never carries a live registration. A timeout that already fired runs its
+    /// callback here, at once.
+    /// </summary>
+    public void Watch()
+    {
+        if (_timeout is not null)
+        {
             _timeoutRegistration = _timeout.Token.UnsafeRegister(
                 static state => ((PendingAcquire<TChannel>)state!)._pool.AbandonWaiter((PendingAcquire<TChannel>)state, timedOut: true),
                 this);
@@ -145,7 +151,8 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
         _wakeUp?.Dispose();
     }
 
-    private void Recycle()
+    /// <summary>Ends the wait's registrations and returns the waiter to its pool. Idempotent per wait.</summary>
+    public void Recycle()
     {
         // Disposing a registration waits for a callback already running, so no stale timeout can reach the next wait.
         _timeoutRegistration.Dispose();

@@ -1,13 +1,5 @@
 namespace ChannelPool;
 
-/// <summary>Where a pooled channel is in its life. Changed only under the pool's lock.</summary>
-internal enum PooledChannelState
-{
-    Idle,
-    Leased,
-    Closing,
-}
-
 /// <summary>
 /// One open channel and its bookkeeping. It lives exactly as long as the channel, so a lease needs no object of its
 /// own: a <see cref="ChannelLease{TChannel}"/> is this entry plus the <see cref="LeaseVersion"/> it was issued under.
@@ -42,7 +34,12 @@ internal sealed class PooledChannel<TChannel>
     /// <summary>Gets this channel's own, jittered, deadline as a <see cref="TimeProvider.GetTimestamp"/> value.</summary>
     public long ExpiresAt { get; }
 
-    public PooledChannelState State { get; set; }
+    /// <summary>
+    /// Gets or sets whether the channel has left the pool for good and is being closed. Set once, under the pool's
+    /// gate. Whether an open channel is idle or leased is not recorded here: the idle queue knows, and writing it on
+    /// every lease and release would move this object's cache line between cores for nothing.
+    /// </summary>
+    public bool IsRetiring { get; set; }
 
     /// <summary>Gets or sets whether the current holder marked the channel broken. Reset when a new lease starts.</summary>
     public bool IsBroken { get; set; }

@@ -49,7 +49,7 @@ public sealed partial class ChannelPool<TChannel>
 
         TaskCompletionSource? done = null;
         int opens;
-        lock (_lock)
+        using (_gate.Enter())
         {
             ObjectDisposedException.ThrowIf(_disposed, this);
 
@@ -189,7 +189,7 @@ public sealed partial class ChannelPool<TChannel>
         List<TaskCompletionSource>? warmedUp = null;
         var breakerClosed = false;
         var opens = 0;
-        lock (_lock)
+        using (_gate.Enter())
         {
             _openingCount--;
             _openedTotal++;
@@ -212,12 +212,10 @@ public sealed partial class ChannelPool<TChannel>
                 waiter = _waiters.Dequeue();
                 if (waiter is null)
                 {
-                    entry.State = PooledChannelState.Idle;
                     _idle.Enqueue(entry);
                 }
                 else
                 {
-                    entry.State = PooledChannelState.Leased;
                     _leasedCount++;
                 }
 
@@ -231,7 +229,7 @@ public sealed partial class ChannelPool<TChannel>
             Log.BreakerClosed(_logger, Name);
         }
 
-        if (entry.State == PooledChannelState.Closing)
+        if (entry.IsRetiring)
         {
             Retire(entry, EvictionReason.Shutdown);
             return;
@@ -246,7 +244,8 @@ public sealed partial class ChannelPool<TChannel>
     {
         TimeSpan? pause = null;
         var breakerJustOpened = false;
-        lock (_lock)
+        var failures = 0;
+        using (_gate.Enter())
         {
             _openingCount--;
             if (_disposed)
@@ -273,12 +272,16 @@ public sealed partial class ChannelPool<TChannel>
             }
             else if (!_opensPaused)
             {
-                _consecutiveOpenFailures++;
-                var backoff = settings.RetryBaseDelay * Math.Pow(2, Math.Min(_consecutiveOpenFailures - 1, 10));
+                failures = ++_consecutiveOpenFailures;
+                var backoff = settings.RetryBaseDelay * Math.Pow(2, Math.Min(failures - 1, 10));
                 backoff = backoff < MinOpenBackoff ? MinOpenBackoff : backoff > MaxOpenBackoff ? MaxOpenBackoff : backoff;
-                Log.OpensBackingOff(_logger, Name, backoff, _consecutiveOpenFailures);
                 pause = PauseOpens_NoLock(backoff);
             }
+        }
+
+        if (failures > 0)
+        {
+            Log.OpensBackingOff(_logger, Name, pause ?? TimeSpan.Zero, failures);
         }
 
         if (breakerJustOpened)
@@ -293,7 +296,7 @@ public sealed partial class ChannelPool<TChannel>
     private void OnBreakerOpened(TimeSpan breakDuration)
     {
         TimeSpan? pause;
-        lock (_lock)
+        using (_gate.Enter())
         {
             if (_disposed)
             {
@@ -311,7 +314,7 @@ public sealed partial class ChannelPool<TChannel>
 
     private void OnBreakerClosed()
     {
-        lock (_lock)
+        using (_gate.Enter())
         {
             _breakerState = CircuitState.Closed;
         }
@@ -326,7 +329,7 @@ public sealed partial class ChannelPool<TChannel>
         List<PendingAcquire<TChannel>>? waiters = null;
         List<(int Ready, TaskCompletionSource Done)>? warmUps;
         ChannelPoolSnapshot snapshot;
-        lock (_lock)
+        using (_gate.Enter())
         {
             if (_idle.Count == 0 && _waiters.Count > 0)
             {
@@ -384,7 +387,7 @@ public sealed partial class ChannelPool<TChannel>
     {
         TimeSpan? early = null;
         int opens;
-        lock (_lock)
+        using (_gate.Enter())
         {
             if (_disposed || !_opensPaused)
             {
