@@ -84,6 +84,7 @@ public sealed partial class ChannelPool<TChannel> : IAsyncDisposable, IDisposabl
         _idle = new IdleQueue<TChannel>(_settings.MaxChannels);
         _waiterPool = new DefaultObjectPool<PendingAcquire<TChannel>>(new WaiterPolicy(this), maximumRetained: 64);
         _metrics = new ChannelPoolMetrics(Name, GetSnapshot, GetLimits, meterFactory);
+        _breakerReportsTransitions = options.OpenPipeline is null;
         _openPipeline = options.OpenPipeline
             ?? OpenPipeline.Build(options.Resilience, Name, _timeProvider, OnBreakerOpened, OnBreakerClosed);
 

@@ -16,15 +16,23 @@ public static class Eventually
     /// <param name="description">What is awaited, for the failure message.</param>
     /// <returns>A task that completes when the condition holds.</returns>
     /// <exception cref="TimeoutException">The condition did not hold within <see cref="Limit"/>.</exception>
-    public static async Task That(Func<bool> condition, string description)
+    public static Task That(Func<bool> condition, string description) => That(condition, () => description);
+
+    /// <summary>Waits until <paramref name="condition"/> holds; the description is built when the wait fails, so it can show the state then.</summary>
+    /// <param name="condition">The state to wait for.</param>
+    /// <param name="describe">Says what is awaited and what the state is, for the failure message.</param>
+    /// <returns>A task that completes when the condition holds.</returns>
+    /// <exception cref="TimeoutException">The condition did not hold within <see cref="Limit"/>.</exception>
+    public static async Task That(Func<bool> condition, Func<string> describe)
     {
         ArgumentNullException.ThrowIfNull(condition);
+        ArgumentNullException.ThrowIfNull(describe);
         var started = Stopwatch.GetTimestamp();
         while (!condition())
         {
             if (Stopwatch.GetElapsedTime(started) > Limit)
             {
-                throw new TimeoutException($"Still waiting, after {Limit.TotalSeconds} s, until {description}.");
+                throw new TimeoutException($"Still waiting, after {Limit.TotalSeconds} s, until {describe()}.");
             }
 
             await Task.Delay(1);

@@ -65,10 +65,10 @@ public abstract class PoolTestBase
     }
 
     protected static Task UntilIdle(ChannelPool<FakeChannel> pool, int idle) =>
-        Eventually.That(() => pool.GetSnapshot().Idle == idle, $"{idle} channels are idle (now {pool.GetSnapshot()})");
+        Eventually.That(() => pool.GetSnapshot().Idle == idle, () => $"{idle} channels are idle (now {pool.GetSnapshot()})");
 
     protected static Task UntilQuiet(ChannelPool<FakeChannel> pool) =>
         Eventually.That(
             () => pool.GetSnapshot() is { Opening: 0, Closing: 0 },
-            $"no open or close is in flight (now {pool.GetSnapshot()})");
+            () => $"no open or close is in flight (now {pool.GetSnapshot()})");
 }

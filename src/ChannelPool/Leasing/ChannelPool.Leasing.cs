@@ -141,6 +141,7 @@ public sealed partial class ChannelPool<TChannel>
         while (true)
         {
             Exception? refusal = null;
+            var queued = false;
             var opens = 0;
             using (_gate.Enter())
             {
@@ -156,11 +157,21 @@ public sealed partial class ChannelPool<TChannel>
                     }
                     else
                     {
-                        // Queued under the same lock that release takes, so a channel released from here on finds us.
+                        // Queued under the same gate that release takes, so a channel released from here on finds us.
                         _waiters.Enqueue(waiter);
+                        queued = true;
                         opens = ReserveOpens_NoLock();
                     }
                 }
+            }
+
+            // Decided inside the gate, not read back from the waiter afterwards: by now a release may already have
+            // handed this waiter a channel, and that lease must reach the caller through it.
+            StartOpens(opens);
+            if (queued)
+            {
+                lease = default;
+                return true;
             }
 
             if (refusal is not null)
@@ -169,14 +180,7 @@ public sealed partial class ChannelPool<TChannel>
                 throw refusal;
             }
 
-            if (waiter.IsQueued)
-            {
-                StartOpens(opens);
-                lease = default;
-                return true;
-            }
-
-            // A channel was released between the fast path and the lock: take it instead of waiting.
+            // A channel was released between the fast path and the gate: take it instead of waiting.
             if (TryLeaseIdle(waiter.WaitStartedAt, out lease))
             {
                 waiter.Recycle();

@@ -7,15 +7,10 @@ namespace ChannelPool;
 public sealed partial class ChannelPool<TChannel>
 {
     private const string OpenOperationKey = "channelpool.open";
-    private static readonly TimeSpan MinOpenBackoff = TimeSpan.FromMilliseconds(50);
-    private static readonly TimeSpan MaxOpenBackoff = TimeSpan.FromSeconds(30);
-    private static readonly Func<object?, Task> OpenOne = static state => ((ChannelPool<TChannel>)state!).OpenOneAsync();
+    private static readonly Func<object?, Task> OpenOne = static state => ((ChannelPool<TChannel>)state!).OpenOneAsync(probe: 0);
 
-    // Guarded by _lock.
+    // Guarded by _gate.
     private bool _refilling;
-    private bool _opensPaused;
-    private long _resumeAt;
-    private int _consecutiveOpenFailures;
     private List<(int Ready, TaskCompletionSource Done)>? _warmUpWaiters;
 
     // Written by whichever open attempt failed last; read for error messages.
@@ -70,8 +65,8 @@ public sealed partial class ChannelPool<TChannel>
     /// <summary>
     /// Decides how many opens to start now and counts them as opening. The rule: once the idle count falls to the
     /// refill threshold, fill back up to PoolSize plus one channel per waiting caller; waiting callers alone also
-    /// get opens. Never above MaxChannels, never more than MaxConcurrentOpens in flight, one probe at a time while
-    /// the breaker is half-open, and none while opens are paused.
+    /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
+    /// paused or the breaker is open; while it is half-open, one probe and nothing else.
     /// </summary>
     private int ReserveOpens_NoLock()
     {
@@ -95,8 +90,12 @@ public sealed partial class ChannelPool<TChannel>
         }
 
         var room = settings.MaxChannels - (idle + _leasedCount + _openingCount);
-        var slots = (_breakerState == CircuitState.HalfOpen ? 1 : settings.MaxConcurrentOpens) - _openingCount;
-        var count = Math.Min(wanted, Math.Min(room, slots));
+        if (_breakerState != CircuitState.Closed)
+        {
+            return ReserveProbe_NoLock(room);
+        }
+
+        var count = Math.Min(wanted, Math.Min(room, settings.MaxConcurrentOpens - _openingCount));
         if (count <= 0)
         {
             return 0;
@@ -115,14 +114,25 @@ public sealed partial class ChannelPool<TChannel>
         }
 
         Log.OpensStarted(_logger, Name, count);
+        var probe = TakeProbeToStart();
         for (var i = 0; i < count; i++)
         {
-            _worker.Post(OpenOne, this);
+            if (i == 0 && probe != 0)
+            {
+                _worker.Post(static state => ((Probe)state!).Pool.OpenOneAsync(((Probe)state).Generation), new Probe(this, probe));
+            }
+            else
+            {
+                _worker.Post(OpenOne, this);
+            }
         }
     }
 
-    /// <summary>One open through the resilience pipeline. Runs on the background worker and never throws.</summary>
-    private async Task OpenOneAsync()
+    /// <summary>
+    /// One open through the resilience pipeline. Runs on the background worker and never throws. A non-zero
+    /// <paramref name="probe"/> marks the half-open breaker's probe, whose outcome decides the breaker.
+    /// </summary>
+    private async Task OpenOneAsync(long probe)
     {
         var startedAt = _timeProvider.GetTimestamp();
 
@@ -136,7 +146,7 @@ public sealed partial class ChannelPool<TChannel>
         }
         catch (Exception ex)
         {
-            OnOpenFailed(ex);
+            OnOpenFailed(ex, probe);
             return;
         }
         finally
@@ -145,7 +155,7 @@ public sealed partial class ChannelPool<TChannel>
         }
 
         _metrics.RecordCreateTime(_timeProvider.GetElapsedTime(startedAt));
-        OnOpenSucceeded(opened.Channel, opened.Id);
+        OnOpenSucceeded(opened.Channel, opened.Id, probe);
     }
 
     /// <summary>One attempt: a span, the factory call, and the failure bookkeeping the breaker and error messages need.</summary>
@@ -177,7 +187,7 @@ public sealed partial class ChannelPool<TChannel>
         }
     }
 
-    private void OnOpenSucceeded(TChannel channel, long id)
+    private void OnOpenSucceeded(TChannel channel, long id, long probe)
     {
         var settings = Volatile.Read(ref _settings);
         var openedAt = _timeProvider.GetTimestamp();
@@ -193,12 +203,7 @@ public sealed partial class ChannelPool<TChannel>
         {
             _openingCount--;
             _openedTotal++;
-            _consecutiveOpenFailures = 0;
-            if (_breakerState != CircuitState.Closed)
-            {
-                _breakerState = CircuitState.Closed;
-                breakerClosed = true;
-            }
+            breakerClosed = OnOpenSucceeded_Breaker_NoLock(probe);
 
             if (_disposed)
             {
@@ -237,183 +242,6 @@ public sealed partial class ChannelPool<TChannel>
 
         waiter?.Complete(BeginLease(entry, waiter.WaitStartedAt));
         warmedUp?.ForEach(static done => done.TrySetResult());
-        StartOpens(opens);
-    }
-
-    private void OnOpenFailed(Exception error)
-    {
-        TimeSpan? pause = null;
-        var breakerJustOpened = false;
-        var failures = 0;
-        using (_gate.Enter())
-        {
-            _openingCount--;
-            if (_disposed)
-            {
-                UpdateDrainProgress_NoLock();
-                return;
-            }
-
-            // The refill did not get its channel: keep refilling once opens resume.
-            _refilling = true;
-            var settings = _settings;
-            if (error is BrokenCircuitException or IsolatedCircuitException)
-            {
-                breakerJustOpened = _breakerState is not (CircuitState.Open or CircuitState.Isolated);
-                _breakerState = error is IsolatedCircuitException ? CircuitState.Isolated : CircuitState.Open;
-                pause = PauseOpens_NoLock((error as BrokenCircuitException)?.RetryAfter ?? settings.BreakDuration);
-            }
-            else if (_breakerState == CircuitState.HalfOpen)
-            {
-                // The probe failed. The default pipeline's breaker has said so already; a custom one may not have.
-                breakerJustOpened = true;
-                _breakerState = CircuitState.Open;
-                pause = PauseOpens_NoLock(settings.BreakDuration);
-            }
-            else if (!_opensPaused)
-            {
-                failures = ++_consecutiveOpenFailures;
-                var backoff = settings.RetryBaseDelay * Math.Pow(2, Math.Min(failures - 1, 10));
-                backoff = backoff < MinOpenBackoff ? MinOpenBackoff : backoff > MaxOpenBackoff ? MaxOpenBackoff : backoff;
-                pause = PauseOpens_NoLock(backoff);
-            }
-        }
-
-        if (failures > 0)
-        {
-            Log.OpensBackingOff(_logger, Name, pause ?? TimeSpan.Zero, failures);
-        }
-
-        if (breakerJustOpened)
-        {
-            FailWaitersWhileBreakerOpen(pause ?? TimeSpan.Zero);
-        }
-
-        ArmResumeTimer(pause);
-    }
-
-    /// <summary>Called by the default pipeline's circuit breaker the moment it opens, mid-attempt.</summary>
-    private void OnBreakerOpened(TimeSpan breakDuration)
-    {
-        TimeSpan? pause;
-        using (_gate.Enter())
-        {
-            if (_disposed)
-            {
-                return;
-            }
-
-            _breakerState = CircuitState.Open;
-            _refilling = true;
-            pause = PauseOpens_NoLock(breakDuration);
-        }
-
-        FailWaitersWhileBreakerOpen(breakDuration);
-        ArmResumeTimer(pause);
-    }
-
-    private void OnBreakerClosed()
-    {
-        using (_gate.Enter())
-        {
-            _breakerState = CircuitState.Closed;
-        }
-    }
-
-    /// <summary>
-    /// Callers waiting on an empty pool would otherwise each sit out the full acquire timeout while the server is
-    /// down. Fail them now, with the error that opened the breaker.
-    /// </summary>
-    private void FailWaitersWhileBreakerOpen(TimeSpan retryAfter)
-    {
-        List<PendingAcquire<TChannel>>? waiters = null;
-        List<(int Ready, TaskCompletionSource Done)>? warmUps;
-        ChannelPoolSnapshot snapshot;
-        using (_gate.Enter())
-        {
-            if (_idle.Count == 0 && _waiters.Count > 0)
-            {
-                waiters = _waiters.DequeueAll();
-            }
-
-            warmUps = _warmUpWaiters;
-            _warmUpWaiters = null;
-            snapshot = SnapshotNoLock();
-        }
-
-        var lastError = Volatile.Read(ref _lastOpenError);
-        Log.BreakerOpened(_logger, Name, retryAfter, lastError);
-        waiters?.ForEach(waiter => waiter.Fail(new ChannelPoolUnavailableException(Name, snapshot, retryAfter, lastError)));
-        warmUps?.ForEach(warmUp => warmUp.Done.TrySetException(new ChannelPoolUnavailableException(Name, snapshot, retryAfter, lastError)));
-    }
-
-    /// <summary>Stops new opens until <paramref name="delay"/> from now; returns the delay to arm the resume timer with.</summary>
-    private TimeSpan PauseOpens_NoLock(TimeSpan delay)
-    {
-        var resumeAt = _timeProvider.GetTimestamp() + _clock.ToTimestampDelta(delay);
-        _resumeAt = _opensPaused ? Math.Max(_resumeAt, resumeAt) : resumeAt;
-        _opensPaused = true;
-        return RemainingPause_NoLock() ?? TimeSpan.Zero;
-    }
-
-    private TimeSpan? RemainingPause_NoLock()
-    {
-        if (!_opensPaused)
-        {
-            return null;
-        }
-
-        var remaining = _timeProvider.GetElapsedTime(_timeProvider.GetTimestamp(), _resumeAt);
-        return remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero;
-    }
-
-    // Timers are armed outside the lock: a TimeProvider may run a due callback on the calling thread.
-    private void ArmResumeTimer(TimeSpan? delay)
-    {
-        if (delay is { } due && !Volatile.Read(ref _disposed))
-        {
-            try
-            {
-                _resumeTimer.Change(due, Timeout.InfiniteTimeSpan);
-            }
-            catch (ObjectDisposedException)
-            {
-                // The pool was disposed in between; nothing is left to resume.
-            }
-        }
-    }
-
-    private void ResumeOpens()
-    {
-        TimeSpan? early = null;
-        int opens;
-        using (_gate.Enter())
-        {
-            if (_disposed || !_opensPaused)
-            {
-                return;
-            }
-
-            // A later pause may have pushed the resume time out after this timer was armed.
-            if (RemainingPause_NoLock() is { } remaining && remaining > TimeSpan.Zero)
-            {
-                early = remaining;
-                opens = 0;
-            }
-            else
-            {
-                _opensPaused = false;
-                if (_breakerState is CircuitState.Open or CircuitState.Isolated)
-                {
-                    // Let exactly one probe through; its outcome closes or reopens the breaker.
-                    _breakerState = CircuitState.HalfOpen;
-                }
-
-                opens = ReserveOpens_NoLock();
-            }
-        }
-
-        ArmResumeTimer(early);
         StartOpens(opens);
     }
 

@@ -41,6 +41,12 @@ internal static partial class Log
     [LoggerMessage(12, LogLevel.Information, "Channel pool '{PoolName}' is drained: {Opened} channel(s) opened and {Closed} closed over its life.")]
     public static partial void DrainCompleted(ILogger logger, string poolName, long opened, long closed);
 
+    [LoggerMessage(14, LogLevel.Debug, "Channel pool '{PoolName}' resumes opening channels; breaker {BreakerState}, {Opens} open(s) started.")]
+    public static partial void OpensResumed(ILogger logger, string poolName, Polly.CircuitBreaker.CircuitState breakerState, int opens);
+
+    [LoggerMessage(15, LogLevel.Debug, "Channel pool '{PoolName}' resume timer fired {Remaining} early; waiting on.")]
+    public static partial void ResumeDeferred(ILogger logger, string poolName, TimeSpan remaining);
+
     [LoggerMessage(13, LogLevel.Warning, "Channel pool '{PoolName}' stopped waiting for {Opening} open(s) and {Closing} close(s) still in flight at drain; they are aborted as they finish.")]
     public static partial void DrainLeftWorkInFlight(ILogger logger, string poolName, int opening, int closing);
 }

@@ -5,9 +5,11 @@ public class LeaseModeTests : PoolTestBase
     [Test]
     public async Task Reuse_ReturnsAHealthyChannelToIdle_ForTheNextCaller()
     {
+        // One channel in all, so no refill can put a second one ahead of it in the idle queue.
         var pool = CreatePool(o =>
         {
             o.PoolSize = 1;
+            o.MaxChannels = 1;
             o.LeaseMode = LeaseMode.Reuse;
         });
         await pool.WarmUpAsync().Within();
