@@ -111,7 +111,15 @@ namespace ChannelPool.Demo
 
         public async Task<ScenarioResult> PooledAsync(int calls, LeaseMode mode, string report)
         {
-            var options = new ChannelPoolOptions { Name = report, PoolSize = Math.Min(concurrency * 2, 100), LeaseMode = mode };
+            // As many opens in flight as callers, as the per-call scenario has: single-use consumes a channel per call,
+            // so its throughput is bound by how many handshakes run at once.
+            var options = new ChannelPoolOptions
+            {
+                Name = report,
+                PoolSize = Math.Min(concurrency * 2, 100),
+                MaxConcurrentOpens = concurrency,
+                LeaseMode = mode,
+            };
             await using var pool = new ChannelPool<TlsChannel>(factory, options);
             var before = server.Handshakes;
             await pool.WarmUpAsync();

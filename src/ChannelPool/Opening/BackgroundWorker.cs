@@ -45,9 +45,26 @@ internal sealed class BackgroundWorker : TaskScheduler
     /// <summary>Gets whether the calling thread is one of the worker's threads.</summary>
     public static bool IsWorkerThread => t_isWorkerThread;
 
-    /// <summary>Runs <paramref name="work"/> on the worker, fire-and-forget. <paramref name="work"/> must not throw.</summary>
-    public void Post(Func<object?, Task> work, object? state) =>
-        Task.Factory.StartNew(work, state, CancellationToken.None, TaskCreationOptions.DenyChildAttach, this);
+    /// <summary>
+    /// Runs <paramref name="work"/> on the worker, fire-and-forget. <paramref name="work"/> must not throw.
+    /// </summary>
+    /// <remarks>
+    /// The caller's execution context does not flow: an open that a caller's lease happened to trigger is not part of
+    /// that caller's request, so it must not inherit its trace parent, logging scopes or other async-local state.
+    /// </remarks>
+    public void Post(Func<object?, Task> work, object? state)
+    {
+        if (ExecutionContext.IsFlowSuppressed())
+        {
+            Task.Factory.StartNew(work, state, CancellationToken.None, TaskCreationOptions.DenyChildAttach, this);
+            return;
+        }
+
+        using (ExecutionContext.SuppressFlow())
+        {
+            Task.Factory.StartNew(work, state, CancellationToken.None, TaskCreationOptions.DenyChildAttach, this);
+        }
+    }
 
     /// <summary>Runs <paramref name="work"/> on the worker and returns a task for its completion.</summary>
     public Task Run(Func<Task> work) =>

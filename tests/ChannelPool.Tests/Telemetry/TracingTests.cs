@@ -39,6 +39,30 @@ public class TracingTests : PoolTestBase
     }
 
     [Test]
+    public async Task OpenTriggeredByACallersLease_IsNotAChildOfTheCallersSpan()
+    {
+        using var requestSource = new ActivitySource("ChannelPool.Tests.Request");
+        using var requestListener = new ActivityListener
+        {
+            ShouldListenTo = source => source.Name == requestSource.Name,
+            Sample = (ref ActivityCreationOptions<ActivityContext> _) => ActivitySamplingResult.AllDataAndRecorded,
+        };
+        ActivitySource.AddActivityListener(requestListener);
+        var pool = CreatePool(o => o.PoolSize = 2);
+        await pool.WarmUpAsync().Within();
+
+        using (var request = requestSource.StartActivity("request"))
+        {
+            Assert.That(request, Is.Not.Null);
+            await using var lease = await pool.AcquireAsync(); // idle falls to the threshold: a refill starts here
+            await Eventually.That(() => SpansOf(pool).Count == 3, "the refill's open span ended");
+        }
+
+        var refillSpan = SpansOf(pool)[2];
+        Assert.That(refillSpan.ParentId, Is.Null, "the refill runs on the background worker, outside the request");
+    }
+
+    [Test]
     public async Task FailedOpen_IsAnErrorSpan_NamingTheErrorType()
     {
         Factory.OpenFailure = () => new IOException("connection refused");
