@@ -9,6 +9,7 @@ public sealed partial class ChannelPool<TChannel>
     /// legitimately return 0 (a fake clock starts there).
     /// </summary>
     internal const long NotMeasured = long.MinValue;
+
     /// <summary>
     /// Leases a channel. An idle channel is handed out at once; otherwise the caller waits, first come first served,
     /// for whichever comes first: a released channel or a newly opened one.

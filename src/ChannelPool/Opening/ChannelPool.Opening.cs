@@ -204,16 +204,15 @@ public sealed partial class ChannelPool<TChannel>
             _openingCount--;
             _openedTotal++;
             breakerClosed = OnOpenSucceeded_Breaker_NoLock(probe);
-
+            _open.Add(entry);
             if (_disposed)
             {
-                _open.Add(entry);
+                // Finished after the drain began: it goes straight to closing.
                 MarkClosing_NoLock(entry);
                 UpdateDrainProgress_NoLock();
             }
             else
             {
-                _open.Add(entry);
                 waiter = _waiters.Dequeue();
                 if (waiter is null)
                 {
