@@ -53,8 +53,8 @@ foreach (var r in results)
 }
 
 AnsiConsole.Write(table);
-AnsiConsole.MarkupLine("A per-call channel pays a handshake inside every call. A pool does its handshakes in warm-up, and any in the run are refills");
-AnsiConsole.MarkupLine("on its low-priority background worker, off the callers' path.");
+AnsiConsole.MarkupLine("A per-call channel pays a handshake inside every call.");
+AnsiConsole.MarkupLine("A pool does its handshakes in warm-up; any in the run are refills on its low-priority background worker, off the callers' path.");
 AnsiConsole.MarkupLine("A singleton is cheap too, but every caller queues on one channel, and when it faults the whole application stalls.");
 return 0;
 
