@@ -2,7 +2,7 @@ using System.Diagnostics;
 using System.Globalization;
 using ChannelPool;
 using ChannelPool.Demo;
-using ChannelPool.Demo.Tls;
+using ChannelPool.Samples.Tls;
 using Spectre.Console;
 
 // Usage: ChannelPool.Demo [calls] [concurrency]

@@ -22,7 +22,7 @@ namespace ChannelPool;
 /// </para>
 /// <para>Every member is safe to call from any thread.</para>
 /// </remarks>
-public sealed partial class ChannelPool<TChannel> : IAsyncDisposable, IDisposable
+public sealed partial class ChannelPool<TChannel> : IChannelPool
     where TChannel : class
 {
     private readonly IPooledChannelFactory<TChannel> _factory;
@@ -97,14 +97,13 @@ public sealed partial class ChannelPool<TChannel> : IAsyncDisposable, IDisposabl
         Log.PoolCreated(_logger, Name, _settings.PoolSize, _settings.MaxChannels, _settings.RefillThreshold, _settings.ChannelLifetime, _settings.LeaseMode);
     }
 
-    /// <summary>Gets the pool's name, as used in exceptions, logs and telemetry.</summary>
+    /// <inheritdoc />
     public string Name { get; }
 
-    /// <summary>Gets what release does with a channel in this pool.</summary>
-    public LeaseMode LeaseMode => _settings.LeaseMode;
+    /// <inheritdoc />
+    public LeaseMode LeaseMode => Volatile.Read(ref _settings).LeaseMode;
 
-    /// <summary>Takes a consistent snapshot of the pool's counts.</summary>
-    /// <returns>The counts at this moment.</returns>
+    /// <inheritdoc />
     public ChannelPoolSnapshot GetSnapshot()
     {
         using (_gate.Enter())

@@ -12,7 +12,10 @@ public sealed partial class ChannelPool<TChannel>
     /// <see cref="ChannelPoolOptions.DrainTimeout"/> for leases to come back (closing each as it does), then aborts
     /// the rest. Calling it again returns the same drain.
     /// </summary>
-    /// <param name="cancellationToken">Cuts the wait for leases short: the remaining leased channels are aborted at once.</param>
+    /// <param name="cancellationToken">
+    /// Cuts the waiting short: leased channels are aborted at once, and graceful closes already under way finish in the
+    /// background, each within <see cref="ChannelPoolOptions.CloseTimeout"/>.
+    /// </param>
     /// <returns>A task that completes when every channel the pool opened is closed or aborted.</returns>
     public Task DrainAsync(CancellationToken cancellationToken = default)
     {
@@ -98,8 +101,9 @@ public sealed partial class ChannelPool<TChannel>
             }
 
             // Closes carry their own timeout and opens were cancelled; still, a factory that ignores both must not hang
-            // shutdown. Whatever finishes later is aborted as it lands, because the pool is disposed.
-            if (!await WaitBoundedAsync(_quiescent!.Task, settings.CloseTimeout, CancellationToken.None).ConfigureAwait(false))
+            // shutdown, and neither may a host whose shutdown time is up. Whatever finishes later is closed or aborted
+            // as it lands, because the pool is disposed.
+            if (!await WaitBoundedAsync(_quiescent!.Task, settings.CloseTimeout, cancellationToken).ConfigureAwait(false))
             {
                 var snapshot = GetSnapshot();
                 Log.DrainLeftWorkInFlight(_logger, Name, snapshot.Opening, snapshot.Closing);
@@ -142,11 +146,13 @@ public sealed partial class ChannelPool<TChannel>
             Log.LeasesAbortedAtDrain(_logger, Name, abandoned.Count);
         }
 
+        // Aborted here and now, not queued: the holder may be mid-call, so a graceful close is wrong, and a drain cut
+        // short must still leave none of these open when it returns.
         foreach (var entry in abandoned)
         {
-            // Marked broken so it is aborted, not closed gracefully: the holder may be in the middle of a call on it.
-            entry.IsBroken = true;
-            Retire(entry, EvictionReason.Shutdown);
+            RecordRetirement(entry, EvictionReason.Shutdown);
+            Abort(entry);
+            OnChannelEnded(entry);
         }
     }
 

@@ -70,10 +70,15 @@ public sealed partial class ChannelPool<TChannel>
     /// <summary>Counts and logs the eviction and queues the close. The entry must already be marked closing.</summary>
     private void Retire(PooledChannel<TChannel> entry, EvictionReason reason)
     {
+        RecordRetirement(entry, reason);
+        _worker.Post(CloseOne, entry);
+    }
+
+    private void RecordRetirement(PooledChannel<TChannel> entry, EvictionReason reason)
+    {
         entry.RetireReason = reason;
         _metrics.Evicted(reason);
         Log.ChannelRetired(_logger, Name, entry.Id, reason);
-        _worker.Post(CloseOne, entry);
     }
 
     /// <summary>
@@ -101,6 +106,12 @@ public sealed partial class ChannelPool<TChannel>
             Abort(entry);
         }
 
+        OnChannelEnded(entry);
+    }
+
+    /// <summary>Books a closed or aborted channel out of the pool.</summary>
+    private void OnChannelEnded(PooledChannel<TChannel> entry)
+    {
         using (_gate.Enter())
         {
             _closingCount--;

@@ -14,18 +14,19 @@ internal sealed class PoolClock : IDisposable
     private readonly TimeProvider _timeProvider;
     private readonly ITimer _timer;
     private long _now;
+    private long _resolution;
 
     public PoolClock(TimeProvider timeProvider, TimeSpan channelLifetime)
     {
         _timeProvider = timeProvider;
         var resolution = ResolutionFor(channelLifetime);
-        Resolution = ToTimestampDelta(resolution);
+        _resolution = ToTimestampDelta(resolution);
         _now = timeProvider.GetTimestamp();
         _timer = timeProvider.CreateTimer(static state => ((PoolClock)state!).Tick(), this, resolution, resolution);
     }
 
     /// <summary>Gets the refresh period in timestamp units.</summary>
-    public long Resolution { get; }
+    public long Resolution => Volatile.Read(ref _resolution);
 
     /// <summary>Gets the precise current timestamp, for the places that are not on the hot path.</summary>
     public long PreciseNow => _timeProvider.GetTimestamp();
@@ -44,6 +45,16 @@ internal sealed class PoolClock : IDisposable
     /// <param name="duration">The duration.</param>
     /// <returns>The same duration in timestamp ticks.</returns>
     public long ToTimestampDelta(TimeSpan duration) => (long)(duration.TotalSeconds * _timeProvider.TimestampFrequency);
+
+    /// <summary>Follows a new channel lifetime: the refresh period stays a sixty-fourth of it.</summary>
+    /// <param name="channelLifetime">The new lifetime.</param>
+    public void Follow(TimeSpan channelLifetime)
+    {
+        var resolution = ResolutionFor(channelLifetime);
+        Tick();
+        Volatile.Write(ref _resolution, ToTimestampDelta(resolution));
+        _timer.Change(resolution, resolution);
+    }
 
     public void Dispose() => _timer.Dispose();
 

@@ -13,13 +13,13 @@ internal sealed class PooledChannel<TChannel>
     /// </summary>
     internal int LeaseVersion;
 
-    public PooledChannel(ChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, long expiresAt)
+    public PooledChannel(ChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, double jitterDraw)
     {
         Pool = pool;
         Id = id;
         Channel = channel;
         OpenedAt = openedAt;
-        ExpiresAt = expiresAt;
+        JitterDraw = jitterDraw;
     }
 
     public ChannelPool<TChannel> Pool { get; }
@@ -31,8 +31,20 @@ internal sealed class PooledChannel<TChannel>
     /// <summary>Gets the <see cref="TimeProvider.GetTimestamp"/> value when the channel finished opening.</summary>
     public long OpenedAt { get; }
 
+    /// <summary>
+    /// Gets this channel's random draw in [0, 1): the share of the allowed jitter its deadline is brought forward by.
+    /// Kept, rather than the deadline alone, so a new lifetime or jitter setting can be applied to channels already open.
+    /// </summary>
+    public double JitterDraw { get; }
+
     /// <summary>Gets this channel's own, jittered, deadline as a <see cref="TimeProvider.GetTimestamp"/> value.</summary>
-    public long ExpiresAt { get; }
+    public long ExpiresAt { get; private set; }
+
+    /// <summary>Sets the deadline from the pool's current lifetime settings. Called under the pool's gate.</summary>
+    /// <param name="lifetime">The channel lifetime, in timestamp units.</param>
+    /// <param name="jitter">The largest fraction of the lifetime a deadline may be brought forward by.</param>
+    public void ScheduleExpiry(long lifetime, double jitter) =>
+        ExpiresAt = OpenedAt + lifetime - (long)(lifetime * jitter * JitterDraw);
 
     /// <summary>
     /// Gets or sets whether the channel has left the pool for good and is being closed. Set once, under the pool's

@@ -189,11 +189,7 @@ public sealed partial class ChannelPool<TChannel>
 
     private void OnOpenSucceeded(TChannel channel, long id, long probe)
     {
-        var settings = Volatile.Read(ref _settings);
-        var openedAt = _timeProvider.GetTimestamp();
-        var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
-        var jitter = (long)(lifetime * settings.LifetimeJitter * Random.Shared.NextDouble());
-        var entry = new PooledChannel<TChannel>(this, id, channel, openedAt, openedAt + lifetime - jitter);
+        var entry = new PooledChannel<TChannel>(this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble());
 
         PendingAcquire<TChannel>? waiter = null;
         List<TaskCompletionSource>? warmedUp = null;
@@ -204,6 +200,7 @@ public sealed partial class ChannelPool<TChannel>
             _openingCount--;
             _openedTotal++;
             breakerClosed = OnOpenSucceeded_Breaker_NoLock(probe);
+            entry.ScheduleExpiry(_clock.ToTimestampDelta(_settings.ChannelLifetime), _settings.LifetimeJitter);
             _open.Add(entry);
             if (_disposed)
             {

@@ -76,6 +76,7 @@ public sealed partial class ChannelPool<TChannel>
         TimeSpan? pause = null;
         var breakerOpened = false;
         var failures = 0;
+        var opens = 0;
         using (_gate.Enter())
         {
             _openingCount--;
@@ -118,8 +119,14 @@ public sealed partial class ChannelPool<TChannel>
             }
 
             // Otherwise an open that began before the breaker opened is finishing late: the breaker has spoken already.
+
+            // Its slot is free now. Unless paused, that may be exactly what a half-open breaker's probe was waiting for.
+            opens = ReserveOpens_NoLock();
         }
 
+        // Arm the resume before anyone is told: a caller released by the failure below may act at once, and the pool
+        // must already be fully in its new state when it does.
+        ArmResumeTimer(pause);
         if (breakerOpened)
         {
             FailWaitersWhileBreakerOpen(pause ?? TimeSpan.Zero);
@@ -130,7 +137,7 @@ public sealed partial class ChannelPool<TChannel>
             Log.OpensBackingOff(_logger, Name, pause ?? TimeSpan.Zero, failures);
         }
 
-        ArmResumeTimer(pause);
+        StartOpens(opens);
     }
 
     /// <summary>Called by the default pipeline's circuit breaker when it opens.</summary>
@@ -150,12 +157,11 @@ public sealed partial class ChannelPool<TChannel>
             pause = PauseOpens_NoLock(breakDuration);
         }
 
+        ArmResumeTimer(pause);
         if (breakerOpened)
         {
             FailWaitersWhileBreakerOpen(breakDuration);
         }
-
-        ArmResumeTimer(pause);
     }
 
     /// <summary>Called by the default pipeline's circuit breaker when it closes.</summary>

@@ -47,6 +47,9 @@ internal static partial class Log
     [LoggerMessage(15, LogLevel.Debug, "Channel pool '{PoolName}' resume timer fired {Remaining} early; waiting on.")]
     public static partial void ResumeDeferred(ILogger logger, string poolName, TimeSpan remaining);
 
+    [LoggerMessage(16, LogLevel.Information, "Channel pool '{PoolName}' reconfigured: PoolSize={PoolSize}, MaxChannels={MaxChannels}, RefillThreshold={RefillThreshold}, ChannelLifetime={ChannelLifetime}, LeaseMode={LeaseMode}.")]
+    public static partial void PoolReconfigured(ILogger logger, string poolName, int poolSize, int maxChannels, int refillThreshold, TimeSpan channelLifetime, LeaseMode leaseMode);
+
     [LoggerMessage(13, LogLevel.Warning, "Channel pool '{PoolName}' stopped waiting for {Opening} open(s) and {Closing} close(s) still in flight at drain; they are aborted as they finish.")]
     public static partial void DrainLeftWorkInFlight(ILogger logger, string poolName, int opening, int closing);
 }

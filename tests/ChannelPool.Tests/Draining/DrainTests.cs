@@ -49,13 +49,16 @@ public class DrainTests : PoolTestBase
     [Test]
     public async Task Drain_WhenCancelled_AbortsOutstandingLeasesAtOnce()
     {
-        var pool = CreatePool(o => o.PoolSize = 1);
+        var pool = CreatePool(o => o.PoolSize = 2);
         await pool.WarmUpAsync().Within();
         var held = await pool.AcquireAsync();
+        var heldChannel = held.Channel;
 
         await pool.DrainAsync(new CancellationToken(canceled: true)).Within();
 
         Assert.That(held.IsActive, Is.False);
+        Assert.That(heldChannel.IsAborted, Is.True, "the leased channel was aborted before the drain returned");
+        await Eventually.That(() => Factory.OpenChannels.Count == 0, "the idle channels' graceful closes finished");
         AssertNothingLeaked();
     }
 

@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 using System.Net.Sockets;
-using ChannelPool.Demo.Tls;
+using ChannelPool.Samples.Tls;
 using Polly.CircuitBreaker;
 
 namespace ChannelPool.Tests.Integration;

@@ -2,7 +2,7 @@ using System.Net.Security;
 using System.Net.Sockets;
 using System.Text;
 
-namespace ChannelPool.Demo.Tls;
+namespace ChannelPool.Samples.Tls;
 
 /// <summary>One TLS connection to the echo server. Expensive to open (a handshake), cheap to call on.</summary>
 /// <remarks>Not thread-safe: one call at a time, which is exactly what a pool lease guarantees.</remarks>

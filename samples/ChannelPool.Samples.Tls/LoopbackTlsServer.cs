@@ -4,7 +4,7 @@ using System.Net.Sockets;
 using System.Security.Cryptography.X509Certificates;
 using System.Text;
 
-namespace ChannelPool.Demo.Tls;
+namespace ChannelPool.Samples.Tls;
 
 /// <summary>
 /// A TLS echo server on 127.0.0.1: every connection performs a full TLS handshake, then echoes lines back. It counts

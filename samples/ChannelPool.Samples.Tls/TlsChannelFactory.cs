@@ -3,7 +3,7 @@ using System.Net.Security;
 using System.Net.Sockets;
 using System.Security.Cryptography.X509Certificates;
 
-namespace ChannelPool.Demo.Tls;
+namespace ChannelPool.Samples.Tls;
 
 /// <summary>Opens <see cref="TlsChannel"/>s to one server, trusting exactly the certificate it was given.</summary>
 public sealed class TlsChannelFactory : IPooledChannelFactory<TlsChannel>

@@ -1,7 +1,7 @@
 using System.Security.Cryptography;
 using System.Security.Cryptography.X509Certificates;
 
-namespace ChannelPool.Demo.Tls;
+namespace ChannelPool.Samples.Tls;
 
 /// <summary>Makes the loopback server's certificate in memory: no file, nothing in any certificate store.</summary>
 public static class SelfSignedCertificate

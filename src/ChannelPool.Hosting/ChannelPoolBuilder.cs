@@ -1,0 +1,87 @@
+using ChannelPool;
+using ChannelPool.Hosting;
+using Microsoft.Extensions.Diagnostics.HealthChecks;
+using Polly;
+
+namespace Microsoft.Extensions.DependencyInjection;
+
+/// <summary>Configures one pool registered with <c>AddChannelPool</c>. Every method returns the builder.</summary>
+/// <typeparam name="TChannel">The pool's channel type.</typeparam>
+public sealed class ChannelPoolBuilder<TChannel>
+    where TChannel : class
+{
+    internal ChannelPoolBuilder(IServiceCollection services, string name)
+    {
+        Services = services;
+        Name = name;
+    }
+
+    /// <summary>Gets the pool's name: its service key, options name and telemetry name.</summary>
+    public string Name { get; }
+
+    /// <summary>Gets the service collection the pool is registered in.</summary>
+    public IServiceCollection Services { get; }
+
+    /// <summary>
+    /// Binds the pool's options from configuration, and its start-up options from the <c>Startup</c> subsection.
+    /// Changes to the section while the application runs are applied to the running pool.
+    /// </summary>
+    /// <param name="sectionPath">The section; defaults to <c>ChannelPool:Pools:{Name}</c>.</param>
+    /// <returns>This builder.</returns>
+    public ChannelPoolBuilder<TChannel> BindConfiguration(string? sectionPath = null)
+    {
+        var path = sectionPath ?? $"ChannelPool:Pools:{Name}";
+        Services.AddOptions<ChannelPoolOptions>(Name).BindConfiguration(path);
+        Services.AddOptions<ChannelPoolStartupOptions>(Name).BindConfiguration($"{path}:Startup");
+        return this;
+    }
+
+    /// <summary>Configures the pool's options in code. Runs after configuration binding registered before it.</summary>
+    /// <param name="configure">Sets options.</param>
+    /// <returns>This builder.</returns>
+    public ChannelPoolBuilder<TChannel> Configure(Action<ChannelPoolOptions> configure)
+    {
+        ArgumentNullException.ThrowIfNull(configure);
+        Services.Configure(Name, configure);
+        return this;
+    }
+
+    /// <summary>Configures how the host starts the pool, for example how many ready channels start-up waits for.</summary>
+    /// <param name="configure">Sets start-up options.</param>
+    /// <returns>This builder.</returns>
+    public ChannelPoolBuilder<TChannel> ConfigureStartup(Action<ChannelPoolStartupOptions> configure)
+    {
+        ArgumentNullException.ThrowIfNull(configure);
+        Services.Configure(Name, configure);
+        return this;
+    }
+
+    /// <summary>
+    /// Runs opens through a pipeline from the container instead of the one the pool builds from its options, for
+    /// example one an application keeps in a Polly <c>ResiliencePipelineRegistry</c> under a name of its choosing.
+    /// </summary>
+    /// <param name="pipeline">Resolves the pipeline.</param>
+    /// <returns>This builder.</returns>
+    public ChannelPoolBuilder<TChannel> UseOpenPipeline(Func<IServiceProvider, ResiliencePipeline> pipeline)
+    {
+        ArgumentNullException.ThrowIfNull(pipeline);
+        Services.AddOptions<ChannelPoolOptions>(Name).Configure<IServiceProvider>((options, services) => options.OpenPipeline = pipeline(services));
+        return this;
+    }
+
+    /// <summary>Adds a health check for the pool (see <see cref="ChannelPoolHealthCheck"/>).</summary>
+    /// <param name="checkName">The check's name; defaults to <c>channelpool:{Name}</c>.</param>
+    /// <param name="failureStatus">Reported instead of Unhealthy; defaults to Unhealthy.</param>
+    /// <param name="tags">Tags for filtering, for example <c>ready</c>.</param>
+    /// <returns>This builder.</returns>
+    public ChannelPoolBuilder<TChannel> AddHealthCheck(string? checkName = null, HealthStatus? failureStatus = null, IEnumerable<string>? tags = null)
+    {
+        var name = Name;
+        Services.AddHealthChecks().Add(new HealthCheckRegistration(
+            checkName ?? $"channelpool:{name}",
+            services => new ChannelPoolHealthCheck(services.GetRequiredKeyedService<IChannelPool>(name)),
+            failureStatus,
+            tags));
+        return this;
+    }
+}

@@ -1,0 +1,56 @@
+using Microsoft.Extensions.Diagnostics.HealthChecks;
+using Polly.CircuitBreaker;
+
+namespace ChannelPool.Hosting;
+
+/// <summary>
+/// Reports one pool's health: Healthy when warm with its breaker closed; Degraded when idle channels are at or below
+/// the refill threshold, a refill is in flight, or the breaker is probing; Unhealthy when the breaker is open or no
+/// channel is open at all.
+/// </summary>
+/// <remarks>The registration's failure status replaces Unhealthy, as health checks conventionally allow.</remarks>
+public sealed class ChannelPoolHealthCheck : IHealthCheck
+{
+    private readonly IChannelPool _pool;
+
+    /// <summary>Creates a check for <paramref name="pool"/>.</summary>
+    /// <param name="pool">The pool to report on.</param>
+    public ChannelPoolHealthCheck(IChannelPool pool)
+    {
+        ArgumentNullException.ThrowIfNull(pool);
+        _pool = pool;
+    }
+
+    /// <inheritdoc />
+    public Task<HealthCheckResult> CheckHealthAsync(HealthCheckContext context, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(context);
+        var s = _pool.GetSnapshot();
+        var data = new Dictionary<string, object>
+        {
+            ["idle"] = s.Idle,
+            ["leased"] = s.Leased,
+            ["opening"] = s.Opening,
+            ["closing"] = s.Closing,
+            ["waiting"] = s.Waiting,
+            ["breaker"] = s.BreakerState.ToString(),
+            ["poolSize"] = _pool.PoolSize,
+            ["refillThreshold"] = _pool.RefillThreshold,
+            ["maxChannels"] = _pool.MaxChannels,
+        };
+
+        var result = s switch
+        {
+            { BreakerState: CircuitState.Open or CircuitState.Isolated } => new HealthCheckResult(
+                context.Registration.FailureStatus, $"Pool '{_pool.Name}' cannot open channels: its circuit breaker is open ({s}).", data: data),
+            { Idle: 0, Leased: 0 } => new HealthCheckResult(
+                context.Registration.FailureStatus, $"Pool '{_pool.Name}' has no open channel ({s}).", data: data),
+            { BreakerState: CircuitState.HalfOpen } => HealthCheckResult.Degraded(
+                $"Pool '{_pool.Name}' is probing whether the server is back ({s}).", data: data),
+            _ when s.Idle <= _pool.RefillThreshold || s.Opening > 0 => HealthCheckResult.Degraded(
+                $"Pool '{_pool.Name}' is refilling: {s.Idle} idle against a refill threshold of {_pool.RefillThreshold} ({s}).", data: data),
+            _ => HealthCheckResult.Healthy($"Pool '{_pool.Name}' is warm ({s}).", data),
+        };
+        return Task.FromResult(result);
+    }
+}

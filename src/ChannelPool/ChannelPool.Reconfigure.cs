@@ -1,0 +1,77 @@
+using Microsoft.Extensions.Options;
+
+namespace ChannelPool;
+
+public sealed partial class ChannelPool<TChannel>
+{
+    /// <inheritdoc />
+    public int PoolSize => Volatile.Read(ref _settings).PoolSize;
+
+    /// <inheritdoc />
+    public int RefillThreshold => Volatile.Read(ref _settings).RefillThreshold;
+
+    /// <inheritdoc />
+    public int MaxChannels => Volatile.Read(ref _settings).MaxChannels;
+
+    /// <summary>
+    /// Applies new settings to the running pool, without a restart and without dropping a channel.
+    /// </summary>
+    /// <remarks>
+    /// <list type="bullet">
+    /// <item>Sizing applies at once. If the open channels fall short of a larger <see cref="ChannelPoolOptions.PoolSize"/>, a
+    /// refill starts now. A smaller pool shrinks as surplus channels reach their deadlines and are not replaced.</item>
+    /// <item>A new <see cref="ChannelPoolOptions.ChannelLifetime"/> or <see cref="ChannelPoolOptions.LifetimeJitter"/>
+    /// also moves the deadlines of channels already open: each keeps its own random share of the jitter, and channels now
+    /// past their new deadline retire at their next lease, release or cleanup.</item>
+    /// <item>Timeouts, <see cref="ChannelPoolOptions.LeaseMode"/>, <see cref="ChannelPoolOptions.MaxConcurrentOpens"/> and
+    /// <see cref="ChannelPoolOptions.CleanupInterval"/> apply to what happens next.</item>
+    /// <item><see cref="ChannelPoolOptions.Name"/>, <see cref="ChannelPoolOptions.Resilience"/> and
+    /// <see cref="ChannelPoolOptions.OpenPipeline"/> shape the pool's identity and open pipeline, and keep their
+    /// original values until the pool is recreated.</item>
+    /// </list>
+    /// </remarks>
+    /// <param name="options">The new settings.</param>
+    /// <exception cref="OptionsValidationException"><paramref name="options"/> breaks a rule; the pool keeps its settings.</exception>
+    /// <exception cref="ObjectDisposedException">The pool was disposed.</exception>
+    public void Reconfigure(ChannelPoolOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        var validation = new ChannelPoolOptionsValidator().Validate(Name, options);
+        if (validation.Failed)
+        {
+            throw new OptionsValidationException(Name, typeof(ChannelPoolOptions), validation.Failures);
+        }
+
+        PoolSettings settings;
+        int opens;
+        using (_gate.Enter())
+        {
+            ObjectDisposedException.ThrowIf(_disposed, this);
+            settings = PoolSettings.From(options) with
+            {
+                RetryBaseDelay = _settings.RetryBaseDelay,
+                BreakDuration = _settings.BreakDuration,
+            };
+            _settings = settings;
+            _refillThreshold = settings.RefillThreshold;
+
+            var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
+            foreach (var entry in _open)
+            {
+                entry.ScheduleExpiry(lifetime, settings.LifetimeJitter);
+            }
+
+            if (_idle.Count + _leasedCount + _openingCount < settings.PoolSize)
+            {
+                _refilling = true;
+            }
+
+            opens = ReserveOpens_NoLock();
+        }
+
+        _clock.Follow(settings.ChannelLifetime);
+        _cleanupTimer.Change(settings.CleanupInterval, settings.CleanupInterval);
+        Log.PoolReconfigured(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);
+        StartOpens(opens);
+    }
+}

@@ -1,0 +1,42 @@
+namespace ChannelPool;
+
+/// <summary>
+/// A pool seen without its channel type: what hosting, health checks and dashboards need to warm it, watch it, retune
+/// it and drain it. <see cref="ChannelPool{TChannel}"/> implements it.
+/// </summary>
+public interface IChannelPool : IAsyncDisposable, IDisposable
+{
+    /// <summary>Gets the pool's name.</summary>
+    string Name { get; }
+
+    /// <summary>Gets what release does with a channel.</summary>
+    LeaseMode LeaseMode { get; }
+
+    /// <summary>Gets the idle count refills fill back up to.</summary>
+    int PoolSize { get; }
+
+    /// <summary>Gets the idle count at or below which a refill starts.</summary>
+    int RefillThreshold { get; }
+
+    /// <summary>Gets the cap on opening, idle and leased channels together.</summary>
+    int MaxChannels { get; }
+
+    /// <summary>Takes a consistent snapshot of the pool's counts.</summary>
+    /// <returns>The counts at this moment.</returns>
+    ChannelPoolSnapshot GetSnapshot();
+
+    /// <summary>Starts filling the pool and waits until <paramref name="readyChannels"/> channels are open.</summary>
+    /// <param name="readyChannels">How many open channels to wait for, from 0 to <see cref="PoolSize"/>.</param>
+    /// <param name="cancellationToken">Stops the wait; filling goes on in the background.</param>
+    /// <returns>A task that completes when enough channels are open.</returns>
+    Task WarmUpAsync(int readyChannels, CancellationToken cancellationToken = default);
+
+    /// <summary>Shuts the pool down: closes idle channels, waits for leases, aborts the rest.</summary>
+    /// <param name="cancellationToken">Cuts the waiting short.</param>
+    /// <returns>A task that completes when the drain is done.</returns>
+    Task DrainAsync(CancellationToken cancellationToken = default);
+
+    /// <summary>Applies new settings to the running pool.</summary>
+    /// <param name="options">The new settings; validated first.</param>
+    void Reconfigure(ChannelPoolOptions options);
+}

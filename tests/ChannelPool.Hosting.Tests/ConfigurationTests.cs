@@ -1,0 +1,76 @@
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Microsoft.Extensions.Options;
+
+namespace ChannelPool.Hosting.Tests;
+
+public class ConfigurationTests
+{
+    private const string Section = "ChannelPool:Pools:orders";
+
+    [Test]
+    public async Task BindConfiguration_ReadsThePoolsSection()
+    {
+        await using var host = TestHost.Create(
+            services => services.AddChannelPool("orders", _ => new FakeChannelFactory()).BindConfiguration(),
+            new Dictionary<string, string?>
+            {
+                [$"{Section}:PoolSize"] = "12",
+                [$"{Section}:MaxChannels"] = "40",
+                [$"{Section}:ChannelLifetime"] = "00:02:00",
+                [$"{Section}:LeaseMode"] = "SingleUse",
+                [$"{Section}:Resilience:MaxRetryAttempts"] = "1",
+                [$"{Section}:Startup:WaitForReadyChannels"] = "4",
+            });
+
+        var options = host.Services.GetRequiredService<IOptionsMonitor<ChannelPoolOptions>>().Get("orders");
+        var startup = host.Services.GetRequiredService<IOptionsMonitor<ChannelPoolStartupOptions>>().Get("orders");
+
+        Assert.That(options.PoolSize, Is.EqualTo(12));
+        Assert.That(options.RefillThreshold, Is.EqualTo(6), "the threshold follows the configured pool size");
+        Assert.That(options.MaxChannels, Is.EqualTo(40));
+        Assert.That(options.ChannelLifetime, Is.EqualTo(TimeSpan.FromMinutes(2)));
+        Assert.That(options.LeaseMode, Is.EqualTo(LeaseMode.SingleUse));
+        Assert.That(options.Resilience.MaxRetryAttempts, Is.EqualTo(1));
+        Assert.That(startup.WaitForReadyChannels, Is.EqualTo(4));
+    }
+
+    [Test]
+    public async Task ConfiguredName_CannotRenameThePool()
+    {
+        await using var host = TestHost.Create(
+            services => services.AddChannelPool("orders", _ => new FakeChannelFactory()).BindConfiguration(),
+            new Dictionary<string, string?> { [$"{Section}:Name"] = "something-else" });
+
+        Assert.That(host.Services.GetRequiredKeyedService<IChannelPool>("orders").Name, Is.EqualTo("orders"));
+    }
+
+    private static IEnumerable<TestCaseData> BadConfiguration()
+    {
+        TestCaseData Case(string key, string value, string expected) =>
+            new TestCaseData(key, value, expected).SetName($"Start-up rejects {key}={value}");
+
+        yield return Case("PoolSize", "0", "Channel pool 'orders': PoolSize must be between 1 and MaxChannels (126); it was 0.");
+        yield return Case("RefillThreshold", "80", "Channel pool 'orders': RefillThreshold must be at least 0 and less than PoolSize (50); it was 80.");
+        yield return Case("ChannelLifetime", "00:00:00.1", "Channel pool 'orders': ChannelLifetime must be between 1 second and 1 day; it was 00:00:00.1000000.");
+        yield return Case("MaxConcurrentOpens", "0", "Channel pool 'orders': MaxConcurrentOpens must be at least 1; it was 0.");
+        yield return Case("Resilience:BreakerFailureRatio", "2", "Channel pool 'orders': Resilience.BreakerFailureRatio must be more than 0 and at most 1; it was 2.");
+        yield return Case("Startup:WaitForReadyChannels", "-1", "Channel pool 'orders': Startup.WaitForReadyChannels must be at least 0; it was -1.");
+        yield return Case("Startup:WaitForReadyChannels", "51", "Channel pool 'orders': Startup.WaitForReadyChannels must be at most PoolSize (50); it was 51.");
+        yield return Case("PoolSize", "lots", "Failed to convert configuration value 'lots' at 'ChannelPool:Pools:orders:PoolSize' to type 'System.Int32'.");
+    }
+
+    [TestCaseSource(nameof(BadConfiguration))]
+    public async Task BadConfiguration_StopsStartUp_NamingThePoolTheOptionAndTheRule(string key, string value, string expected)
+    {
+        var factory = new FakeChannelFactory();
+        await using var host = TestHost.Create(
+            services => services.AddChannelPool("orders", _ => factory).BindConfiguration(),
+            new Dictionary<string, string?> { [$"{Section}:{key}"] = value });
+
+        var error = Assert.CatchAsync<Exception>(() => host.Host.StartAsync().Within());
+
+        Assert.That(error!.Message, Does.Contain(expected));
+        Assert.That(factory.OpenAttempts, Is.EqualTo(0), "nothing was opened with bad settings");
+    }
+}

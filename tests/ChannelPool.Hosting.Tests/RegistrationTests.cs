@@ -1,0 +1,112 @@
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using Polly;
+using Polly.Registry;
+
+namespace ChannelPool.Hosting.Tests;
+
+public class RegistrationTests
+{
+    [Test]
+    public async Task NamedPool_IsAKeyedSingleton_AsItsTypeAndAsIChannelPool()
+    {
+        var factory = new FakeChannelFactory();
+        await using var host = TestHost.Create(services => services.AddChannelPool("orders", _ => factory).Configure(o => o.PoolSize = 3));
+
+        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
+
+        Assert.That(pool.Name, Is.EqualTo("orders"));
+        Assert.That(pool.PoolSize, Is.EqualTo(3));
+        Assert.That(host.Services.GetRequiredKeyedService<IChannelPool>("orders"), Is.SameAs(pool));
+        Assert.That(host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders"), Is.SameAs(pool));
+    }
+
+    [Test]
+    public async Task TwoPools_AreSeparate_EachWithItsOwnOptionsAndFactory()
+    {
+        var orders = new FakeChannelFactory();
+        var billing = new FakeChannelFactory();
+        await using var host = TestHost.Create(services =>
+        {
+            services.AddChannelPool("orders", _ => orders).Configure(o => o.PoolSize = 2);
+            services.AddChannelPool("billing", _ => billing).Configure(o => o.PoolSize = 5);
+        });
+
+        await host.Host.StartAsync().Within();
+        var ordersPool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
+        var billingPool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("billing");
+        await Eventually.That(() => orders.Opened == 2 && billing.Opened == 5, "each pool filled from its own factory");
+
+        Assert.That(ordersPool, Is.Not.SameAs(billingPool));
+        Assert.That(billingPool.PoolSize, Is.EqualTo(5));
+        await host.Host.StopAsync().Within();
+    }
+
+    [Test]
+    public async Task FactoryType_IsResolvedFromTheContainer()
+    {
+        var factory = new FakeChannelFactory();
+        await using var host = TestHost.Create(services =>
+        {
+            services.AddSingleton(factory);
+            services.AddChannelPool<FakeChannel, FakeChannelFactory>("orders").Configure(o => o.PoolSize = 2);
+        });
+
+        await host.Host.StartAsync().Within();
+        await Eventually.That(() => factory.Opened == 2, "the registered factory opened the pool's channels");
+        await host.Host.StopAsync().Within();
+    }
+
+    [Test]
+    public async Task OpenPipeline_CanComeFromThePollyRegistryByName()
+    {
+        var retries = 0;
+        var attempts = 0;
+        var factory = new FakeChannelFactory { OpenFailure = () => Interlocked.Increment(ref attempts) == 1 ? new IOException("reset") : null };
+        await using var host = TestHost.Create(services =>
+        {
+            var registry = new ResiliencePipelineRegistry<string>();
+            registry.TryAddBuilder("orders-open", (pipeline, _) => pipeline.AddRetry(new()
+            {
+                MaxRetryAttempts = 2,
+                Delay = TimeSpan.Zero,
+                OnRetry = _ =>
+                {
+                    Interlocked.Increment(ref retries);
+                    return ValueTask.CompletedTask;
+                },
+            }));
+            services.AddSingleton(registry);
+            services.AddChannelPool("orders", _ => factory)
+                .Configure(o => o.PoolSize = 1)
+                .UseOpenPipeline(sp => sp.GetRequiredService<ResiliencePipelineRegistry<string>>().GetPipeline("orders-open"))
+                .ConfigureStartup(o => o.WaitForReadyChannels = 1);
+        });
+
+        await host.Host.StartAsync().Within();
+
+        Assert.That(retries, Is.EqualTo(1), "the registry's pipeline retried the failed open");
+        Assert.That(factory.Opened, Is.EqualTo(1));
+        await host.Host.StopAsync().Within();
+    }
+
+    [Test]
+    public void DuplicateName_IsRejected_WithTheName()
+    {
+        var services = new ServiceCollection();
+        services.AddChannelPool("orders", _ => new FakeChannelFactory());
+
+        var error = Assert.Throws<InvalidOperationException>(() => services.AddChannelPool("orders", _ => new FakeChannelFactory()));
+
+        Assert.That(error!.Message, Does.Contain("A channel pool named 'orders' is already registered"));
+    }
+
+    [TestCase("")]
+    [TestCase("   ")]
+    public void BlankName_IsRejected(string name)
+    {
+        var services = new ServiceCollection();
+
+        Assert.Throws<ArgumentException>(() => services.AddChannelPool(name, _ => new FakeChannelFactory()));
+    }
+}

@@ -1,0 +1,83 @@
+using System.Diagnostics;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Hosting;
+using OpenTelemetry;
+using OpenTelemetry.Metrics;
+using OpenTelemetry.Trace;
+
+namespace ChannelPool.Hosting.Tests;
+
+/// <summary>The pool's metrics and spans, collected through the OpenTelemetry SDK by AddChannelPoolInstrumentation.</summary>
+public class TelemetryTests
+{
+    [Test]
+    public async Task Metrics_ReachOpenTelemetry_WithTheirNamesUnitsAndPoolTag_FollowingPoolActivity()
+    {
+        var exporter = new InMemoryMetricExporter();
+        using var meters = Sdk.CreateMeterProviderBuilder()
+            .AddChannelPoolInstrumentation()
+            .AddReader(new BaseExportingMetricReader(exporter))
+            .Build();
+        await using var host = TestHost.Create(services => services.AddChannelPool("otel-orders", _ => new FakeChannelFactory())
+            .Configure(o => o.PoolSize = 3)
+            .ConfigureStartup(o => o.WaitForReadyChannels = 3));
+        await host.Host.StartAsync().Within();
+        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("otel-orders");
+        await Eventually.That(() => pool.GetSnapshot() is { Idle: 3, Opening: 0 }, "the pool is warm");
+
+        var held = await pool.AcquireAsync();
+        await using (var broken = await pool.AcquireAsync())
+        {
+            broken.MarkBroken();
+        }
+
+        meters.ForceFlush();
+        held.Dispose();
+
+        var ours = exporter.Points.Where(p => Equals(p.Tags.GetValueOrDefault(ChannelPoolTelemetry.PoolNameTag), "otel-orders")).ToList();
+        Assert.That(ours, Is.Not.Empty);
+        Assert.That(
+            ours.Select(p => p.Instrument).Distinct(),
+            Is.SupersetOf(new[]
+            {
+                "channelpool.channel.count", "channelpool.channel.max", "channelpool.channel.idle.max", "channelpool.channel.idle.min",
+                "channelpool.channel.pending_requests", "channelpool.channel.create_time", "channelpool.channel.wait_time",
+                "channelpool.channel.use_time", "channelpool.channel.evictions",
+            }));
+
+        var used = ours.Single(p => p.Instrument == "channelpool.channel.count" && Equals(p.Tags[ChannelPoolTelemetry.StateTag], "used"));
+        Assert.That(used.Value, Is.EqualTo(1), "one channel is held at the flush");
+        Assert.That(used.Unit, Is.EqualTo("{channel}"));
+        var created = ours.Single(p => p.Instrument == "channelpool.channel.create_time");
+        Assert.That(created.Unit, Is.EqualTo("s"));
+        Assert.That(created.Type, Is.EqualTo(MetricType.Histogram));
+        Assert.That(created.Value, Is.GreaterThanOrEqualTo(3), "one histogram entry per channel opened");
+        var evicted = ours.Single(p => p.Instrument == "channelpool.channel.evictions");
+        Assert.That(evicted.Tags[ChannelPoolTelemetry.EvictionReasonTag], Is.EqualTo("broken"));
+        Assert.That(evicted.Value, Is.EqualTo(1));
+        Assert.That(ours.Single(p => p.Instrument == "channelpool.channel.max").Value, Is.EqualTo(126));
+        await host.Host.StopAsync().Within();
+    }
+
+    [Test]
+    public async Task EachOpen_ReachesOpenTelemetry_AsASpanTaggedWithThePool()
+    {
+        var exporter = new InMemorySpanExporter();
+        using var traces = Sdk.CreateTracerProviderBuilder()
+            .AddChannelPoolInstrumentation()
+            .AddProcessor(new SimpleActivityExportProcessor(exporter))
+            .Build();
+        await using var host = TestHost.Create(services => services.AddChannelPool("otel-traced", _ => new FakeChannelFactory())
+            .Configure(o => o.PoolSize = 3)
+            .ConfigureStartup(o => o.WaitForReadyChannels = 3));
+
+        await host.Host.StartAsync().Within();
+        await Eventually.That(() => exporter.Spans.Count(IsOurs) >= 3, "three open spans were exported");
+
+        Assert.That(exporter.Spans.Where(IsOurs), Has.All.Matches<Activity>(s =>
+            s.DisplayName == ChannelPoolTelemetry.OpenActivityName && s.Kind == ActivityKind.Client && s.Status != ActivityStatusCode.Error));
+        await host.Host.StopAsync().Within();
+    }
+
+    private static bool IsOurs(Activity span) => Equals(span.GetTagItem(ChannelPoolTelemetry.PoolNameTag), "otel-traced");
+}
