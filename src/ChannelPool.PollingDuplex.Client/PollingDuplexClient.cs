@@ -1,0 +1,144 @@
+using System.Net;
+using System.Net.Http.Headers;
+using System.Text;
+using System.Text.Json;
+using ChannelPool.PollingDuplex;
+using Polly;
+using Polly.Retry;
+
+namespace ChannelPool.PollingDuplex.Client;
+
+/// <summary>Opens polling duplex sessions against one endpoint. Thread-safe; share one per endpoint.</summary>
+public sealed class PollingDuplexClient
+{
+    private readonly HttpClient _http;
+    private readonly Uri _sessionsUri;
+
+    /// <summary>Creates a client for the endpoint at <paramref name="endpoint"/>.</summary>
+    /// <param name="http">The HTTP client to send with; its <see cref="HttpClient.DefaultRequestVersion"/> applies (HTTP/2 works).</param>
+    /// <param name="endpoint">The endpoint's base address, for example <c>https://host/duplex</c>.</param>
+    /// <param name="options">Session settings; defaults when <see langword="null"/>.</param>
+    /// <exception cref="ArgumentOutOfRangeException">An option is out of range; the message names it.</exception>
+    public PollingDuplexClient(HttpClient http, Uri endpoint, PollingDuplexClientOptions? options = null)
+    {
+        ArgumentNullException.ThrowIfNull(http);
+        ArgumentNullException.ThrowIfNull(endpoint);
+        if (!endpoint.IsAbsoluteUri)
+        {
+            throw new ArgumentException($"The endpoint must be an absolute address; '{endpoint}' is not.", nameof(endpoint));
+        }
+
+        Options = options ?? new PollingDuplexClientOptions();
+        Options.Validate();
+        _http = http;
+        Endpoint = new Uri(endpoint.AbsoluteUri.TrimEnd('/') + "/");
+        _sessionsUri = new Uri(Endpoint, "sessions");
+        Retry = new ResiliencePipelineBuilder()
+            .AddRetry(new RetryStrategyOptions
+            {
+                MaxRetryAttempts = Math.Max(1, Options.MaxRetryAttempts),
+                Delay = Options.RetryBaseDelay,
+                MaxDelay = Options.RetryMaxDelay,
+                BackoffType = DelayBackoffType.Exponential,
+                UseJitter = true,
+                ShouldHandle = args => ValueTask.FromResult(Options.MaxRetryAttempts > 0 && IsTransient(args.Outcome.Exception)),
+            })
+            .Build();
+    }
+
+    /// <summary>Gets the endpoint's base address.</summary>
+    public Uri Endpoint { get; }
+
+    /// <summary>Gets the session settings.</summary>
+    public PollingDuplexClientOptions Options { get; }
+
+    internal HttpClient Http => _http;
+
+    internal ResiliencePipeline Retry { get; }
+
+    /// <summary>Opens a session and starts its poll loop.</summary>
+    /// <param name="cancellationToken">Cancels the open.</param>
+    /// <returns>The open session.</returns>
+    /// <exception cref="PollingDuplexException">The server refused the session (for example <c>503 too-many-sessions</c>).</exception>
+    public async Task<DuplexClientSession> OpenSessionAsync(CancellationToken cancellationToken = default)
+    {
+        using var request = CreateRequest(HttpMethod.Post, _sessionsUri);
+        request.Content = new StringContent(
+            $"{{\"encoding\":\"{DuplexWire.NameOf(Options.Encoding)}\",\"mode\":\"{DuplexWire.NameOf(Options.Mode)}\"}}",
+            Encoding.UTF8,
+            "application/json");
+        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        timeout.CancelAfter(Options.RequestTimeout);
+        using var response = await _http.SendAsync(request, timeout.Token).ConfigureAwait(false);
+        if (response.StatusCode != HttpStatusCode.Created)
+        {
+            throw await ToExceptionAsync(response, "open a session", timeout.Token).ConfigureAwait(false);
+        }
+
+        using var body = await JsonDocument.ParseAsync(await response.Content.ReadAsStreamAsync(timeout.Token).ConfigureAwait(false), cancellationToken: timeout.Token).ConfigureAwait(false);
+        var root = body.RootElement;
+        if (!DuplexWire.TryParseEncoding(root.GetProperty("encoding").GetString(), out var encoding)
+            || !DuplexWire.TryParseMode(root.GetProperty("mode").GetString(), out var mode))
+        {
+            throw new PollingDuplexException($"The server opened a session with an encoding or mode this client does not know: {root.GetRawText()}");
+        }
+        var session = new DuplexClientSession(
+            this,
+            root.GetProperty("sessionId").GetString()!,
+            root.GetProperty("token").GetString()!,
+            encoding,
+            mode,
+            TimeSpan.FromMilliseconds(root.GetProperty("serverPollTimeoutMs").GetInt64()),
+            root.GetProperty("maxMessageSize").GetInt32());
+        session.Start();
+        return session;
+    }
+
+    internal HttpRequestMessage CreateRequest(HttpMethod method, Uri uri, string? token = null)
+    {
+        var request = new HttpRequestMessage(method, uri)
+        {
+            Version = _http.DefaultRequestVersion,
+            VersionPolicy = _http.DefaultVersionPolicy,
+        };
+        if (token is not null)
+        {
+            request.Headers.Authorization = new AuthenticationHeaderValue("Bearer", token);
+        }
+
+        return request;
+    }
+
+    /// <summary>Turns a refused response into an exception carrying the server's problem code and detail.</summary>
+    internal static async Task<Exception> ToExceptionAsync(HttpResponseMessage response, string doing, CancellationToken cancellationToken)
+    {
+        var status = (int)response.StatusCode;
+        string? code = null;
+        string? detail = null;
+        try
+        {
+            if (response.Content.Headers.ContentType?.MediaType == DuplexWire.ProblemContentType)
+            {
+                using var problem = await JsonDocument.ParseAsync(await response.Content.ReadAsStreamAsync(cancellationToken).ConfigureAwait(false), cancellationToken: cancellationToken).ConfigureAwait(false);
+                code = problem.RootElement.TryGetProperty("code", out var c) ? c.GetString() : null;
+                detail = problem.RootElement.TryGetProperty("detail", out var d) ? d.GetString() : null;
+            }
+        }
+        catch (JsonException)
+        {
+            // Not the problem body the protocol promises; the status alone has to do.
+        }
+
+        var retryAfter = response.Headers.RetryAfter?.Delta;
+        var exception = new PollingDuplexException(status, code, $"Could not {doing}: {status} {code ?? response.ReasonPhrase}. {detail}".TrimEnd(), retryAfter);
+        return status >= 500 && code != DuplexWire.Codes.TooManySessions && code != DuplexWire.Codes.TooManyPendingSessions
+            ? new TransientDuplexException(exception)
+            : exception;
+    }
+
+    private static bool IsTransient(Exception? error) => error is HttpRequestException or IOException or TransientDuplexException
+        || (error is OperationCanceledException && error.InnerException is TimeoutException);
+}
+
+/// <summary>A failure worth retrying: a server error or a connection that went away. Never escapes the client.</summary>
+internal sealed class TransientDuplexException(Exception inner) : Exception(inner.Message, inner);

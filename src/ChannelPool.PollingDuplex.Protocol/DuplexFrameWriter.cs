@@ -1,0 +1,92 @@
+using System.Buffers;
+using System.Buffers.Binary;
+using System.Buffers.Text;
+
+namespace ChannelPool.PollingDuplex;
+
+/// <summary>Writes frames of either encoding. The payload bytes are copied as they are: nothing is serialized again.</summary>
+internal static class DuplexFrameWriter
+{
+    /// <summary>Writes a server-to-client message frame.</summary>
+    public static void WriteServerMessage(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, DuplexMessage message)
+    {
+        if (encoding == DuplexEncoding.Binary)
+        {
+            WriteBinary(output, DuplexFrameKind.Message, sequence, message.Payload.Span);
+            return;
+        }
+
+        EnsureJson(message);
+        WriteAscii(output, "{\"seq\":"u8);
+        WriteNumber(output, sequence);
+        WriteAscii(output, ",\"type\":\"message\",\"data\":"u8);
+        WriteAscii(output, message.Payload.Span);
+        WriteAscii(output, "}\n"u8);
+    }
+
+    /// <summary>Writes a gap frame: <paramref name="missed"/> messages were dropped at <paramref name="sequence"/>.</summary>
+    public static void WriteGap(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, long missed)
+    {
+        if (encoding == DuplexEncoding.Binary)
+        {
+            Span<byte> count = stackalloc byte[sizeof(ulong)];
+            BinaryPrimitives.WriteUInt64BigEndian(count, (ulong)missed);
+            WriteBinary(output, DuplexFrameKind.Gap, sequence, count);
+            return;
+        }
+
+        WriteAscii(output, "{\"seq\":"u8);
+        WriteNumber(output, sequence);
+        WriteAscii(output, ",\"type\":\"gap\",\"missed\":"u8);
+        WriteNumber(output, missed);
+        WriteAscii(output, "}\n"u8);
+    }
+
+    /// <summary>Writes a client-to-server message frame.</summary>
+    public static void WriteClientMessage(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, DuplexMessage message)
+    {
+        if (encoding == DuplexEncoding.Binary)
+        {
+            WriteBinary(output, DuplexFrameKind.Message, sequence, message.Payload.Span);
+            return;
+        }
+
+        EnsureJson(message);
+        WriteAscii(output, "{\"seq\":"u8);
+        WriteNumber(output, sequence);
+        WriteAscii(output, ",\"data\":"u8);
+        WriteAscii(output, message.Payload.Span);
+        WriteAscii(output, "}\n"u8);
+    }
+
+    /// <summary>The bytes a message frame takes on the wire, to bound buffers and batches.</summary>
+    public static int FrameSize(DuplexEncoding encoding, DuplexMessage message) =>
+        message.Payload.Length + (encoding == DuplexEncoding.Binary ? DuplexWire.BinaryHeaderSize : 64);
+
+    private static void EnsureJson(DuplexMessage message)
+    {
+        if (!message.IsJson)
+        {
+            throw new InvalidOperationException("A text session carries JSON messages only; this message holds raw bytes (DuplexMessage.FromBytes).");
+        }
+    }
+
+    private static void WriteBinary(IBufferWriter<byte> output, DuplexFrameKind kind, long sequence, ReadOnlySpan<byte> payload)
+    {
+        var span = output.GetSpan(DuplexWire.BinaryHeaderSize);
+        span[0] = (byte)kind;
+        BinaryPrimitives.WriteUInt64BigEndian(span[1..], (ulong)sequence);
+        BinaryPrimitives.WriteUInt32BigEndian(span[9..], (uint)payload.Length);
+        output.Advance(DuplexWire.BinaryHeaderSize);
+        output.Write(payload);
+    }
+
+    private static void WriteAscii(IBufferWriter<byte> output, ReadOnlySpan<byte> bytes) => output.Write(bytes);
+
+    private static void WriteNumber(IBufferWriter<byte> output, long value)
+    {
+        var span = output.GetSpan(20);
+        Utf8Formatter.TryFormat(value, span, out var written);
+        output.Advance(written);
+    }
+}

@@ -1,0 +1,100 @@
+using System.Text;
+using System.Text.Json;
+
+namespace ChannelPool.PollingDuplex;
+
+/// <summary>
+/// One message's payload, immutable and shareable: a server broadcasting a message creates it once and queues the same
+/// instance, and the same bytes, to every session.
+/// </summary>
+/// <remarks>
+/// Text sessions carry JSON values only, so a payload is either known to be one JSON value (<see cref="IsJson"/>) or
+/// raw bytes for binary sessions. JSON is checked once, when the message is created.
+/// </remarks>
+public sealed class DuplexMessage
+{
+    private DuplexMessage(ReadOnlyMemory<byte> payload, bool isJson)
+    {
+        Payload = payload;
+        IsJson = isJson;
+    }
+
+    /// <summary>Gets the payload bytes. For a JSON message, one UTF-8 JSON value.</summary>
+    public ReadOnlyMemory<byte> Payload { get; }
+
+    /// <summary>Gets whether the payload is one JSON value, and so can travel on a text session.</summary>
+    public bool IsJson { get; }
+
+    /// <summary>Serializes <paramref name="value"/> to JSON once.</summary>
+    /// <typeparam name="T">The value's type.</typeparam>
+    /// <param name="value">The value.</param>
+    /// <param name="options">Serializer options, if not the defaults.</param>
+    /// <returns>A JSON message.</returns>
+    public static DuplexMessage FromJson<T>(T value, JsonSerializerOptions? options = null) =>
+        new(JsonSerializer.SerializeToUtf8Bytes(value, options), isJson: true);
+
+    /// <summary>Wraps bytes that must hold exactly one UTF-8 JSON value; they are checked here, once.</summary>
+    /// <param name="utf8Json">The JSON bytes. The message keeps them; do not change them afterwards.</param>
+    /// <returns>A JSON message.</returns>
+    /// <exception cref="ArgumentException">The bytes are not exactly one JSON value.</exception>
+    public static DuplexMessage FromJsonUtf8(ReadOnlyMemory<byte> utf8Json)
+    {
+        if (!IsSingleJsonValue(utf8Json.Span, out var error))
+        {
+            throw new ArgumentException($"The payload is not one JSON value: {error}", nameof(utf8Json));
+        }
+
+        return new DuplexMessage(utf8Json, isJson: true);
+    }
+
+    /// <summary>Wraps <paramref name="text"/> as a JSON string value.</summary>
+    /// <param name="text">The text.</param>
+    /// <returns>A JSON message whose payload is the string.</returns>
+    public static DuplexMessage FromText(string text) => FromJson(text);
+
+    /// <summary>Wraps raw bytes, for binary sessions only.</summary>
+    /// <param name="bytes">The payload. The message keeps it; do not change it afterwards.</param>
+    /// <returns>A binary message.</returns>
+    public static DuplexMessage FromBytes(ReadOnlyMemory<byte> bytes) => new(bytes, isJson: false);
+
+    /// <summary>Deserializes a JSON payload.</summary>
+    /// <typeparam name="T">The type to read.</typeparam>
+    /// <param name="options">Serializer options, if not the defaults.</param>
+    /// <returns>The value.</returns>
+    public T? Deserialize<T>(JsonSerializerOptions? options = null) => JsonSerializer.Deserialize<T>(Payload.Span, options);
+
+    /// <summary>Shows a JSON payload as its text, or a binary one as its length.</summary>
+    /// <returns>A short description.</returns>
+    public override string ToString() => IsJson ? Encoding.UTF8.GetString(Payload.Span) : $"{Payload.Length} bytes";
+
+    /// <summary>Wraps bytes a frame reader has already checked to be one JSON value.</summary>
+    internal static DuplexMessage FromValidatedJson(ReadOnlyMemory<byte> utf8Json) => new(utf8Json, isJson: true);
+
+    internal static bool IsSingleJsonValue(ReadOnlySpan<byte> utf8Json, out string? error)
+    {
+        try
+        {
+            var reader = new Utf8JsonReader(utf8Json, new JsonReaderOptions { CommentHandling = JsonCommentHandling.Disallow });
+            if (!reader.Read())
+            {
+                error = "it is empty";
+                return false;
+            }
+
+            reader.Skip();
+            if (reader.Read())
+            {
+                error = "it holds more than one value";
+                return false;
+            }
+
+            error = null;
+            return true;
+        }
+        catch (JsonException ex)
+        {
+            error = ex.Message;
+            return false;
+        }
+    }
+}

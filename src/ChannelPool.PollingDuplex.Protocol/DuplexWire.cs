@@ -1,0 +1,115 @@
+namespace ChannelPool.PollingDuplex;
+
+/// <summary>The polling duplex protocol's fixed names and numbers (docs/polling-duplex-protocol.md).</summary>
+public static class DuplexWire
+{
+    /// <summary>The protocol version this library speaks.</summary>
+    public const int ProtocolVersion = 1;
+
+    /// <summary>The content type of text-encoded frames.</summary>
+    public const string TextContentType = "application/x-ndjson";
+
+    /// <summary>The content type of binary frames.</summary>
+    public const string BinaryContentType = "application/vnd.channelpool.duplex-frames";
+
+    /// <summary>The content type of error bodies.</summary>
+    public const string ProblemContentType = "application/problem+json";
+
+    /// <summary>The size of a binary frame header: kind (1), sequence number (8), payload length (4).</summary>
+    public const int BinaryHeaderSize = 13;
+
+    /// <summary>Returns the content type of <paramref name="encoding"/>.</summary>
+    /// <param name="encoding">The encoding.</param>
+    /// <returns>The content type its frames travel with.</returns>
+    public static string ContentTypeOf(DuplexEncoding encoding) => encoding == DuplexEncoding.Text ? TextContentType : BinaryContentType;
+
+    /// <summary>Returns the wire name of <paramref name="encoding"/>: <c>text</c> or <c>binary</c>.</summary>
+    /// <param name="encoding">The encoding.</param>
+    /// <returns>Its name on the wire.</returns>
+    public static string NameOf(DuplexEncoding encoding) => encoding == DuplexEncoding.Text ? "text" : "binary";
+
+    /// <summary>Returns the wire name of <paramref name="mode"/>: <c>single</c> or <c>multiple</c>.</summary>
+    /// <param name="mode">The mode.</param>
+    /// <returns>Its name on the wire.</returns>
+    public static string NameOf(PollingDuplexMode mode) => mode == PollingDuplexMode.SingleMessagePerPoll ? "single" : "multiple";
+
+    /// <summary>Returns the wire name of <paramref name="policy"/>: <c>fault</c> or <c>gap</c>.</summary>
+    /// <param name="policy">The policy.</param>
+    /// <returns>Its name on the wire.</returns>
+    public static string NameOf(DuplexOverflowPolicy policy) => policy == DuplexOverflowPolicy.FaultSession ? "fault" : "gap";
+
+    /// <summary>Parses an encoding's wire name.</summary>
+    /// <param name="name">The name.</param>
+    /// <param name="encoding">The encoding.</param>
+    /// <returns><see langword="true"/> when the name is known.</returns>
+    public static bool TryParseEncoding(string? name, out DuplexEncoding encoding)
+    {
+        encoding = name switch { "binary" => DuplexEncoding.Binary, _ => DuplexEncoding.Text };
+        return name is "text" or "binary";
+    }
+
+    /// <summary>Parses a mode's wire name.</summary>
+    /// <param name="name">The name.</param>
+    /// <param name="mode">The mode.</param>
+    /// <returns><see langword="true"/> when the name is known.</returns>
+    public static bool TryParseMode(string? name, out PollingDuplexMode mode)
+    {
+        mode = name switch { "single" => PollingDuplexMode.SingleMessagePerPoll, _ => PollingDuplexMode.MultipleMessagesPerPoll };
+        return name is "single" or "multiple";
+    }
+
+    /// <summary>The <c>code</c> values of error bodies.</summary>
+    public static class Codes
+    {
+        /// <summary>400: the open body is not JSON or names an unknown encoding or mode.</summary>
+        public const string BadRequest = "bad-request";
+
+        /// <summary>400: the poll's <c>ack</c> is missing, malformed, negative or beyond what was sent.</summary>
+        public const string BadAck = "bad-ack";
+
+        /// <summary>400: a sent frame cannot be read.</summary>
+        public const string MalformedFrame = "malformed-frame";
+
+        /// <summary>401: no bearer token.</summary>
+        public const string MissingToken = "missing-token";
+
+        /// <summary>403: the token does not belong to the session.</summary>
+        public const string InvalidToken = "invalid-token";
+
+        /// <summary>404: no such session.</summary>
+        public const string UnknownSession = "unknown-session";
+
+        /// <summary>409: a send skips a sequence number.</summary>
+        public const string OutOfOrder = "out-of-order";
+
+        /// <summary>409: a newer poll replaced this one.</summary>
+        public const string PollSuperseded = "poll-superseded";
+
+        /// <summary>410: the client closed the session.</summary>
+        public const string SessionClosed = "session-closed";
+
+        /// <summary>410: the session expired for inactivity.</summary>
+        public const string SessionExpired = "session-expired";
+
+        /// <summary>410: the server ended the session.</summary>
+        public const string SessionFaulted = "session-faulted";
+
+        /// <summary>413: a message or request is too large.</summary>
+        public const string MessageTooLarge = "message-too-large";
+
+        /// <summary>415: the content type does not match the session's encoding.</summary>
+        public const string UnsupportedMediaType = "unsupported-media-type";
+
+        /// <summary>422: the application rejected a message; it counts as received.</summary>
+        public const string MessageRejected = "message-rejected";
+
+        /// <summary>500: the application failed on a message; it was not received, and may be sent again.</summary>
+        public const string HandlerFailed = "handler-failed";
+
+        /// <summary>503: the server holds as many sessions as it allows.</summary>
+        public const string TooManySessions = "too-many-sessions";
+
+        /// <summary>503: too many sessions have opened and not yet polled.</summary>
+        public const string TooManyPendingSessions = "too-many-pending-sessions";
+    }
+}

@@ -1,0 +1,526 @@
+using System.Buffers;
+using System.Globalization;
+using System.Net.Http.Headers;
+using System.Text.Json;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Http.Features;
+using Microsoft.Extensions.Logging;
+
+namespace ChannelPool.PollingDuplex;
+
+/// <summary>The four requests of the protocol (docs/polling-duplex-protocol.md), and the error for every bad one.</summary>
+internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server, ILogger logger)
+{
+    private const int MaxOpenBodySize = 4096;
+
+    private PollingDuplexOptions Options => server.Options;
+
+    /// <summary><c>POST {base}/sessions</c>: opens a session.</summary>
+    public async Task OpenAsync(HttpContext context)
+    {
+        var request = context.Request;
+        var encoding = DuplexEncoding.Text;
+        var mode = PollingDuplexMode.MultipleMessagesPerPoll;
+        if (request.ContentLength is > MaxOpenBodySize)
+        {
+            await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"The open body may be at most {MaxOpenBodySize} bytes.");
+            return;
+        }
+
+        if (request.ContentLength is > 0 || request.Headers.TransferEncoding.Count > 0)
+        {
+            try
+            {
+                using var body = await JsonDocument.ParseAsync(request.Body, cancellationToken: context.RequestAborted);
+                if (body.RootElement.ValueKind != JsonValueKind.Object)
+                {
+                    throw new JsonException("The body must be a JSON object.");
+                }
+
+                if (body.RootElement.TryGetProperty("encoding", out var e) && !DuplexWire.TryParseEncoding(e.ValueKind == JsonValueKind.String ? e.GetString() : null, out encoding))
+                {
+                    await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"Unknown encoding {e.GetRawText()}; use \"text\" or \"binary\".");
+                    return;
+                }
+
+                if (body.RootElement.TryGetProperty("mode", out var m) && !DuplexWire.TryParseMode(m.ValueKind == JsonValueKind.String ? m.GetString() : null, out mode))
+                {
+                    await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"Unknown mode {m.GetRawText()}; use \"single\" or \"multiple\".");
+                    return;
+                }
+            }
+            catch (JsonException ex)
+            {
+                await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"The open body is not a JSON object: {ex.Message}");
+                return;
+            }
+        }
+
+        if (server.TryReserve() is { } refusal)
+        {
+            var pending = refusal == DuplexWire.Codes.TooManyPendingSessions;
+            context.Response.Headers.RetryAfter = pending ? "1" : "5";
+            await WriteProblemAsync(
+                context,
+                503,
+                refusal,
+                pending ? "Too many pending sessions" : "Too many sessions",
+                pending
+                    ? $"{Options.MaxPendingSessions} sessions have opened without polling yet; try again shortly."
+                    : $"The endpoint holds its limit of {Options.MaxConcurrentSessions} sessions, or is shutting down.");
+            return;
+        }
+
+        DuplexSession session;
+        string token;
+        try
+        {
+            (session, token) = server.Create(encoding, mode);
+        }
+        catch
+        {
+            server.Unreserve();
+            throw;
+        }
+
+        using (var activity = PollingDuplexTelemetry.ActivitySource.StartActivity("pollingduplex.session.open"))
+        {
+            activity?.SetTag(PollingDuplexTelemetry.EndpointTag, server.Endpoint);
+            activity?.SetTag("pollingduplex.session.id", session.Id);
+            try
+            {
+                await server.Handler.OnSessionOpenedAsync(session, context.RequestAborted);
+            }
+            catch (Exception ex) when (ex is not OperationCanceledException)
+            {
+                PollingDuplexServer.LogHandlerFailed(logger, server.Endpoint, session.Id, ex);
+                server.End(session, DuplexSessionEndReason.ClosedByServer);
+                await WriteProblemAsync(context, 500, DuplexWire.Codes.HandlerFailed, "The application failed", "The application could not open the session.");
+                return;
+            }
+        }
+
+        var response = context.Response;
+        response.StatusCode = StatusCodes.Status201Created;
+        response.ContentType = "application/json";
+        response.Headers.CacheControl = "no-store";
+        response.Headers.Location = $"{request.PathBase}{request.Path.Value?.TrimEnd('/')}/{session.Id}";
+        await using var json = new Utf8JsonWriter(response.BodyWriter);
+        json.WriteStartObject();
+        json.WriteNumber("protocolVersion", DuplexWire.ProtocolVersion);
+        json.WriteString("sessionId", session.Id);
+        json.WriteString("token", token);
+        json.WriteString("encoding", DuplexWire.NameOf(encoding));
+        json.WriteString("mode", DuplexWire.NameOf(mode));
+        json.WriteNumber("serverPollTimeoutMs", (long)Options.ServerPollTimeout.TotalMilliseconds);
+        json.WriteNumber("inactivityTimeoutMs", (long)Options.InactivityTimeout.TotalMilliseconds);
+        json.WriteNumber("maxMessageSize", Options.MaxMessageSize);
+        json.WriteNumber("maxPendingMessages", Options.MaxPendingMessagesPerSession);
+        json.WriteString("overflowPolicy", DuplexWire.NameOf(Options.OverflowPolicy));
+        json.WriteEndObject();
+    }
+
+    /// <summary><c>POST {base}/sessions/{id}/messages</c>: the client's messages, handed to the application in order, once each.</summary>
+    public async Task SendAsync(HttpContext context)
+    {
+        if (await FindAsync(context) is not { } session)
+        {
+            return;
+        }
+
+        var request = context.Request;
+        var expected = DuplexWire.ContentTypeOf(session.Encoding);
+        if (!MediaTypeHeaderValue.TryParse(request.ContentType, out var contentType) || !string.Equals(contentType.MediaType, expected, StringComparison.OrdinalIgnoreCase))
+        {
+            await WriteProblemAsync(context, 415, DuplexWire.Codes.UnsupportedMediaType, "Wrong content type", $"Session {session.Id} is {DuplexWire.NameOf(session.Encoding)}-encoded: send {expected}, not '{request.ContentType}'.");
+            return;
+        }
+
+        if (request.ContentLength > Options.MaxSendRequestSize)
+        {
+            await WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Request too large", $"A send may be at most {Options.MaxSendRequestSize} bytes; this one is {request.ContentLength}.");
+            return;
+        }
+
+        if (context.Features.Get<IHttpMaxRequestBodySizeFeature>() is { IsReadOnly: false } limit)
+        {
+            limit.MaxRequestBodySize = Options.MaxSendRequestSize;
+        }
+
+        var frames = new List<DuplexFrame>();
+        var (status, error) = await ReadFramesAsync(context, session.Encoding, frames);
+        switch (status)
+        {
+            case FrameReadStatus.Malformed:
+                await WriteProblemAsync(context, 400, DuplexWire.Codes.MalformedFrame, "Malformed frame", $"Frame {frames.Count + 1} of the request cannot be read: {error}. Nothing in the request was delivered.");
+                return;
+            case FrameReadStatus.TooLarge:
+                await WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Message too large", $"Frame {frames.Count + 1}: {error}. Nothing in the request was delivered.");
+                return;
+        }
+
+        await session.SendGate.WaitAsync(context.RequestAborted);
+        try
+        {
+            if (session.EndReason is { } ended)
+            {
+                await WriteEndedAsync(context, session.Id, ended);
+                return;
+            }
+
+            await DeliverAsync(context, session, frames);
+        }
+        finally
+        {
+            session.SendGate.Release();
+            session.Touch();
+        }
+    }
+
+    /// <summary><c>GET {base}/sessions/{id}/poll?ack=n</c>: the long poll.</summary>
+    public async Task PollAsync(HttpContext context)
+    {
+        if (await FindAsync(context) is not { } session)
+        {
+            return;
+        }
+
+        var ackText = context.Request.Query["ack"].ToString();
+        if (!long.TryParse(ackText, NumberStyles.None, CultureInfo.InvariantCulture, out var ack))
+        {
+            await WriteProblemAsync(context, 400, DuplexWire.Codes.BadAck, "Bad acknowledgement", $"'ack' must be the highest sequence number received, a whole number from 0; it was '{ackText}'.");
+            return;
+        }
+
+        var ticket = session.BeginPoll(context, ack, out var badAck, out var ended, out var firstPoll);
+        if (ticket is null)
+        {
+            if (ended is { } reason)
+            {
+                await WriteEndedAsync(context, session.Id, reason);
+            }
+            else
+            {
+                await WriteProblemAsync(context, 400, DuplexWire.Codes.BadAck, "Bad acknowledgement", $"ack {ack} is beyond the highest sequence number sent on session {session.Id}.");
+            }
+
+            return;
+        }
+
+        if (firstPoll)
+        {
+            server.FirstPoll();
+        }
+
+        var started = server.TimeProvider.GetTimestamp();
+        var outcome = "aborted";
+        try
+        {
+            outcome = await AnswerPollAsync(context, session, ticket, started);
+        }
+        finally
+        {
+            session.EndPoll(ticket);
+            server.Metrics.Poll(outcome, server.TimeProvider.GetElapsedTime(started));
+        }
+    }
+
+    /// <summary><c>DELETE {base}/sessions/{id}</c>: the client closes its session. Repeating it answers the same.</summary>
+    public async Task CloseAsync(HttpContext context)
+    {
+        var id = (string)context.Request.RouteValues["id"]!;
+        var lookup = server.Find(id, BearerToken(context), out var session, out var endedBecause);
+        switch (lookup)
+        {
+            case SessionLookup.Found:
+                server.End(session!, DuplexSessionEndReason.ClosedByClient);
+                context.Response.StatusCode = StatusCodes.Status204NoContent;
+                return;
+            case SessionLookup.Ended when endedBecause == DuplexSessionEndReason.ClosedByClient:
+                context.Response.StatusCode = StatusCodes.Status204NoContent;
+                return;
+            default:
+                await WriteLookupFailureAsync(context, id, lookup, endedBecause);
+                return;
+        }
+    }
+
+    private async Task<string> AnswerPollAsync(HttpContext context, DuplexSession session, PollTicket ticket, long started)
+    {
+        var time = server.TimeProvider;
+        var frames = new List<OutboundFrame>();
+        var max = session.Mode == PollingDuplexMode.SingleMessagePerPoll ? 1 : int.MaxValue;
+
+        // Wait for the first frame, for at most the poll timeout.
+        while (true)
+        {
+            switch (session.TakeFrames(ticket, frames, max, out var wait))
+            {
+                case PollState.Frames:
+                    break;
+                case PollState.Superseded:
+                    await WriteProblemAsync(context, 409, DuplexWire.Codes.PollSuperseded, "Poll superseded", $"A newer poll on session {session.Id} replaced this one.");
+                    return "superseded";
+                case PollState.Ended:
+                    await WriteEndedAsync(context, session.Id, session.EndReason ?? DuplexSessionEndReason.ClosedByServer);
+                    return "ended";
+                default:
+                    var remaining = Options.ServerPollTimeout - time.GetElapsedTime(started);
+                    if (remaining <= TimeSpan.Zero)
+                    {
+                        context.Response.StatusCode = StatusCodes.Status204NoContent;
+                        context.Response.Headers.CacheControl = "no-store";
+                        return "empty";
+                    }
+
+                    if (!await WaitAsync(wait!, remaining, context.RequestAborted))
+                    {
+                        if (context.RequestAborted.IsCancellationRequested)
+                        {
+                            return "aborted";
+                        }
+                    }
+
+                    continue;
+            }
+
+            break;
+        }
+
+        var response = context.Response;
+        ticket.Responding = true;
+        response.StatusCode = StatusCodes.Status200OK;
+        response.ContentType = DuplexWire.ContentTypeOf(session.Encoding);
+        response.Headers.CacheControl = "no-store";
+        try
+        {
+            await WriteFramesAsync(response, session.Encoding, frames, context.RequestAborted);
+            if (session.Mode == PollingDuplexMode.MultipleMessagesPerPoll)
+            {
+                // Keep the response open for the batch window, streaming each frame as it comes.
+                var windowStarted = time.GetTimestamp();
+                while (!session.IsFull)
+                {
+                    frames.Clear();
+                    var state = session.TakeFrames(ticket, frames, max, out var wait);
+                    if (state == PollState.Frames)
+                    {
+                        await WriteFramesAsync(response, session.Encoding, frames, context.RequestAborted);
+                        continue;
+                    }
+
+                    var remaining = Options.BatchWindow - time.GetElapsedTime(windowStarted);
+                    if (state != PollState.Waiting || remaining <= TimeSpan.Zero || !await WaitAsync(wait!, remaining, context.RequestAborted))
+                    {
+                        break;
+                    }
+                }
+            }
+        }
+        catch (OperationCanceledException) when (context.RequestAborted.IsCancellationRequested)
+        {
+            // The client went away mid-response; its next poll, with the same ack, gets these frames again.
+            return "aborted";
+        }
+
+        return "messages";
+    }
+
+    private async Task DeliverAsync(HttpContext context, DuplexSession session, List<DuplexFrame> frames)
+    {
+        var received = session.Received;
+        var first = 0;
+        while (first < frames.Count && frames[first].Sequence <= received)
+        {
+            first++;
+        }
+
+        for (var i = first; i < frames.Count; i++)
+        {
+            var expected = received + 1 + (i - first);
+            if (frames[i].Sequence != expected)
+            {
+                await WriteProblemAsync(
+                    context,
+                    409,
+                    DuplexWire.Codes.OutOfOrder,
+                    "Out of order",
+                    $"Session {session.Id} has received up to {received}: the next message must be {expected}, not {frames[i].Sequence}. Nothing in the request was delivered.",
+                    json => json.WriteNumber("received", received));
+                return;
+            }
+        }
+
+        for (var i = first; i < frames.Count; i++)
+        {
+            var frame = frames[i];
+            using var activity = PollingDuplexTelemetry.ActivitySource.StartActivity("pollingduplex.message.receive");
+            activity?.SetTag(PollingDuplexTelemetry.EndpointTag, server.Endpoint);
+            activity?.SetTag("pollingduplex.session.id", session.Id);
+            activity?.SetTag("pollingduplex.message.sequence", frame.Sequence);
+            try
+            {
+                await server.Handler.OnMessageAsync(session, frame.Message!, context.RequestAborted);
+                session.Received = frame.Sequence;
+                server.Metrics.Received();
+            }
+            catch (DuplexMessageRejectedException ex)
+            {
+                session.Received = frame.Sequence;
+                activity?.SetStatus(System.Diagnostics.ActivityStatusCode.Error, ex.Message);
+                await WriteProblemAsync(context, 422, DuplexWire.Codes.MessageRejected, "Message rejected", $"Message {frame.Sequence}: {ex.Message}", json => json.WriteNumber("received", session.Received));
+                return;
+            }
+            catch (Exception ex) when (ex is not OperationCanceledException || !context.RequestAborted.IsCancellationRequested)
+            {
+                activity?.SetStatus(System.Diagnostics.ActivityStatusCode.Error, ex.Message);
+                PollingDuplexServer.LogHandlerFailed(logger, server.Endpoint, session.Id, ex);
+                await WriteProblemAsync(context, 500, DuplexWire.Codes.HandlerFailed, "The application failed", $"Message {frame.Sequence} was not received; it may be sent again.", json => json.WriteNumber("received", session.Received));
+                return;
+            }
+        }
+
+        context.Response.StatusCode = StatusCodes.Status200OK;
+        context.Response.ContentType = "application/json";
+        await using var body = new Utf8JsonWriter(context.Response.BodyWriter);
+        body.WriteStartObject();
+        body.WriteNumber("received", session.Received);
+        body.WriteEndObject();
+    }
+
+    private async Task<(FrameReadStatus Status, string? Error)> ReadFramesAsync(HttpContext context, DuplexEncoding encoding, List<DuplexFrame> frames)
+    {
+        var reader = context.Request.BodyReader;
+        try
+        {
+            while (true)
+            {
+                var result = await reader.ReadAsync(context.RequestAborted);
+                var buffer = result.Buffer;
+                FrameReadStatus status;
+                string? error;
+                while ((status = DuplexFrameReader.TryRead(ref buffer, encoding, fromServer: false, Options.MaxMessageSize, result.IsCompleted, out var frame, out error)) == FrameReadStatus.Frame)
+                {
+                    frames.Add(frame);
+                }
+
+                reader.AdvanceTo(buffer.Start, buffer.End);
+                if (status != FrameReadStatus.NeedMoreData)
+                {
+                    return (status, error);
+                }
+
+                if (result.IsCompleted)
+                {
+                    return (FrameReadStatus.Frame, null);
+                }
+            }
+        }
+        catch (BadHttpRequestException ex) when (ex.StatusCode == StatusCodes.Status413PayloadTooLarge)
+        {
+            return (FrameReadStatus.TooLarge, $"the request exceeds the {Options.MaxSendRequestSize}-byte send limit");
+        }
+    }
+
+    private static async Task WriteFramesAsync(HttpResponse response, DuplexEncoding encoding, List<OutboundFrame> frames, CancellationToken cancellationToken)
+    {
+        var output = response.BodyWriter;
+        foreach (var frame in frames)
+        {
+            if (frame.Message is { } message)
+            {
+                DuplexFrameWriter.WriteServerMessage(output, encoding, frame.Sequence, message);
+            }
+            else
+            {
+                DuplexFrameWriter.WriteGap(output, encoding, frame.Sequence, frame.Missed);
+            }
+        }
+
+        await output.FlushAsync(cancellationToken);
+    }
+
+    private async Task<bool> WaitAsync(Task signal, TimeSpan timeout, CancellationToken cancellationToken)
+    {
+        try
+        {
+            await signal.WaitAsync(timeout, server.TimeProvider, cancellationToken);
+            return true;
+        }
+        catch (TimeoutException)
+        {
+            return false;
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+            return false;
+        }
+    }
+
+    /// <summary>Finds the request's session, or answers the failure and returns null.</summary>
+    private async Task<DuplexSession?> FindAsync(HttpContext context)
+    {
+        var id = (string)context.Request.RouteValues["id"]!;
+        var lookup = server.Find(id, BearerToken(context), out var session, out var endedBecause);
+        if (lookup == SessionLookup.Found)
+        {
+            return session;
+        }
+
+        await WriteLookupFailureAsync(context, id, lookup, endedBecause);
+        return null;
+    }
+
+    private static Task WriteLookupFailureAsync(HttpContext context, string id, SessionLookup lookup, DuplexSessionEndReason? endedBecause) => lookup switch
+    {
+        SessionLookup.MissingToken => WriteProblemAsync(context, 401, DuplexWire.Codes.MissingToken, "Missing token", "Send the session's token: Authorization: Bearer <token>."),
+        SessionLookup.InvalidToken => WriteProblemAsync(context, 403, DuplexWire.Codes.InvalidToken, "Invalid token", $"The token does not belong to session {id}."),
+        SessionLookup.Ended => WriteEndedAsync(context, id, endedBecause ?? DuplexSessionEndReason.ClosedByServer),
+        _ => WriteProblemAsync(context, 404, DuplexWire.Codes.UnknownSession, "Unknown session", $"There is no session {id}. Open a new one."),
+    };
+
+    private static Task WriteEndedAsync(HttpContext context, string id, DuplexSessionEndReason reason) => reason switch
+    {
+        DuplexSessionEndReason.ClosedByClient => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionClosed, "Session closed", $"Session {id} was closed by its client."),
+        DuplexSessionEndReason.Expired => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionExpired, "Session expired", $"Session {id} had no request within the inactivity timeout and was ended."),
+        DuplexSessionEndReason.Overflow => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} faulted: overflow. Its pending buffer was full; the client did not keep up."),
+        DuplexSessionEndReason.ServerShutdown => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} ended: the server is shutting down."),
+        _ => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} was closed by the server."),
+    };
+
+    private static string? BearerToken(HttpContext context)
+    {
+        var header = context.Request.Headers.Authorization.ToString();
+        const string Scheme = "Bearer ";
+        return header.StartsWith(Scheme, StringComparison.OrdinalIgnoreCase) && header.Length > Scheme.Length ? header[Scheme.Length..].Trim() : null;
+    }
+
+    private static async Task WriteProblemAsync(HttpContext context, int status, string code, string title, string detail, Action<Utf8JsonWriter>? extra = null)
+    {
+        var response = context.Response;
+        if (response.HasStarted)
+        {
+            // Mid-stream there is no status left to send; ending the connection is the only honest signal.
+            context.Abort();
+            return;
+        }
+
+        response.StatusCode = status;
+        response.ContentType = DuplexWire.ProblemContentType;
+        response.Headers.CacheControl = "no-store";
+        if (status == StatusCodes.Status401Unauthorized)
+        {
+            response.Headers.WWWAuthenticate = "Bearer";
+        }
+
+        await using var json = new Utf8JsonWriter(response.BodyWriter);
+        json.WriteStartObject();
+        json.WriteString("type", $"urn:channelpool:polling-duplex:{code}");
+        json.WriteString("title", title);
+        json.WriteNumber("status", status);
+        json.WriteString("code", code);
+        json.WriteString("detail", detail);
+        extra?.Invoke(json);
+        json.WriteEndObject();
+    }
+}

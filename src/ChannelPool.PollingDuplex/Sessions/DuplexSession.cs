@@ -1,0 +1,342 @@
+using System.Collections.Concurrent;
+using System.Runtime.InteropServices;
+using System.Security.Cryptography;
+
+namespace ChannelPool.PollingDuplex;
+
+/// <summary>
+/// One client's session on a polling duplex endpoint, as the application sees it. <see cref="Send"/> queues a
+/// message for the client and never blocks; queued messages stay until a poll acknowledges them, and are sent again
+/// after a lost response.
+/// </summary>
+public sealed class DuplexSession
+{
+    private readonly PollingDuplexServer _server;
+    private readonly byte[] _tokenHash;
+    private readonly Lock _lock = new();
+
+    // Frames after the last acknowledgement, in sequence order: the frame with sequence s sits at s - (_acked + 1).
+    private readonly List<OutboundFrame> _outbound = [];
+    private long _acked;
+    private long _nextSequence = 1;
+    private long _highestSent;
+    private long _pendingBytes;
+    private int _pendingMessages;
+    private PollTicket? _poll;
+    private DuplexSessionEndReason? _endReason;
+    private long _lastActivity;
+
+    internal DuplexSession(PollingDuplexServer server, string id, byte[] tokenHash, DuplexEncoding encoding, PollingDuplexMode mode, long now)
+    {
+        _server = server;
+        Id = id;
+        _tokenHash = tokenHash;
+        Encoding = encoding;
+        Mode = mode;
+        _lastActivity = now;
+    }
+
+    /// <summary>Gets the session's id (not a secret; the token is).</summary>
+    public string Id { get; }
+
+    /// <summary>Gets how the session's frames are encoded.</summary>
+    public DuplexEncoding Encoding { get; }
+
+    /// <summary>Gets how many frames a poll response carries.</summary>
+    public PollingDuplexMode Mode { get; }
+
+    /// <summary>Gets why the session ended, or <see langword="null"/> while it is active.</summary>
+    public DuplexSessionEndReason? EndReason
+    {
+        get
+        {
+            using (_lock.EnterScope())
+            {
+                return _endReason;
+            }
+        }
+    }
+
+    /// <summary>Gets a place for the application to keep per-session state, for example subscriptions.</summary>
+    public ConcurrentDictionary<object, object?> Items { get; } = new();
+
+    /// <summary>Gets the client-to-server sequence number last accepted. Changed only while <see cref="SendGate"/> is held.</summary>
+    internal long Received { get; set; }
+
+    /// <summary>Serializes a session's send requests, so its messages reach the application one by one, in order.</summary>
+    internal SemaphoreSlim SendGate { get; } = new(1, 1);
+
+    internal bool HasPolled { get; private set; }
+
+    internal long LastActivity => Volatile.Read(ref _lastActivity);
+
+    /// <summary>
+    /// Queues <paramref name="message"/> for the client. Never blocks. When the session's pending buffer is full, the
+    /// endpoint's overflow policy decides: the message is dropped behind a gap marker, or the session faults.
+    /// </summary>
+    /// <param name="message">The message; a text session takes JSON messages only.</param>
+    /// <returns>What happened to the message.</returns>
+    /// <exception cref="ArgumentException">A raw-bytes message was sent on a text session.</exception>
+    public DuplexSendResult Send(DuplexMessage message)
+    {
+        ArgumentNullException.ThrowIfNull(message);
+        if (Encoding == DuplexEncoding.Text && !message.IsJson)
+        {
+            throw new ArgumentException($"Session {Id} uses the text encoding, which carries JSON messages only.", nameof(message));
+        }
+
+        var options = _server.Options;
+        PollTicket? wake;
+        var overflowFault = false;
+        DuplexSendResult result;
+        using (_lock.EnterScope())
+        {
+            if (_endReason is not null)
+            {
+                return DuplexSendResult.SessionEnded;
+            }
+
+            var size = message.Payload.Length;
+            if (_pendingMessages + 1 > options.MaxPendingMessagesPerSession || _pendingBytes + size > options.MaxPendingBytesPerSession)
+            {
+                if (options.OverflowPolicy == DuplexOverflowPolicy.FaultSession)
+                {
+                    overflowFault = true;
+                    result = DuplexSendResult.SessionFaulted;
+                }
+                else
+                {
+                    AddGap_NoLock();
+                    result = DuplexSendResult.Dropped;
+                }
+            }
+            else
+            {
+                _outbound.Add(new OutboundFrame(_nextSequence++, message));
+                _pendingMessages++;
+                _pendingBytes += size;
+                result = DuplexSendResult.Queued;
+            }
+
+            wake = _poll;
+        }
+
+        if (overflowFault)
+        {
+            _server.Metrics.Dropped();
+            _server.End(this, DuplexSessionEndReason.Overflow);
+        }
+        else if (result == DuplexSendResult.Dropped)
+        {
+            _server.Metrics.Dropped();
+        }
+
+        wake?.Wake();
+        return result;
+    }
+
+    /// <summary>Ends the session from the server side; the client's next request is answered <c>410</c>.</summary>
+    public void Close() => _server.End(this, DuplexSessionEndReason.ClosedByServer);
+
+    internal bool TokenMatches(ReadOnlySpan<byte> tokenHash) => CryptographicOperations.FixedTimeEquals(tokenHash, _tokenHash);
+
+    internal byte[] TokenHash => _tokenHash;
+
+    internal void Touch() => Volatile.Write(ref _lastActivity, _server.TimeProvider.GetTimestamp());
+
+    /// <summary>
+    /// Starts a poll: applies its acknowledgement, and makes it the session's one outstanding poll, superseding any
+    /// other. Returns null with <paramref name="badAck"/> set when the acknowledgement is beyond what was sent, or
+    /// with <paramref name="ended"/> set when the session is over.
+    /// </summary>
+    internal PollTicket? BeginPoll(Microsoft.AspNetCore.Http.HttpContext context, long ack, out bool badAck, out DuplexSessionEndReason? ended, out bool firstPoll)
+    {
+        PollTicket? previous;
+        PollTicket ticket;
+        badAck = false;
+        firstPoll = false;
+        using (_lock.EnterScope())
+        {
+            ended = _endReason;
+            if (ended is not null)
+            {
+                return null;
+            }
+
+            if (ack > _highestSent)
+            {
+                badAck = true;
+                return null;
+            }
+
+            if (ack > _acked)
+            {
+                Acknowledge_NoLock(ack);
+            }
+
+            previous = _poll;
+            if (previous is not null)
+            {
+                previous.Superseded = true;
+            }
+
+            ticket = new PollTicket(context, _acked);
+            _poll = ticket;
+            firstPoll = !HasPolled;
+            HasPolled = true;
+            _lastActivity = _server.TimeProvider.GetTimestamp();
+        }
+
+        previous?.Wake();
+        return ticket;
+    }
+
+    /// <summary>
+    /// Takes the frames after the ticket's cursor, up to <paramref name="max"/>, marking them sent. When there are
+    /// none, returns the task to wait on instead.
+    /// </summary>
+    internal PollState TakeFrames(PollTicket ticket, List<OutboundFrame> frames, int max, out Task? wait)
+    {
+        wait = null;
+        using (_lock.EnterScope())
+        {
+            if (_endReason is not null)
+            {
+                return PollState.Ended;
+            }
+
+            if (ticket.Superseded)
+            {
+                return PollState.Superseded;
+            }
+
+            var span = CollectionsMarshal.AsSpan(_outbound);
+            var start = (int)Math.Max(0, ticket.Cursor - _acked);
+            var taken = 0;
+            for (var i = start; i < span.Length && taken < max; i++, taken++)
+            {
+                ref var frame = ref span[i];
+                if (frame.Sent)
+                {
+                    _server.Metrics.Redelivered();
+                }
+                else
+                {
+                    frame.Sent = true;
+                    _server.Metrics.Delivered();
+                }
+
+                frames.Add(frame);
+                ticket.Cursor = frame.Sequence;
+                _highestSent = Math.Max(_highestSent, frame.Sequence);
+            }
+
+            if (taken > 0)
+            {
+                return PollState.Frames;
+            }
+
+            wait = ticket.Arm();
+            return PollState.Waiting;
+        }
+    }
+
+    /// <summary>Gets whether nothing more can be queued until the client acknowledges: a batch can end early.</summary>
+    internal bool IsFull
+    {
+        get
+        {
+            using (_lock.EnterScope())
+            {
+                return _pendingMessages >= _server.Options.MaxPendingMessagesPerSession;
+            }
+        }
+    }
+
+    /// <summary>Finishes a poll: it is no longer the outstanding one, and counts as activity.</summary>
+    internal void EndPoll(PollTicket ticket)
+    {
+        using (_lock.EnterScope())
+        {
+            if (_poll == ticket)
+            {
+                _poll = null;
+            }
+
+            _lastActivity = _server.TimeProvider.GetTimestamp();
+        }
+    }
+
+    /// <summary>Marks the session ended; returns false if it already was. Wakes an outstanding poll.</summary>
+    internal bool TryEnd(DuplexSessionEndReason reason, out PollTicket? outstanding)
+    {
+        using (_lock.EnterScope())
+        {
+            outstanding = _poll;
+            if (_endReason is not null)
+            {
+                return false;
+            }
+
+            _endReason = reason;
+            _outbound.Clear();
+            _pendingMessages = 0;
+            _pendingBytes = 0;
+            _poll = null;
+        }
+
+        outstanding?.Wake();
+        return true;
+    }
+
+    private void Acknowledge_NoLock(long ack)
+    {
+        var count = (int)Math.Min(ack - _acked, _outbound.Count);
+        for (var i = 0; i < count; i++)
+        {
+            var frame = _outbound[i];
+            if (frame.Message is { } message)
+            {
+                _pendingMessages--;
+                _pendingBytes -= message.Payload.Length;
+            }
+        }
+
+        _outbound.RemoveRange(0, count);
+        _acked = ack;
+    }
+
+    /// <summary>Records a dropped message: grows the gap at the tail if the client has not seen it yet, or starts one.</summary>
+    private void AddGap_NoLock()
+    {
+        var span = CollectionsMarshal.AsSpan(_outbound);
+        if (span.Length > 0 && span[^1] is { Message: null, Sent: false })
+        {
+            span[^1].Missed++;
+            return;
+        }
+
+        _outbound.Add(new OutboundFrame(_nextSequence++, null) { Missed = 1 });
+    }
+}
+
+/// <summary>What a poll found when it looked for frames.</summary>
+internal enum PollState
+{
+    Frames,
+    Waiting,
+    Superseded,
+    Ended,
+}
+
+/// <summary>A queued frame: a message, or (with no message) a gap of <see cref="Missed"/> dropped messages.</summary>
+internal struct OutboundFrame(long sequence, DuplexMessage? message)
+{
+    public long Sequence { get; } = sequence;
+
+    public DuplexMessage? Message { get; } = message;
+
+    public long Missed { get; set; }
+
+    public bool Sent { get; set; }
+}
