@@ -76,14 +76,17 @@ public class DeliveryTests
         var session = await OpenDespiteFaultsAsync(client);
         var onServer = server.Recorder.Sessions[session.Id];
 
+        var reading = ReadAsync(session, ToClient, TimeSpan.FromMinutes(2));
         var pusher = Task.Run(async () =>
         {
+            // In waves, each waited for: many poll responses, so many chances for the injected faults to hit.
             for (var i = 1; i <= ToClient; i++)
             {
                 Assert.That(onServer.Send(Message(encoding, i)), Is.EqualTo(DuplexSendResult.Queued));
-                if (i % 100 == 0)
+                if (i % 20 == 0)
                 {
-                    await Task.Delay(1);
+                    var wave = i;
+                    await Eventually.That(() => session.LastReceivedSequence >= wave, $"wave {wave / 20} arrived");
                 }
             }
         });
@@ -97,12 +100,12 @@ public class DeliveryTests
                 next += count;
             }
         });
-        var received = await ReadAsync(session, ToClient, TimeSpan.FromMinutes(2));
+        var received = await reading;
         await Task.WhenAll(pusher, sender).WaitAsync(TimeSpan.FromMinutes(2));
 
         Assert.That(received.Select(d => Value(encoding, d.Message!)), Is.EqualTo(Enumerable.Range(1, ToClient)), "every server message once, in order");
         Assert.That(server.Recorder.Received[session.Id].Select(m => Value(encoding, m)), Is.EqualTo(Enumerable.Range(1, ToServer)), "every client message once, in order");
-        // Not vacuous: every kind of fault happened, several times over (about 300 requests at these rates).
+        // Not vacuous: every kind of fault happened, several times over (hundreds of requests at these rates).
         Assert.That(faults!.DroppedRequests, Is.GreaterThan(0), "requests were dropped");
         Assert.That(faults.LostResponses, Is.GreaterThan(0), "responses were lost after the server acted");
         Assert.That(faults.CutResponses, Is.GreaterThan(0), "poll responses were cut off mid-body");

@@ -1,0 +1,37 @@
+using System.Text;
+using ChannelPool.PollingDuplex.PubSub;
+using Microsoft.AspNetCore.Http;
+using Microsoft.Extensions.Logging.Abstractions;
+
+namespace ChannelPool.PollingDuplex.Tests;
+
+/// <summary>What a publish queues, looked at from inside the server: one message, one set of bytes, every subscriber.</summary>
+public class BroadcastSharingTests
+{
+    [Test]
+    public async Task Publish_SerializesOnce_AndQueuesTheSameBytesToEverySubscriber()
+    {
+        var pubSub = new PubSubHandler();
+        using var server = new PollingDuplexServer("/pubsub", new PollingDuplexOptions(), pubSub, TimeProvider.System, NullLogger.Instance);
+        var sessions = new List<DuplexSession>();
+        for (var i = 0; i < 5; i++)
+        {
+            Assert.That(server.TryReserve(), Is.Null);
+            var (session, _) = server.Create(i % 2 == 0 ? DuplexEncoding.Text : DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll);
+            await pubSub.OnMessageAsync(session, DuplexMessage.FromJson(new { op = "subscribe", topic = "news" }), CancellationToken.None);
+            sessions.Add(session);
+        }
+
+        Assert.That(pubSub.Publish("news", "{\"headline\":\"once\"}"u8), Is.EqualTo(5));
+
+        var queued = sessions.Select(session =>
+        {
+            var frames = new List<OutboundFrame>();
+            var ticket = session.BeginPoll(new DefaultHttpContext(), 0, out _, out _, out _)!;
+            Assert.That(session.TakeFrames(ticket, frames, int.MaxValue, out _), Is.EqualTo(PollState.Frames));
+            return frames.Single().Message!;
+        }).ToList();
+        Assert.That(queued.Distinct(), Has.Exactly(1).Items, "one DuplexMessage instance, shared by every session in both encodings");
+        Assert.That(Encoding.UTF8.GetString(queued[0].Payload.Span), Is.EqualTo("{\"topic\":\"news\",\"data\":{\"headline\":\"once\"}}"));
+    }
+}
