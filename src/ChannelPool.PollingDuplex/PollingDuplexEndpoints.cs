@@ -249,12 +249,11 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
     {
         var time = server.TimeProvider;
         var frames = new List<OutboundFrame>();
-        var max = session.Mode == PollingDuplexMode.SingleMessagePerPoll ? 1 : int.MaxValue;
 
         // Wait for the first frame, for at most the poll timeout.
         while (true)
         {
-            switch (session.TakeFrames(ticket, frames, max, out var wait))
+            switch (session.TakeFrames(ticket, frames, out var wait))
             {
                 case PollState.Frames:
                     break;
@@ -299,10 +298,10 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             {
                 // Keep the response open for the batch window, streaming each frame as it comes.
                 var windowStarted = time.GetTimestamp();
-                while (!session.IsFull)
+                while (true)
                 {
                     frames.Clear();
-                    var state = session.TakeFrames(ticket, frames, max, out var wait);
+                    var state = session.TakeFrames(ticket, frames, out var wait);
                     if (state == PollState.Frames)
                     {
                         await WriteFramesAsync(response, session.Encoding, frames, context.RequestAborted);

@@ -19,12 +19,15 @@ public sealed class PollingDuplexOptions
     public int MaxConcurrentSessions { get; set; } = 100_000;
 
     /// <summary>
-    /// Gets or sets how many messages a session may hold unacknowledged or unsent before its overflow policy applies.
-    /// Defaults to 8, the original's value.
+    /// Gets or sets how many messages may wait for a session's next poll before its overflow policy applies; also the
+    /// most frames one multiple-message response carries. Defaults to 8, the original's value.
     /// </summary>
     public int MaxPendingMessagesPerSession { get; set; } = 8;
 
-    /// <summary>Gets or sets the same buffer's bound in payload bytes. Defaults to 1 MiB.</summary>
+    /// <summary>
+    /// Gets or sets how many payload bytes a session may hold, waiting for a poll or sent and not yet acknowledged.
+    /// Defaults to 1 MiB.
+    /// </summary>
     public int MaxPendingBytesPerSession { get; set; } = 1024 * 1024;
 
     /// <summary>Gets or sets the largest message payload in either direction. Defaults to 64 KiB.</summary>

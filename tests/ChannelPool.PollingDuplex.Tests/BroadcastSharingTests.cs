@@ -28,7 +28,7 @@ public class BroadcastSharingTests
         {
             var frames = new List<OutboundFrame>();
             var ticket = session.BeginPoll(new DefaultHttpContext(), 0, out _, out _, out _)!;
-            Assert.That(session.TakeFrames(ticket, frames, int.MaxValue, out _), Is.EqualTo(PollState.Frames));
+            Assert.That(session.TakeFrames(ticket, frames, out _), Is.EqualTo(PollState.Frames));
             return frames.Single().Message!;
         }).ToList();
         Assert.That(queued.Distinct(), Has.Exactly(1).Items, "one DuplexMessage instance, shared by every session in both encodings");

@@ -136,7 +136,7 @@ public class ProtocolTests
         var session = await RawSession.OpenAsync(http, server.Duplex);
 
         var first = session.PollAsync(0);
-        await Task.Delay(100);
+        await Eventually.That(() => server.Recorder.Sessions[session.Id].HasOutstandingPoll, "the server holds the first poll");
         var second = session.PollAsync(0);
 
         using (var superseded = await first.Within())
@@ -148,6 +148,45 @@ public class ProtocolTests
         using var answered = await second.Within();
         Assert.That(answered.StatusCode, Is.EqualTo(HttpStatusCode.OK));
         Assert.That(await answered.Content.ReadAsStringAsync(), Does.Contain("for the newer poll"));
+    }
+
+    [Test]
+    public async Task MultipleModeResponse_CarriesAtMostTheLimit_SoUnacknowledgedFramesStayBounded()
+    {
+        await using var server = await DuplexTestServer.StartAsync(o =>
+        {
+            o.MaxPendingMessagesPerSession = 4;
+            o.BatchWindow = TimeSpan.FromMilliseconds(50);
+        });
+        using var http = DuplexTestServer.CreateHttpClient();
+        var session = await RawSession.OpenAsync(http, server.Duplex);
+        var onServer = server.Recorder.Sessions[session.Id];
+        async Task<long[]> PollAsync(long ack)
+        {
+            using var response = await session.PollAsync(ack);
+            var body = await response.Content.ReadAsStringAsync();
+            return [.. body.Split('\n', StringSplitOptions.RemoveEmptyEntries).Select(line => JsonDocument.Parse(line).RootElement.GetProperty("seq").GetInt64())];
+        }
+
+        for (var i = 1; i <= 4; i++)
+        {
+            Assert.That(onServer.Send(DuplexMessage.FromJson(i)), Is.EqualTo(DuplexSendResult.Queued));
+        }
+
+        Assert.That(await PollAsync(0), Is.EqualTo(new long[] { 1, 2, 3, 4 }));
+        for (var i = 5; i <= 8; i++)
+        {
+            Assert.That(onServer.Send(DuplexMessage.FromJson(i)), Is.EqualTo(DuplexSendResult.Queued), "sent-but-unacknowledged frames do not count against the limit");
+        }
+
+        Assert.That(await PollAsync(0), Is.EqualTo(new long[] { 1, 2, 3, 4 }), "unacknowledged frames come first, and fill the response");
+        Assert.That(await PollAsync(4), Is.EqualTo(new long[] { 5, 6, 7, 8 }));
+        for (var i = 9; i <= 12; i++)
+        {
+            Assert.That(onServer.Send(DuplexMessage.FromJson(i)), Is.EqualTo(DuplexSendResult.Queued), "four messages waiting for a poll fit");
+        }
+
+        Assert.That(onServer.Send(DuplexMessage.FromJson(13)), Is.EqualTo(DuplexSendResult.SessionFaulted), "a fifth message waiting for a poll overflows");
     }
 
     [Test]

@@ -20,8 +20,11 @@ public sealed class DuplexSession
     private long _acked;
     private long _nextSequence = 1;
     private long _highestSent;
+    // Bytes held for the client: waiting for a poll, or sent and not yet acknowledged.
     private long _pendingBytes;
-    private int _pendingMessages;
+
+    // Messages no poll has carried yet: what MaxPendingMessagesPerSession bounds, as in the original protocol.
+    private int _unsentMessages;
     private PollTicket? _poll;
     private DuplexSessionEndReason? _endReason;
     private long _lastActivity;
@@ -97,7 +100,7 @@ public sealed class DuplexSession
             }
 
             var size = message.Payload.Length;
-            if (_pendingMessages + 1 > options.MaxPendingMessagesPerSession || _pendingBytes + size > options.MaxPendingBytesPerSession)
+            if (_unsentMessages + 1 > options.MaxPendingMessagesPerSession || _pendingBytes + size > options.MaxPendingBytesPerSession)
             {
                 if (options.OverflowPolicy == DuplexOverflowPolicy.FaultSession)
                 {
@@ -113,7 +116,7 @@ public sealed class DuplexSession
             else
             {
                 _outbound.Add(new OutboundFrame(_nextSequence++, message));
-                _pendingMessages++;
+                _unsentMessages++;
                 _pendingBytes += size;
                 result = DuplexSendResult.Queued;
             }
@@ -192,12 +195,14 @@ public sealed class DuplexSession
     }
 
     /// <summary>
-    /// Takes the frames after the ticket's cursor, up to <paramref name="max"/>, marking them sent. When there are
-    /// none, returns the task to wait on instead.
+    /// Takes the frames after the ticket's cursor, marking them sent. A single-mode response carries one frame; a
+    /// multiple-mode response at most MaxPendingMessagesPerSession, after which it ends so the client acknowledges and
+    /// what is held unacknowledged stays bounded. With nothing to take, returns the task to wait on instead.
     /// </summary>
-    internal PollState TakeFrames(PollTicket ticket, List<OutboundFrame> frames, int max, out Task? wait)
+    internal PollState TakeFrames(PollTicket ticket, List<OutboundFrame> frames, out Task? wait)
     {
         wait = null;
+        var limit = Mode == PollingDuplexMode.SingleMessagePerPoll ? 1 : _server.Options.MaxPendingMessagesPerSession;
         using (_lock.EnterScope())
         {
             if (_endReason is not null)
@@ -210,10 +215,15 @@ public sealed class DuplexSession
                 return PollState.Superseded;
             }
 
+            if (ticket.Carried >= limit)
+            {
+                return PollState.ResponseFull;
+            }
+
             var span = CollectionsMarshal.AsSpan(_outbound);
             var start = (int)Math.Max(0, ticket.Cursor - _acked);
             var taken = 0;
-            for (var i = start; i < span.Length && taken < max; i++, taken++)
+            for (var i = start; i < span.Length && ticket.Carried < limit; i++, taken++)
             {
                 ref var frame = ref span[i];
                 if (frame.Sent)
@@ -223,11 +233,17 @@ public sealed class DuplexSession
                 else
                 {
                     frame.Sent = true;
+                    if (frame.Message is not null)
+                    {
+                        _unsentMessages--;
+                    }
+
                     _server.Metrics.Delivered();
                 }
 
                 frames.Add(frame);
                 ticket.Cursor = frame.Sequence;
+                ticket.Carried++;
                 _highestSent = Math.Max(_highestSent, frame.Sequence);
             }
 
@@ -241,14 +257,14 @@ public sealed class DuplexSession
         }
     }
 
-    /// <summary>Gets whether nothing more can be queued until the client acknowledges: a batch can end early.</summary>
-    internal bool IsFull
+    /// <summary>Gets whether a poll is outstanding on the session.</summary>
+    internal bool HasOutstandingPoll
     {
         get
         {
             using (_lock.EnterScope())
             {
-                return _pendingMessages >= _server.Options.MaxPendingMessagesPerSession;
+                return _poll is not null;
             }
         }
     }
@@ -280,7 +296,7 @@ public sealed class DuplexSession
 
             _endReason = reason;
             _outbound.Clear();
-            _pendingMessages = 0;
+            _unsentMessages = 0;
             _pendingBytes = 0;
             _poll = null;
         }
@@ -291,13 +307,12 @@ public sealed class DuplexSession
 
     private void Acknowledge_NoLock(long ack)
     {
+        // Only frames a poll carried can be acknowledged (ack never exceeds the highest sent), so none was unsent.
         var count = (int)Math.Min(ack - _acked, _outbound.Count);
         for (var i = 0; i < count; i++)
         {
-            var frame = _outbound[i];
-            if (frame.Message is { } message)
+            if (_outbound[i].Message is { } message)
             {
-                _pendingMessages--;
                 _pendingBytes -= message.Payload.Length;
             }
         }
@@ -325,6 +340,7 @@ internal enum PollState
 {
     Frames,
     Waiting,
+    ResponseFull,
     Superseded,
     Ended,
 }

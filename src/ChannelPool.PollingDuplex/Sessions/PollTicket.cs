@@ -15,6 +15,9 @@ internal sealed class PollTicket(HttpContext context, long cursor)
     /// <summary>Gets or sets the highest sequence number written on this response (or acknowledged before it).</summary>
     public long Cursor { get; set; } = cursor;
 
+    /// <summary>Gets or sets how many frames this response has carried.</summary>
+    public int Carried { get; set; }
+
     /// <summary>Gets or sets whether a newer poll replaced this one. Set under the session's lock.</summary>
     public bool Superseded { get; set; }
 
