@@ -1,3 +1,4 @@
+using System.Text;
 using System.Text.Json;
 using ChannelPool.PollingDuplex.Client;
 
@@ -85,6 +86,25 @@ public class PubSubTests
         Assert.That(noData!.Message, Does.Contain("needs \"data\""));
         await session.SendAsync(DuplexMessage.FromJson(new { op = "subscribe", topic = "t" }));
         Assert.That(server.PubSubService.SubscriberCount("t"), Is.EqualTo(1), "the session goes on after rejected commands");
+    }
+
+    [Test]
+    public async Task ServerPublishTooLargeForSubscribers_IsRefused_AndNoSubscriberFaults()
+    {
+        await using var server = await DuplexTestServer.StartAsync(o => o.MaxMessageSize = 200);
+        using var http = DuplexTestServer.CreateHttpClient();
+        var client = new PollingDuplexClient(http, server.PubSub, new PollingDuplexClientOptions { Encoding = DuplexEncoding.Text });
+        await using var subscriber = await client.OpenSessionAsync();
+        await subscriber.SendAsync(DuplexMessage.FromJson(new { op = "subscribe", topic = "t" }));
+
+        Assert.That(
+            () => server.PubSubService.Publish("t", Encoding.UTF8.GetBytes($"\"{new string('x', 190)}\"")),
+            Throws.ArgumentException.With.Message.Contains("over the endpoint's 200-byte MaxMessageSize"));
+        Assert.That(server.PubSubService.Publish("t", "\"small\""u8), Is.EqualTo(1));
+
+        var delivery = await subscriber.ReceiveAsync().Within();
+        Assert.That(Data(delivery.Message!).GetString(), Is.EqualTo("small"), "the subscriber got the next message, and nothing broken before it");
+        Assert.That(subscriber.State, Is.EqualTo(DuplexClientSessionState.Open));
     }
 
     private static JsonElement Data(DuplexMessage message) => JsonDocument.Parse(message.Payload).RootElement.GetProperty("data").Clone();

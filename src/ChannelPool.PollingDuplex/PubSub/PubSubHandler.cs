@@ -33,6 +33,7 @@ public sealed class PubSubHandler : PollingDuplexHandler
     /// <param name="topic">The topic.</param>
     /// <param name="data">One UTF-8 JSON value.</param>
     /// <returns>How many subscribers it was queued for.</returns>
+    /// <exception cref="ArgumentException">The notification would exceed the endpoint's MaxMessageSize.</exception>
     public int Publish(string topic, ReadOnlySpan<byte> data) => Fanout(topic, data, except: null);
 
     /// <inheritdoc />
@@ -100,9 +101,19 @@ public sealed class PubSubHandler : PollingDuplexHandler
             json.WriteEndObject();
         }
 
+        var subscribers = t.Subscribers;
+        var limit = (except ?? subscribers.FirstOrDefault())?.MaxMessageSize ?? int.MaxValue;
+        if (payload.WrittenCount > limit)
+        {
+            // Only a server-side publish can get here: a client's publish command is always longer than its notification.
+            throw new ArgumentException(
+                $"Published to \"{topic}\", the notification would be {payload.WrittenCount} bytes, over the endpoint's {limit}-byte MaxMessageSize.",
+                nameof(data));
+        }
+
         var message = DuplexMessage.FromValidatedJson(payload.WrittenMemory);
         var queued = 0;
-        foreach (var subscriber in t.Subscribers)
+        foreach (var subscriber in subscribers)
         {
             if (subscriber != except && subscriber.Send(message) == DuplexSendResult.Queued)
             {

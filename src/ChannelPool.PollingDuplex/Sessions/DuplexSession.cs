@@ -26,6 +26,8 @@ public sealed class DuplexSession
     // Messages no poll has carried yet: what MaxPendingMessagesPerSession bounds, as in the original protocol.
     private int _unsentMessages;
     private PollTicket? _poll;
+    // Completed (and cleared) when a poll takes messages or an acknowledgement frees bytes: SendAsync waits on it.
+    private TaskCompletionSource? _room;
     private DuplexSessionEndReason? _endReason;
     private long _lastActivity;
 
@@ -60,6 +62,9 @@ public sealed class DuplexSession
         }
     }
 
+    /// <summary>Gets the largest message payload the session carries, in bytes: the endpoint's MaxMessageSize, which clients enforce too.</summary>
+    public int MaxMessageSize => _server.Options.MaxMessageSize;
+
     /// <summary>Gets a place for the application to keep per-session state, for example subscriptions.</summary>
     public ConcurrentDictionary<object, object?> Items { get; } = new();
 
@@ -79,16 +84,12 @@ public sealed class DuplexSession
     /// </summary>
     /// <param name="message">The message; a text session takes JSON messages only.</param>
     /// <returns>What happened to the message.</returns>
-    /// <exception cref="ArgumentException">A raw-bytes message was sent on a text session.</exception>
+    /// <exception cref="ArgumentException">
+    /// A raw-bytes message was sent on a text session, or the message is larger than <see cref="MaxMessageSize"/>.
+    /// </exception>
     public DuplexSendResult Send(DuplexMessage message)
     {
-        ArgumentNullException.ThrowIfNull(message);
-        if (Encoding == DuplexEncoding.Text && !message.IsJson)
-        {
-            throw new ArgumentException($"Session {Id} uses the text encoding, which carries JSON messages only.", nameof(message));
-        }
-
-        var options = _server.Options;
+        var options = CheckOutbound(message);
         PollTicket? wake;
         var overflowFault = false;
         DuplexSendResult result;
@@ -138,8 +139,83 @@ public sealed class DuplexSession
         return result;
     }
 
+    /// <summary>
+    /// Queues <paramref name="message"/> for the client, waiting without blocking a thread while the session's pending
+    /// buffer is full, instead of applying the overflow policy. For producers that can slow down to the client's pace,
+    /// such as a bulk transfer; fan-out to many sessions should use <see cref="Send"/>, so one slow client cannot hold
+    /// up the rest.
+    /// </summary>
+    /// <param name="message">The message; a text session takes JSON messages only.</param>
+    /// <param name="cancellationToken">Stops waiting for room; the message is then not queued.</param>
+    /// <returns><see cref="DuplexSendResult.Queued"/>, or <see cref="DuplexSendResult.SessionEnded"/> when the session ended first.</returns>
+    /// <exception cref="ArgumentException">
+    /// A raw-bytes message was sent on a text session, or the message is larger than <see cref="MaxMessageSize"/>.
+    /// </exception>
+    /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled while waiting.</exception>
+    public async ValueTask<DuplexSendResult> SendAsync(DuplexMessage message, CancellationToken cancellationToken = default)
+    {
+        var options = CheckOutbound(message);
+        var size = message.Payload.Length;
+        while (true)
+        {
+            Task room;
+            PollTicket? wake;
+            using (_lock.EnterScope())
+            {
+                if (_endReason is not null)
+                {
+                    return DuplexSendResult.SessionEnded;
+                }
+
+                if (_unsentMessages + 1 > options.MaxPendingMessagesPerSession || _pendingBytes + size > options.MaxPendingBytesPerSession)
+                {
+                    _room ??= new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+                    room = _room.Task;
+                    wake = null;
+                }
+                else
+                {
+                    _outbound.Add(new OutboundFrame(_nextSequence++, message));
+                    _unsentMessages++;
+                    _pendingBytes += size;
+                    wake = _poll;
+                    room = Task.CompletedTask;
+                }
+            }
+
+            if (room.IsCompleted)
+            {
+                wake?.Wake();
+                return DuplexSendResult.Queued;
+            }
+
+            await room.WaitAsync(cancellationToken).ConfigureAwait(false);
+        }
+    }
+
     /// <summary>Ends the session from the server side; the client's next request is answered <c>410</c>.</summary>
     public void Close() => _server.End(this, DuplexSessionEndReason.ClosedByServer);
+
+    private PollingDuplexOptions CheckOutbound(DuplexMessage message)
+    {
+        ArgumentNullException.ThrowIfNull(message);
+        if (Encoding == DuplexEncoding.Text && !message.IsJson)
+        {
+            throw new ArgumentException($"Session {Id} uses the text encoding, which carries JSON messages only.", nameof(message));
+        }
+
+        // The validator keeps MaxPendingBytesPerSession at least MaxMessageSize, so a message that passes always fits
+        // an empty buffer.
+        var options = _server.Options;
+        if (message.Payload.Length > options.MaxMessageSize)
+        {
+            throw new ArgumentException(
+                $"A {message.Payload.Length}-byte message exceeds the endpoint's {options.MaxMessageSize}-byte MaxMessageSize, which its clients enforce.",
+                nameof(message));
+        }
+
+        return options;
+    }
 
     internal bool TokenMatches(ReadOnlySpan<byte> tokenHash) => CryptographicOperations.FixedTimeEquals(tokenHash, _tokenHash);
 
@@ -249,6 +325,7 @@ public sealed class DuplexSession
 
             if (taken > 0)
             {
+                TakeRoom_NoLock()?.TrySetResult();
                 return PollState.Frames;
             }
 
@@ -286,6 +363,7 @@ public sealed class DuplexSession
     /// <summary>Marks the session ended; returns false if it already was. Wakes an outstanding poll.</summary>
     internal bool TryEnd(DuplexSessionEndReason reason, out PollTicket? outstanding)
     {
+        TaskCompletionSource? room;
         using (_lock.EnterScope())
         {
             outstanding = _poll;
@@ -299,8 +377,10 @@ public sealed class DuplexSession
             _unsentMessages = 0;
             _pendingBytes = 0;
             _poll = null;
+            room = TakeRoom_NoLock();
         }
 
+        room?.TrySetResult();
         outstanding?.Wake();
         return true;
     }
@@ -319,6 +399,18 @@ public sealed class DuplexSession
 
         _outbound.RemoveRange(0, count);
         _acked = ack;
+        if (count > 0)
+        {
+            // Completing under the lock is safe: continuations run asynchronously.
+            TakeRoom_NoLock()?.TrySetResult();
+        }
+    }
+
+    private TaskCompletionSource? TakeRoom_NoLock()
+    {
+        var room = _room;
+        _room = null;
+        return room;
     }
 
     /// <summary>Records a dropped message: grows the gap at the tail if the client has not seen it yet, or starts one.</summary>
