@@ -115,6 +115,9 @@ public sealed class LoopbackTlsServer : IAsyncDisposable
         Interlocked.Increment(ref _openConnections);
         try
         {
+            // As a real server does: TLS 1.3 sends its session tickets in records of their own after the handshake, and
+            // with Nagle's algorithm on, the next small write (an echo) would wait for the client's delayed ACK.
+            client.NoDelay = true;
             using (client)
             await using (var tls = new SslStream(client.GetStream(), leaveInnerStreamOpen: false))
             {

@@ -8,31 +8,46 @@ namespace ChannelPool.Samples.Tls;
 /// <summary>Opens <see cref="TlsChannel"/>s to one server, trusting exactly the certificate it was given.</summary>
 public sealed class TlsChannelFactory : IPooledChannelFactory<TlsChannel>
 {
-    private readonly IPEndPoint _server;
-    private readonly X509Certificate2 _trusted;
+    private readonly EndPoint _server;
+    private readonly string _targetHost;
+    private readonly RemoteCertificateValidationCallback? _validate;
 
-    /// <summary>Creates a factory for <paramref name="server"/>.</summary>
+    /// <summary>Creates a factory for a server whose self-signed certificate is pinned: it is trusted, and nothing else is.</summary>
     /// <param name="server">Where to connect.</param>
     /// <param name="trustedCertificate">The one certificate the server may present.</param>
     public TlsChannelFactory(IPEndPoint server, X509Certificate2 trustedCertificate)
     {
+        ArgumentNullException.ThrowIfNull(trustedCertificate);
         _server = server;
-        _trusted = trustedCertificate;
+        _targetHost = "localhost";
+        var pinned = trustedCertificate.RawData;
+        _validate = (_, presented, _, _) => presented is not null && presented.GetRawCertData().AsSpan().SequenceEqual(pinned);
+    }
+
+    /// <summary>Creates a factory for a server whose certificate the machine's trust store validates, for example a remote one.</summary>
+    /// <param name="server">Where to connect.</param>
+    /// <param name="targetHost">The name the server's certificate must carry.</param>
+    public TlsChannelFactory(EndPoint server, string targetHost)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(targetHost);
+        _server = server;
+        _targetHost = targetHost;
+        _validate = null;
     }
 
     /// <inheritdoc />
     public async ValueTask<TlsChannel> OpenAsync(CancellationToken cancellationToken)
     {
-        var client = new TcpClient(AddressFamily.InterNetwork) { NoDelay = true };
+        var client = new TcpClient(_server.AddressFamily == AddressFamily.Unspecified ? AddressFamily.InterNetwork : _server.AddressFamily) { NoDelay = true };
         try
         {
-            await client.ConnectAsync(_server, cancellationToken);
+            await client.Client.ConnectAsync(_server, cancellationToken);
             var tls = new SslStream(client.GetStream(), leaveInnerStreamOpen: false);
             await tls.AuthenticateAsClientAsync(
                 new SslClientAuthenticationOptions
                 {
-                    TargetHost = "localhost",
-                    RemoteCertificateValidationCallback = (_, certificate, _, _) => IsTrusted(certificate),
+                    TargetHost = _targetHost,
+                    RemoteCertificateValidationCallback = _validate,
                 },
                 cancellationToken);
             var channel = new TlsChannel(client, tls);
@@ -59,8 +74,4 @@ public sealed class TlsChannelFactory : IPooledChannelFactory<TlsChannel>
 
     /// <inheritdoc />
     public void Abort(TlsChannel channel) => channel.Dispose();
-
-    // Pinning: the self-signed server certificate is trusted because it is this exact certificate, and nothing else is.
-    private bool IsTrusted(X509Certificate? presented) =>
-        presented is not null && presented.GetRawCertData().AsSpan().SequenceEqual(_trusted.RawData);
 }

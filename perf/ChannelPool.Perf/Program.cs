@@ -1,0 +1,3 @@
+using ChannelPool.Perf.Cli;
+
+return await PerfCli.Build().Parse(args).InvokeAsync();

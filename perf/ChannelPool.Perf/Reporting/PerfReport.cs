@@ -1,0 +1,167 @@
+using System.Globalization;
+using System.Runtime.InteropServices;
+using System.Text;
+using System.Text.Json;
+using System.Text.Json.Serialization;
+
+namespace ChannelPool.Perf.Reporting;
+
+/// <summary>A table of figures, already formatted, as both the console and the markdown report show it.</summary>
+internal sealed record ReportTable(string Title, IReadOnlyList<string> Columns, IReadOnlyList<IReadOnlyList<string>> Rows);
+
+/// <summary>One of the issue's targets, checked against what this run measured.</summary>
+/// <param name="Target">The goal, for example <c>pooled reuse ≥ 0.95× singleton at concurrency 8</c>.</param>
+/// <param name="Measured">What was measured, for example <c>0.97×</c>.</param>
+/// <param name="Met">Whether the goal was met; null when this run could not tell (for example a peer was missing).</param>
+/// <param name="Shortfall">When missed: by how much, in words.</param>
+internal sealed record TargetCheck(string Target, string Measured, bool? Met, string? Shortfall = null);
+
+/// <summary>One scenario's part of the report.</summary>
+internal sealed class ReportSection(string id, string title, string description)
+{
+    public string Id { get; } = id;
+
+    public string Title { get; } = title;
+
+    public string Description { get; } = description;
+
+    public List<ReportTable> Tables { get; } = [];
+
+    public List<Chart> Charts { get; } = [];
+
+    public List<TargetCheck> Targets { get; } = [];
+
+    public List<string> Notes { get; } = [];
+
+    /// <summary>Gets or sets the scenario's typed results, written to results.json as they are.</summary>
+    public object? Results { get; set; }
+}
+
+/// <summary>Where and how a run happened, at the top of the report.</summary>
+internal sealed record RunInfo(
+    DateTimeOffset Started, string CommandLine, string Machine, int ProcessorCount, string Runtime, string Os, string ServerKind, IReadOnlyDictionary<string, string> Settings)
+{
+    public static RunInfo Capture(string commandLine, string serverKind, IReadOnlyDictionary<string, string> settings) => new(
+        DateTimeOffset.Now,
+        commandLine,
+        Environment.MachineName,
+        Environment.ProcessorCount,
+        RuntimeInformation.FrameworkDescription,
+        RuntimeInformation.OSDescription,
+        serverKind,
+        settings);
+}
+
+/// <summary>The perf console's report: sections added as scenarios finish, written as markdown, JSON and charts.</summary>
+internal sealed class PerfReport(RunInfo info)
+{
+    private static readonly JsonSerializerOptions Json = new(JsonSerializerDefaults.Web)
+    {
+        WriteIndented = true,
+        NumberHandling = JsonNumberHandling.AllowNamedFloatingPointLiterals,
+        Converters = { new JsonStringEnumConverter() },
+    };
+
+    public RunInfo Info { get; } = info;
+
+    public List<ReportSection> Sections { get; } = [];
+
+    public static string NewDirectory(string root) =>
+        Path.Combine(root, DateTimeOffset.Now.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture));
+
+    /// <summary>Writes <c>report.md</c>, <c>results.json</c> and the charts into <paramref name="directory"/>.</summary>
+    /// <returns>What the chart renderer said, for the console.</returns>
+    public async Task<ChartRenderResult> WriteAsync(string directory, CancellationToken cancellationToken)
+    {
+        Directory.CreateDirectory(directory);
+        var charts = Sections.SelectMany(s => s.Charts).ToList();
+        var rendered = await new ChartRenderer().RenderAsync(charts, directory, cancellationToken);
+        await File.WriteAllTextAsync(Path.Combine(directory, "report.md"), ToMarkdown(rendered), cancellationToken);
+        await using var json = File.Create(Path.Combine(directory, "results.json"));
+        await JsonSerializer.SerializeAsync(
+            json,
+            new
+            {
+                Info,
+                Sections = Sections.Select(s => new { s.Id, s.Title, s.Targets, s.Notes, s.Results, s.Tables }),
+            },
+            Json,
+            cancellationToken);
+        return rendered;
+    }
+
+    public string ToMarkdown(ChartRenderResult? rendered)
+    {
+        var md = new StringBuilder();
+        md.AppendLine("# ChannelPool perf report").AppendLine();
+        md.AppendLine(CultureInfo.InvariantCulture, $"- Run: {Info.Started:yyyy-MM-dd HH:mm:ss zzz}");
+        md.AppendLine(CultureInfo.InvariantCulture, $"- Command: `{Info.CommandLine}`");
+        md.AppendLine(CultureInfo.InvariantCulture, $"- Machine: {Info.ProcessorCount} logical cores, {Info.Os}, {Info.Runtime}");
+        md.AppendLine(CultureInfo.InvariantCulture, $"- Servers: embedded on loopback, {Info.ServerKind}");
+        foreach (var (name, value) in Info.Settings)
+        {
+            md.AppendLine(CultureInfo.InvariantCulture, $"- {name}: {value}");
+        }
+
+        md.AppendLine();
+        var targets = Sections.SelectMany(s => s.Targets).ToList();
+        if (targets.Count > 0)
+        {
+            md.AppendLine("## Targets").AppendLine();
+            md.AppendLine("| Target | Measured | Verdict |").AppendLine("|---|---|---|");
+            foreach (var t in targets)
+            {
+                var verdict = t.Met switch
+                {
+                    true => "met",
+                    false => "missed" + (t.Shortfall is null ? string.Empty : $": {t.Shortfall}"),
+                    null => "not measured" + (t.Shortfall is null ? string.Empty : $": {t.Shortfall}"),
+                };
+                md.AppendLine(CultureInfo.InvariantCulture, $"| {Escape(t.Target)} | {Escape(t.Measured)} | {Escape(verdict)} |");
+            }
+
+            md.AppendLine();
+        }
+
+        foreach (var section in Sections)
+        {
+            md.AppendLine(CultureInfo.InvariantCulture, $"## {section.Title}").AppendLine();
+            md.AppendLine(section.Description).AppendLine();
+            foreach (var table in section.Tables)
+            {
+                md.AppendLine(CultureInfo.InvariantCulture, $"### {table.Title}").AppendLine();
+                md.AppendLine("| " + string.Join(" | ", table.Columns.Select(Escape)) + " |");
+                md.AppendLine("|" + string.Concat(table.Columns.Select(_ => "---|")));
+                foreach (var row in table.Rows)
+                {
+                    md.AppendLine("| " + string.Join(" | ", row.Select(Escape)) + " |");
+                }
+
+                md.AppendLine();
+            }
+
+            foreach (var chart in section.Charts)
+            {
+                var svg = chart.Name + ".svg";
+                md.AppendLine(rendered?.Written.Any(w => Path.GetFileName(w) == svg) == true
+                    ? $"![{chart.Title}]({svg})"
+                    : $"Chart *{chart.Title}*: not drawn ({rendered?.Problem ?? "no renderer"}); its Vega-Lite spec is `{chart.Name}.vl.json`.");
+                md.AppendLine();
+            }
+
+            foreach (var note in section.Notes)
+            {
+                md.AppendLine("- " + note);
+            }
+
+            if (section.Notes.Count > 0)
+            {
+                md.AppendLine();
+            }
+        }
+
+        return md.ToString();
+    }
+
+    private static string Escape(string text) => text.Replace("|", "\\|", StringComparison.Ordinal);
+}

@@ -1,0 +1,97 @@
+using ChannelPool.Perf.Clients;
+using ChannelPool.Perf.Reporting;
+using ChannelPool.Perf.Servers;
+using Spectre.Console;
+
+namespace ChannelPool.Perf.Scenarios;
+
+/// <summary>What every scenario of one run shares: the server, the clients' HTTP handler, the console and the report.</summary>
+internal sealed class PerfContext : IAsyncDisposable
+{
+    private readonly SocketsHttpHandler _handler;
+
+    public PerfContext(IPerfServer server, IAnsiConsole console, PerfReport report, int loopbackAddresses, bool quick)
+    {
+        Server = server;
+        Console = console;
+        Report = report;
+        Quick = quick;
+        LoopbackAddresses = loopbackAddresses;
+        _handler = ClientHttp.CreateHandler(loopbackAddresses);
+        Http = new HttpClient(_handler, disposeHandler: false) { Timeout = Timeout.InfiniteTimeSpan };
+    }
+
+    public IPerfServer Server { get; }
+
+    public IAnsiConsole Console { get; }
+
+    public PerfReport Report { get; }
+
+    public bool Quick { get; }
+
+    public int LoopbackAddresses { get; }
+
+    /// <summary>Gets the handler every simulated client shares (WebSocket clients connect through it too).</summary>
+    public HttpMessageHandler Handler => _handler;
+
+    public HttpClient Http { get; }
+
+    /// <summary>
+    /// Gets how many simulated clients this process can hold: each is a socket, and so, when the server runs in this
+    /// process too, is the server's end of it.
+    /// </summary>
+    public int ClientCapacity
+    {
+        get
+        {
+            var limit = ClientHttp.OpenFileLimit();
+            var perClient = Server.Kind == "in-process" ? 2.2 : 1.1;
+            return (int)Math.Clamp((limit - 512) / perClient, 1, 1_000_000);
+        }
+    }
+
+    /// <summary>Prints a finished section's tables and target checks.</summary>
+    public void Print(ReportSection section)
+    {
+        Console.WriteLine();
+        Console.Write(new Rule($"[bold]{Markup.Escape(section.Title)}[/]").LeftJustified());
+        foreach (var table in section.Tables)
+        {
+            var grid = new Table().Title(Markup.Escape(table.Title)).Border(TableBorder.Rounded);
+            foreach (var column in table.Columns)
+            {
+                grid.AddColumn(Markup.Escape(column));
+            }
+
+            foreach (var row in table.Rows)
+            {
+                grid.AddRow([.. row.Select(Markup.Escape)]);
+            }
+
+            Console.Write(grid);
+        }
+
+        foreach (var target in section.Targets)
+        {
+            var (colour, verdict) = target.Met switch
+            {
+                true => ("green", "met"),
+                false => ("red", "missed"),
+                null => ("yellow", "not measured"),
+            };
+            Console.MarkupLine($"[{colour}]{verdict}[/] {Markup.Escape(target.Target)}: {Markup.Escape(target.Measured)}{(target.Shortfall is null ? string.Empty : " — " + Markup.Escape(target.Shortfall))}");
+        }
+
+        foreach (var note in section.Notes)
+        {
+            Console.MarkupLine($"[grey]{Markup.Escape(note)}[/]");
+        }
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        Http.Dispose();
+        _handler.Dispose();
+        await Server.DisposeAsync();
+    }
+}

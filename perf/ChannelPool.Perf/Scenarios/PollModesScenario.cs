@@ -1,0 +1,197 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.Net.WebSockets;
+using System.Text.Json;
+using ChannelPool.Perf.Reporting;
+using ChannelPool.PollingDuplex;
+using ChannelPool.PollingDuplex.Client;
+using Spectre.Console;
+
+namespace ChannelPool.Perf.Scenarios;
+
+/// <summary>The poll-modes settings.</summary>
+internal sealed record PollModesSettings
+{
+    /// <summary>Gets how long each cell is measured, after its warm-up.</summary>
+    public TimeSpan Duration { get; init; } = TimeSpan.FromSeconds(5);
+
+    public TimeSpan WarmUp { get; init; } = TimeSpan.FromSeconds(1);
+
+    /// <summary>Gets how many streams run side by side in each cell (sessions or sockets), to use every core.</summary>
+    public int Streams { get; init; } = 4;
+
+    /// <summary>Gets each message's size in bytes.</summary>
+    public int MessageSize { get; init; } = 256;
+}
+
+/// <summary>One cell: a way of pushing messages, in one encoding.</summary>
+internal sealed record PollModesResult(string Transport, string Encoding, int Streams, int MessageSize, double Seconds, long Messages, double MessagesPerSecond, double MegabytesPerSecond);
+
+/// <summary>
+/// Server-to-client throughput: the server sends fixed messages as fast as each client takes them, over
+/// SingleMessagePerPoll, MultipleMessagesPerPoll and a raw ASP.NET Core WebSocket, in binary and text.
+/// </summary>
+internal sealed class PollModesScenario(PerfContext context, PollModesSettings settings)
+{
+    public async Task<IReadOnlyList<PollModesResult>> RunAsync(CancellationToken cancellationToken)
+    {
+        var results = new List<PollModesResult>();
+        foreach (var encoding in new[] { DuplexEncoding.Binary, DuplexEncoding.Text })
+        {
+            foreach (var cell in new[] { "websocket", "multiple", "single" })
+            {
+                var result = await context.Console.Status().StartAsync($"poll-modes: {cell}, {Name(encoding)}", async _ => cell switch
+                {
+                    "websocket" => await MeasureAsync("WebSocket (baseline)", encoding, WebSocketStreamAsync, cancellationToken),
+                    "multiple" => await MeasureAsync("MultipleMessagesPerPoll", encoding, (e, count, token) => DuplexStreamAsync(PollingDuplexMode.MultipleMessagesPerPoll, e, count, token), cancellationToken),
+                    _ => await MeasureAsync("SingleMessagePerPoll", encoding, (e, count, token) => DuplexStreamAsync(PollingDuplexMode.SingleMessagePerPoll, e, count, token), cancellationToken),
+                });
+                context.Console.MarkupLine($"  {Markup.Escape(result.Transport)} {result.Encoding}: {result.MessagesPerSecond:N0} msg/s, {result.MegabytesPerSecond:0.0} MB/s");
+                results.Add(result);
+            }
+        }
+
+        return results;
+    }
+
+    public static ReportSection Describe(IReadOnlyList<PollModesResult> results, PollModesSettings settings, int floodWindow)
+    {
+        var section = new ReportSection(
+            "poll-modes",
+            "Poll modes: server-to-client throughput",
+            $"{settings.Streams} streams side by side, each pushing {settings.MessageSize}-byte JSON messages as fast as its client takes them, measured for {settings.Duration.TotalSeconds:0.#} s after " +
+            $"{settings.WarmUp.TotalSeconds:0.#} s of warm-up. The duplex flood endpoint lets a multiple-mode response carry up to {floodWindow} messages (MaxPendingMessagesPerSession; the original's " +
+            "measurements set it to Int32.MaxValue); a single-mode response carries one. The WebSocket baseline sends each message as one WebSocket message and awaits each send.")
+        {
+            Results = results,
+        };
+        section.Tables.Add(new ReportTable(
+            "Throughput",
+            ["Transport", "Encoding", "Messages/s", "MB/s", "vs WebSocket"],
+            [.. results.Select(r => (IReadOnlyList<string>)[
+                r.Transport, r.Encoding, r.MessagesPerSecond.ToString("N0", CultureInfo.InvariantCulture), r.MegabytesPerSecond.ToString("0.0", CultureInfo.InvariantCulture),
+                Ratio(r, results)])]));
+        section.Charts.Add(new Chart(
+            "poll-modes-throughput",
+            "Poll modes: messages per second (log scale)",
+            ChartKind.GroupedBar,
+            "Encoding",
+            "Messages per second",
+            [.. results.Select(r => new ChartPoint(r.Transport, r.Encoding, 0, Math.Max(r.MessagesPerSecond, 1)))],
+            LogScaleY: true));
+        foreach (var encoding in results.Select(r => r.Encoding).Distinct())
+        {
+            var ws = results.Single(r => r.Encoding == encoding && r.Transport.StartsWith("WebSocket", StringComparison.Ordinal));
+            var multiple = results.Single(r => r.Encoding == encoding && r.Transport == "MultipleMessagesPerPoll");
+            var single = results.Single(r => r.Encoding == encoding && r.Transport == "SingleMessagePerPoll");
+            var ratio = multiple.MessagesPerSecond / ws.MessagesPerSecond;
+            section.Targets.Add(new TargetCheck(
+                $"MultipleMessagesPerPoll ≥ 90% of the WebSocket baseline ({encoding})",
+                $"{ratio:P0} ({multiple.MessagesPerSecond:N0} vs {ws.MessagesPerSecond:N0} msg/s)",
+                ratio >= 0.9,
+                ratio >= 0.9 ? null : $"{0.9 - ratio:P0} short of 90%"));
+            section.Notes.Add($"{encoding}: MultipleMessagesPerPoll is {multiple.MessagesPerSecond / Math.Max(single.MessagesPerSecond, 1):N0}× SingleMessagePerPoll (the original: 910×).");
+        }
+
+        var binary = results.Single(r => r.Encoding == "binary" && r.Transport == "MultipleMessagesPerPoll");
+        var text = results.Single(r => r.Encoding == "text" && r.Transport == "MultipleMessagesPerPoll");
+        section.Notes.Add($"MultipleMessagesPerPoll binary is {binary.MessagesPerSecond / Math.Max(text.MessagesPerSecond, 1):P0} of text (the original: 138%).");
+        return section;
+    }
+
+    private static string Ratio(PollModesResult r, IReadOnlyList<PollModesResult> all)
+    {
+        var ws = all.FirstOrDefault(x => x.Encoding == r.Encoding && x.Transport.StartsWith("WebSocket", StringComparison.Ordinal));
+        return ws is null || ws.MessagesPerSecond <= 0 ? "—" : (r.MessagesPerSecond / ws.MessagesPerSecond).ToString("P0", CultureInfo.InvariantCulture);
+    }
+
+    private static string Name(DuplexEncoding encoding) => encoding == DuplexEncoding.Binary ? "binary" : "text";
+
+    private async Task<PollModesResult> MeasureAsync(
+        string transport, DuplexEncoding encoding, Func<DuplexEncoding, Counter, CancellationToken, Task> stream, CancellationToken cancellationToken)
+    {
+        var counter = new Counter();
+        using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        var streams = Enumerable.Range(0, settings.Streams).Select(_ => Task.Run(() => stream(encoding, counter, stop.Token), CancellationToken.None)).ToArray();
+        await Task.Delay(settings.WarmUp, cancellationToken);
+        var before = counter.Value;
+        var started = Stopwatch.GetTimestamp();
+        await Task.Delay(settings.Duration, cancellationToken);
+        var messages = counter.Value - before;
+        var seconds = Stopwatch.GetElapsedTime(started).TotalSeconds;
+        await stop.CancelAsync();
+        await Task.WhenAll(streams);
+        var perSecond = messages / seconds;
+        return new PollModesResult(transport, Name(encoding), settings.Streams, settings.MessageSize, seconds, messages, perSecond, perSecond * settings.MessageSize / 1_000_000);
+    }
+
+    private async Task DuplexStreamAsync(PollingDuplexMode mode, DuplexEncoding encoding, Counter counter, CancellationToken cancellationToken)
+    {
+        var client = new PollingDuplexClient(context.Http, context.Server.Endpoints.Flood, new PollingDuplexClientOptions { Mode = mode, Encoding = encoding, MaxRetryAttempts = 2 });
+        await using var session = await client.OpenSessionAsync(cancellationToken);
+        await session.SendAsync(DuplexMessage.FromJsonUtf8(JsonSerializer.SerializeToUtf8Bytes(new { size = settings.MessageSize })), cancellationToken);
+        try
+        {
+            await foreach (var delivery in session.ReadAllAsync(cancellationToken))
+            {
+                if (delivery.Message is { } message && message.Payload.Length == settings.MessageSize)
+                {
+                    counter.Add(1);
+                }
+            }
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+        }
+    }
+
+    private async Task WebSocketStreamAsync(DuplexEncoding encoding, Counter counter, CancellationToken cancellationToken)
+    {
+        using var socket = new ClientWebSocket();
+        using var invoker = new HttpMessageInvoker(context.Handler, disposeHandler: false);
+        var uri = new Uri($"{context.Server.Endpoints.WebSocketFlood}?size={settings.MessageSize}&type={Name(encoding)}");
+        await socket.ConnectAsync(uri, invoker, cancellationToken);
+        var buffer = new byte[Math.Max(4096, settings.MessageSize)];
+        var received = 0;
+        try
+        {
+            while (!cancellationToken.IsCancellationRequested)
+            {
+                var result = await socket.ReceiveAsync(buffer.AsMemory(), cancellationToken);
+                received += result.Count;
+                if (result.EndOfMessage)
+                {
+                    if (received == settings.MessageSize)
+                    {
+                        counter.Add(1);
+                    }
+
+                    received = 0;
+                }
+            }
+        }
+        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
+        {
+        }
+
+        try
+        {
+            using var close = new CancellationTokenSource(TimeSpan.FromSeconds(5));
+            await socket.CloseOutputAsync(WebSocketCloseStatus.NormalClosure, null, close.Token);
+        }
+        catch (Exception ex) when (ex is WebSocketException or OperationCanceledException)
+        {
+            // The flood ends either way.
+        }
+    }
+
+    /// <summary>A shared message count.</summary>
+    private sealed class Counter
+    {
+        private long _value;
+
+        public long Value => Interlocked.Read(ref _value);
+
+        public void Add(long count) => Interlocked.Add(ref _value, count);
+    }
+}

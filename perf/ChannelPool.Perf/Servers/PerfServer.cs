@@ -1,0 +1,138 @@
+using System.Collections.Concurrent;
+using System.Diagnostics;
+using System.Diagnostics.Metrics;
+using System.Net;
+using ChannelPool.Perf.Peers.SignalR;
+using ChannelPool.PollingDuplex;
+using ChannelPool.PollingDuplex.PubSub;
+using ChannelPool.Samples.Tls;
+using Microsoft.AspNetCore.Builder;
+using Microsoft.AspNetCore.Hosting;
+using Microsoft.AspNetCore.Hosting.Server;
+using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Logging;
+
+namespace ChannelPool.Perf.Servers;
+
+/// <summary>Settings every perf server shares, whichever process it runs in.</summary>
+internal sealed record PerfServerSettings
+{
+    /// <summary>Gets how long a long poll is held before an empty answer, for our endpoints and SignalR's alike.</summary>
+    public TimeSpan PollTimeout { get; init; } = TimeSpan.FromSeconds(15);
+
+    /// <summary>Gets the flood endpoint's MaxPendingMessagesPerSession: how many frames one multiple-mode response may carry.</summary>
+    public int FloodWindow { get; init; } = 256;
+
+    /// <summary>Gets whether to start the TLS echo server for the proxies scenario.</summary>
+    public bool Tls { get; init; } = true;
+
+    public IEnumerable<string> ToArguments() =>
+    [
+        "--poll-timeout", PollTimeout.TotalSeconds.ToString(System.Globalization.CultureInfo.InvariantCulture),
+        "--flood-window", FloodWindow.ToString(System.Globalization.CultureInfo.InvariantCulture),
+        "--tls", Tls ? "true" : "false",
+    ];
+}
+
+/// <summary>
+/// The embedded servers, on 127.0.0.1: Kestrel (HTTP/1.1) with the polling duplex pub/sub service at <c>/pubsub</c>,
+/// the flood at <c>/flood</c>, SignalR at <c>/signalr</c> and the WebSocket flood at <c>/ws/flood</c>; and the TLS
+/// echo server.
+/// </summary>
+internal sealed class PerfServer : IPerfServer
+{
+    private readonly WebApplication _app;
+    private readonly LoopbackTlsServer? _tls;
+    private readonly MeterListener _listener;
+    private readonly ConcurrentDictionary<string, long> _duplex = new(StringComparer.Ordinal);
+
+    private PerfServer(WebApplication app, LoopbackTlsServer? tls, PerfEndpoints endpoints)
+    {
+        _app = app;
+        _tls = tls;
+        Endpoints = endpoints;
+        _listener = new MeterListener
+        {
+            InstrumentPublished = (instrument, listener) =>
+            {
+                if (instrument.Meter.Name == "ChannelPool.PollingDuplex" && instrument is Counter<long>)
+                {
+                    listener.EnableMeasurementEvents(instrument);
+                }
+            },
+        };
+        _listener.SetMeasurementEventCallback<long>((instrument, value, _, _) => _duplex.AddOrUpdate(instrument.Name, value, (_, total) => total + value));
+        _listener.Start();
+    }
+
+    public PerfEndpoints Endpoints { get; }
+
+    public string Kind => "in-process";
+
+    public static async Task<PerfServer> StartAsync(PerfServerSettings settings, CancellationToken cancellationToken)
+    {
+        var builder = WebApplication.CreateSlimBuilder();
+        builder.Logging.ClearProviders();
+        builder.Logging.AddSimpleConsole().SetMinimumLevel(LogLevel.Warning);
+        builder.WebHost.UseKestrel(kestrel =>
+        {
+            kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http1);
+
+            // Thousands of simulated clients each hold a connection: no limit but the machine's.
+            kestrel.Limits.MaxConcurrentConnections = null;
+            kestrel.Limits.MaxConcurrentUpgradedConnections = null;
+        });
+        builder.Services.AddSingleton<PubSubHandler>();
+        builder.Services.AddSingleton<FloodHandler>();
+        builder.Services.AddSignalRPubSub();
+        var app = builder.Build();
+        app.UseWebSockets();
+
+        // As in the original's measurements: sessions arrive all at once, live for the whole run, and the server takes
+        // them all. The per-session message limit stays at its default of 8 for pub/sub.
+        app.MapPollingDuplexPubSub("/pubsub", o =>
+        {
+            o.ServerPollTimeout = settings.PollTimeout;
+            o.InactivityTimeout = TimeSpan.FromHours(2);
+            o.MaxPendingSessions = 1_000_000;
+            o.MaxConcurrentSessions = 1_000_000;
+        });
+        app.MapPollingDuplex<FloodHandler>("/flood", o =>
+        {
+            o.ServerPollTimeout = settings.PollTimeout;
+            o.MaxPendingMessagesPerSession = settings.FloodWindow;
+        });
+        app.MapSignalRPubSub("/signalr", settings.PollTimeout);
+        app.MapWebSocketFlood("/ws/flood");
+        await app.StartAsync(cancellationToken);
+        var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
+
+        var tls = settings.Tls ? LoopbackTlsServer.Start() : null;
+        return new PerfServer(app, tls, new PerfEndpoints(new Uri(address.TrimEnd('/') + "/"), tls?.EndPoint, tls?.Certificate.RawData));
+    }
+
+    public Task<ServerStats> GetStatsAsync(CancellationToken cancellationToken) => Task.FromResult(ReadStats());
+
+    public ServerStats ReadStats()
+    {
+        using var process = Process.GetCurrentProcess();
+        return new ServerStats(_tls?.Handshakes ?? 0, process.TotalProcessorTime.TotalSeconds, GC.GetTotalAllocatedBytes(precise: false), new Dictionary<string, long>(_duplex));
+    }
+
+    public async ValueTask DisposeAsync()
+    {
+        _listener.Dispose();
+        using (var stop = new CancellationTokenSource(TimeSpan.FromSeconds(10)))
+        {
+            await _app.StopAsync(stop.Token);
+        }
+
+        await _app.DisposeAsync();
+        if (_tls is not null)
+        {
+            await _tls.DisposeAsync();
+        }
+    }
+}

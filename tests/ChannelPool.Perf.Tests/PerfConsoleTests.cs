@@ -1,0 +1,104 @@
+using System.CommandLine;
+using System.Text.Json;
+using ChannelPool.Perf.Cli;
+
+namespace ChannelPool.Perf.Tests;
+
+/// <summary>The perf console, run as a newcomer runs it but shrunk with --quick, so it cannot rot.</summary>
+public class PerfConsoleTests
+{
+    private string _output = null!;
+
+    [SetUp]
+    public void CreateOutputFolder() => _output = Directory.CreateTempSubdirectory("channelpool-perf-").FullName;
+
+    [TearDown]
+    public void RemoveOutputFolder() => Directory.Delete(_output, recursive: true);
+
+    [Test]
+    public async Task QuickSuite_RunsEveryScenarioAgainstItsServers_AndWritesTheReport()
+    {
+        var (exit, console) = await RunAsync("--quick", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        var run = Directory.GetDirectories(_output).Single();
+        var markdown = await File.ReadAllTextAsync(Path.Combine(run, "report.md"));
+        Assert.That(markdown, Does.Contain("## Proxies").And.Contain("## Poll modes").And.Contain("## Broadcast").And.Contain("## Collaboration"));
+
+        using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
+        var sections = json.RootElement.GetProperty("sections").EnumerateArray().ToDictionary(s => s.GetProperty("id").GetString()!, s => s.GetProperty("results"));
+        Assert.That(sections.Keys, Is.EquivalentTo(new[] { "proxies", "poll-modes", "broadcast", "collaboration" }));
+
+        // The figures come from real work: per-call pays a handshake per call, a warm reuse pool none.
+        var proxies = sections["proxies"].EnumerateArray().ToList();
+        Assert.That(proxies, Has.Count.EqualTo(8), "four kinds at concurrency 1 and 8");
+        foreach (var cell in proxies)
+        {
+            Assert.That(cell.GetProperty("callsPerSecond").GetDouble(), Is.GreaterThan(0));
+            Assert.That(cell.GetProperty("latency").GetProperty("count").GetInt32(), Is.EqualTo(100));
+        }
+
+        Assert.That(proxies.Where(c => c.GetProperty("kind").GetString() == "per-call").Select(c => c.GetProperty("handshakesDuringCalls").GetInt64()), Is.All.GreaterThanOrEqualTo(100));
+        Assert.That(proxies.Where(c => c.GetProperty("kind").GetString() == "pooled reuse").Select(c => c.GetProperty("handshakesDuringCalls").GetInt64()), Is.All.EqualTo(0));
+        Assert.That(proxies.Where(c => c.GetProperty("kind").GetString() == "pooled reuse").Select(c => c.GetProperty("handshakesBeforeCalls").GetInt64()), Is.All.GreaterThan(0), "the pool's warm-up paid the handshakes");
+
+        var pollModes = sections["poll-modes"].EnumerateArray().ToList();
+        Assert.That(pollModes, Has.Count.EqualTo(6));
+        Assert.That(pollModes.Select(c => c.GetProperty("messages").GetInt64()), Is.All.GreaterThan(0));
+
+        // Broadcast and collaboration ran on all three transports, and every message of a passing probe arrived.
+        var broadcast = sections["broadcast"].EnumerateArray().ToList();
+        Assert.That(broadcast.Select(b => b.GetProperty("transport").GetString()), Is.EquivalentTo(new[] { "polling-duplex (multiple, binary)", "signalr-longpolling", "signalr-websockets" }));
+        Assert.That(broadcast.Select(b => b.GetProperty("largestClients").GetInt32()), Is.All.GreaterThan(0), console);
+        var collaboration = sections["collaboration"].EnumerateArray().ToList();
+        Assert.That(collaboration, Has.Count.EqualTo(6), "two rows × three transports");
+        foreach (var row in collaboration)
+        {
+            Assert.That(row.GetProperty("lost").GetInt64(), Is.Zero, console);
+            Assert.That(row.GetProperty("duplicates").GetInt64(), Is.Zero, console);
+            Assert.That(row.GetProperty("latency").GetProperty("count").GetInt64(), Is.EqualTo(row.GetProperty("expected").GetInt64()));
+        }
+
+        // Every chart has its Vega-Lite spec; with Node.js on the machine (CI has it), its SVG too.
+        var specs = Directory.GetFiles(run, "*.vl.json");
+        Assert.That(specs, Has.Length.GreaterThanOrEqualTo(5));
+        if (NodeIsInstalled())
+        {
+            Assert.That(specs.Select(s => s[..^".vl.json".Length] + ".svg"), Has.All.Matches<string>(File.Exists), console);
+            Assert.That(markdown, Does.Contain(".svg)"));
+        }
+    }
+
+    [TestCase("proxies --calls 0", "--calls must be at least 1; got 0.")]
+    [TestCase("proxies --concurrency 8 0", "--concurrency values must be from 1 to 1024; got 0.")]
+    [TestCase("proxies --endpoint nohost", "--endpoint must be host:port")]
+    [TestCase("broadcast --periods 0", "--periods must be seconds above 0")]
+    [TestCase("broadcast --transport carrier-pigeon", "Unknown --transport 'carrier-pigeon'")]
+    [TestCase("broadcast --start-clients 500 --max-clients 100", "--start-clients (500) must not exceed --max-clients (100).")]
+    [TestCase("collaboration --row 1,1,1", "--row must be T,N,D")]
+    [TestCase("collaboration --delay-scale -1", "--delay-scale must be a positive number")]
+    [TestCase("poll-modes --size 8", "--size must be from 16 to 61440 bytes; got 8.")]
+    [TestCase("poll-modes --streams 1000", "--streams must be from 1 to 256; got 1000.")]
+    [TestCase("--server somewhere", "somewhere")]
+    [TestCase("--server-url ftp://example.com/", "--server-url must be an absolute http:// or https:// address")]
+    [TestCase("--loopback-addresses 300", "--loopback-addresses must be from 1 to 254; got 300.")]
+    [TestCase("telepathy", "telepathy")]
+    public async Task BadInput_IsRefusedBeforeAnythingStarts_WithAMessageThatSaysWhatIsWrong(string arguments, string expected)
+    {
+        var (exit, console) = await RunAsync([.. arguments.Split(' '), "--output", _output]);
+
+        Assert.That(exit, Is.Not.EqualTo(0));
+        Assert.That(console, Does.Contain(expected));
+        Assert.That(Directory.GetDirectories(_output), Is.Empty, "nothing ran, so no report was written");
+    }
+
+    private static async Task<(int Exit, string Console)> RunAsync(params string[] arguments)
+    {
+        using var output = new StringWriter();
+        var exit = await PerfCli.Build().Parse(arguments).InvokeAsync(new InvocationConfiguration { Output = output, Error = output });
+        return (exit, output.ToString());
+    }
+
+    private static bool NodeIsInstalled() =>
+        Environment.GetEnvironmentVariable("PATH")?.Split(Path.PathSeparator).Any(dir => File.Exists(Path.Combine(dir, "node"))) == true;
+}
