@@ -33,7 +33,14 @@ internal sealed record BroadcastSettings
 }
 
 /// <summary>One try at M clients.</summary>
-internal sealed record BroadcastProbe(int Clients, int Bursts, bool Passed, int BurstsOnTime, double WorstBurstMs, LatencySummary Latency, string? Failure);
+internal sealed record BroadcastProbe(int Clients, int Bursts, bool Passed, int BurstsOnTime, double WorstBurstMs, LatencySummary Latency, string? Failure)
+{
+    /// <summary>Gets the processor time per delivered notification in the client process, in microseconds (NaN when not measured).</summary>
+    public double ClientCpuMicrosPerDelivery { get; init; } = double.NaN;
+
+    /// <summary>Gets the processor time per delivered notification in the server process, in microseconds (NaN when not measured).</summary>
+    public double ServerCpuMicrosPerDelivery { get; init; } = double.NaN;
+}
 
 /// <summary>The search's outcome for one transport at one period.</summary>
 internal sealed record BroadcastResult(string Transport, double PeriodSeconds, int Bursts, int LargestClients, bool LimitReached, string? Limit, IReadOnlyList<BroadcastProbe> Probes);
@@ -79,10 +86,11 @@ internal sealed class BroadcastScenario(PerfContext context, BroadcastSettings s
             [.. results.Select(r => (IReadOnlyList<string>)[r.Transport, Num(r.PeriodSeconds, "0.#"), Num(r.Bursts), Num(r.LargestClients), r.Limit ?? string.Empty])]));
         section.Tables.Add(new ReportTable(
             "Probes",
-            ["Transport", "P (s)", "M", "Bursts", "Result", "Worst burst ms", "p50 ms", "p99 ms", "Failure"],
+            ["Transport", "P (s)", "M", "Bursts", "Result", "Worst burst ms", "p50 ms", "p99 ms", "Client CPU µs/delivery", "Server CPU µs/delivery", "Failure"],
             [.. results.SelectMany(r => r.Probes.Select(p => (IReadOnlyList<string>)[
                 r.Transport, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(p.Bursts), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
-                Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P50Ms, "0.0"), Num(p.Latency.P99Ms, "0.0"), p.Failure ?? string.Empty]))]));
+                Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P50Ms, "0.0"), Num(p.Latency.P99Ms, "0.0"),
+                Num(p.ClientCpuMicrosPerDelivery, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0"), p.Failure ?? string.Empty]))]));
         section.Charts.Add(new Chart(
             "broadcast-clients",
             "Broadcast: largest M clients by burst period",
@@ -191,18 +199,41 @@ internal sealed class BroadcastScenario(PerfContext context, BroadcastSettings s
                 cancellationToken));
 
         BroadcastProbe probe = null!;
+        var serverBefore = await context.Server.GetStatsAsync(cancellationToken);
+        var clientBefore = ProcessCpuSeconds();
         await context.Console.Status().StartAsync(
             $"{Markup.Escape(transport.Name)}: {clients:N0} clients, a burst every {period.TotalSeconds:0.#} s",
             async status => probe = await run.RunAsync(publisher, clients, period, bursts, b => status.Status(
                 $"{Markup.Escape(transport.Name)}: {clients:N0} clients, P = {period.TotalSeconds:0.#} s, burst {b} of {bursts}"), cancellationToken));
+        var clientCpu = ProcessCpuSeconds() - clientBefore;
+        var serverAfter = await context.Server.GetStatsAsync(cancellationToken);
+        if (probe.Latency.Count > 0)
+        {
+            // Warm-up burst included on both sides of the division: it is one more delivery per client.
+            var deliveries = probe.Latency.Count + (double)clients;
+            probe = probe with
+            {
+                ClientCpuMicrosPerDelivery = clientCpu * 1e6 / deliveries,
+                ServerCpuMicrosPerDelivery = serverAfter.IsKnown ? (serverAfter.CpuSeconds - serverBefore.CpuSeconds) * 1e6 / deliveries : double.NaN,
+            };
+        }
+
         var verdict = probe.Passed ? "[green]pass[/]" : $"[red]fail[/] ({Markup.Escape(probe.Failure ?? string.Empty)})";
-        context.Console.MarkupLine($"  {Markup.Escape(transport.Name)} P={period.TotalSeconds:0.#}s M={clients:N0} K={bursts}: {verdict}, worst burst {probe.WorstBurstMs:0.0} ms, p99 {probe.Latency.P99Ms:0.0} ms");
+        context.Console.MarkupLine(
+            $"  {Markup.Escape(transport.Name)} P={period.TotalSeconds:0.#}s M={clients:N0} K={bursts}: {verdict}, worst burst {probe.WorstBurstMs:0.0} ms, p99 {probe.Latency.P99Ms:0.0} ms, " +
+            $"CPU per delivery: client {probe.ClientCpuMicrosPerDelivery:0.0} µs, server {probe.ServerCpuMicrosPerDelivery:0.0} µs");
         if (transport is ITransportDiagnostics { Faults: > 0 } diagnostics)
         {
             context.Console.MarkupLine($"  [yellow]{diagnostics.Faults} client(s) failed so far; first: {Markup.Escape(diagnostics.FirstFault ?? string.Empty)}[/]");
         }
 
         return probe;
+    }
+
+    private static double ProcessCpuSeconds()
+    {
+        using var process = Process.GetCurrentProcess();
+        return process.TotalProcessorTime.TotalSeconds;
     }
 
     private static string Num(double value, string format = "N0") => value.ToString(format, CultureInfo.InvariantCulture);
