@@ -162,11 +162,16 @@ internal static class DuplexFrameReader
 
             while (reader.Read() && reader.TokenType == JsonTokenType.PropertyName)
             {
-                var name = reader.GetString();
+                // Names are compared in place: a frame allocates nothing beyond its payload.
+                var name = reader.ValueTextEquals("seq"u8) ? Property.Seq
+                    : reader.ValueTextEquals("data"u8) ? Property.Data
+                    : reader.ValueTextEquals("type"u8) ? Property.Type
+                    : reader.ValueTextEquals("missed"u8) ? Property.Missed
+                    : Property.Other;
                 reader.Read();
                 switch (name)
                 {
-                    case "seq":
+                    case Property.Seq:
                         if (reader.TokenType != JsonTokenType.Number || !reader.TryGetInt64(out var s))
                         {
                             error = "\"seq\" must be an integer";
@@ -175,16 +180,16 @@ internal static class DuplexFrameReader
 
                         sequence = s;
                         break;
-                    case "type":
+                    case Property.Type:
                         if (reader.TokenType != JsonTokenType.String)
                         {
                             error = "\"type\" must be a string";
                             return FrameReadStatus.Malformed;
                         }
 
-                        type = reader.GetString();
+                        type = reader.ValueTextEquals("message"u8) ? "message" : reader.ValueTextEquals("gap"u8) ? "gap" : reader.GetString();
                         break;
-                    case "missed":
+                    case Property.Missed:
                         if (reader.TokenType != JsonTokenType.Number || !reader.TryGetInt64(out var m) || m < 1)
                         {
                             error = "\"missed\" must be a positive integer";
@@ -193,7 +198,7 @@ internal static class DuplexFrameReader
 
                         missed = m;
                         break;
-                    case "data":
+                    case Property.Data:
                         var start = (int)reader.TokenStartIndex;
                         reader.Skip();
                         data = line[start..(int)reader.BytesConsumed];
@@ -262,5 +267,14 @@ internal static class DuplexFrameReader
         frame = new DuplexFrame(DuplexFrameKind.Message, seq, DuplexMessage.FromValidatedJson(payload), 0);
         error = null;
         return FrameReadStatus.Frame;
+    }
+
+    private enum Property
+    {
+        Other,
+        Seq,
+        Data,
+        Type,
+        Missed,
     }
 }

@@ -1,5 +1,6 @@
 using System.Buffers;
 using System.Globalization;
+using System.IO.Pipelines;
 using System.Net.Http.Headers;
 using System.Text.Json;
 using Microsoft.AspNetCore.Http;
@@ -12,6 +13,9 @@ namespace ChannelPool.PollingDuplex;
 internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server, ILogger logger)
 {
     private const int MaxOpenBodySize = 4096;
+
+    /// <summary>How many bytes a streaming response buffers before it flushes while frames keep coming.</summary>
+    private const int FlushThreshold = 64 * 1024;
 
     private PollingDuplexOptions Options => server.Options;
 
@@ -291,12 +295,14 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         response.StatusCode = StatusCodes.Status200OK;
         response.ContentType = DuplexWire.ContentTypeOf(session.Encoding);
         response.Headers.CacheControl = "no-store";
+        var output = response.BodyWriter;
         try
         {
-            await WriteFramesAsync(response, session.Encoding, frames, context.RequestAborted);
+            WriteFrames(output, session.Encoding, frames);
             if (session.Mode == PollingDuplexMode.MultipleMessagesPerPoll)
             {
-                // Keep the response open for the batch window, streaming each frame as it comes.
+                // Keep the response open for the batch window, streaming frames as they come. Frames that are ready
+                // together go out in one flush: the response flushes only before it waits, or when a lot is buffered.
                 var windowStarted = time.GetTimestamp();
                 while (true)
                 {
@@ -304,16 +310,26 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
                     var state = session.TakeFrames(ticket, frames, out var wait);
                     if (state == PollState.Frames)
                     {
-                        await WriteFramesAsync(response, session.Encoding, frames, context.RequestAborted);
+                        WriteFrames(output, session.Encoding, frames);
+                        if (!output.CanGetUnflushedBytes || output.UnflushedBytes >= FlushThreshold)
+                        {
+                            await output.FlushAsync(context.RequestAborted);
+                        }
+
                         continue;
                     }
 
+                    await output.FlushAsync(context.RequestAborted);
                     var remaining = Options.BatchWindow - time.GetElapsedTime(windowStarted);
                     if (state != PollState.Waiting || remaining <= TimeSpan.Zero || !await WaitAsync(wait!, remaining, context.RequestAborted))
                     {
                         break;
                     }
                 }
+            }
+            else
+            {
+                await output.FlushAsync(context.RequestAborted);
             }
         }
         catch (OperationCanceledException) when (context.RequestAborted.IsCancellationRequested)
@@ -421,9 +437,8 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         }
     }
 
-    private static async Task WriteFramesAsync(HttpResponse response, DuplexEncoding encoding, List<OutboundFrame> frames, CancellationToken cancellationToken)
+    private static void WriteFrames(PipeWriter output, DuplexEncoding encoding, List<OutboundFrame> frames)
     {
-        var output = response.BodyWriter;
         foreach (var frame in frames)
         {
             if (frame.Message is { } message)
@@ -435,25 +450,17 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
                 DuplexFrameWriter.WriteGap(output, encoding, frame.Sequence, frame.Missed);
             }
         }
-
-        await output.FlushAsync(cancellationToken);
     }
 
+    /// <summary>Waits for the signal, the timeout or the cancellation, whichever is first, without throwing.</summary>
     private async Task<bool> WaitAsync(Task signal, TimeSpan timeout, CancellationToken cancellationToken)
     {
-        try
+        if (!signal.IsCompleted)
         {
-            await signal.WaitAsync(timeout, server.TimeProvider, cancellationToken);
-            return true;
+            await signal.WaitAsync(timeout, server.TimeProvider, cancellationToken).ConfigureAwait(ConfigureAwaitOptions.SuppressThrowing);
         }
-        catch (TimeoutException)
-        {
-            return false;
-        }
-        catch (OperationCanceledException) when (cancellationToken.IsCancellationRequested)
-        {
-            return false;
-        }
+
+        return signal.IsCompleted;
     }
 
     /// <summary>Finds the request's session, or answers the failure and returns null.</summary>

@@ -129,6 +129,7 @@ internal static class PerfCli
         var seconds = PositiveDouble("--duration", "Seconds each cell is measured, after a warm-up.", 5);
         var streams = PositiveInt("--streams", "Streams side by side per cell.", 4, max: 256);
         var size = PositiveInt("--size", "Message size in bytes.", 256);
+        var rounds = PositiveInt("--rounds", "Interleaved rounds per cell; each cell reports its median.", 3, max: 100);
         size.Validators.Add(r =>
         {
             var value = r.GetValueOrDefault<int>();
@@ -139,7 +140,7 @@ internal static class PerfCli
         });
         var command = new Command("poll-modes", "Server-to-client throughput of SingleMessagePerPoll, MultipleMessagesPerPoll and a raw WebSocket baseline, in binary and text.")
         {
-            seconds, streams, size,
+            seconds, streams, size, rounds,
         };
         command.SetAction((parse, token) => RunAsync(parse, common, "poll-modes", async context =>
         {
@@ -150,6 +151,7 @@ internal static class PerfCli
                 WarmUp = quick ? TimeSpan.FromSeconds(0.3) : TimeSpan.FromSeconds(1),
                 Streams = Pick(parse, streams, quick, 2),
                 MessageSize = parse.GetValue(size),
+                Rounds = Pick(parse, rounds, quick, 1),
             };
             await RunPollModesAsync(context, settings, common.FloodWindow(parse), token);
         }, token));
@@ -177,7 +179,7 @@ internal static class PerfCli
         await RunProxiesAsync(context, new ProxiesSettings { Calls = quick ? 100 : 2_000, Concurrency = quick ? [1, 8] : [1, 8, 32] }, null, cancellationToken);
         await RunPollModesAsync(
             context,
-            new PollModesSettings { Duration = TimeSpan.FromSeconds(quick ? 1 : 3), WarmUp = TimeSpan.FromSeconds(quick ? 0.3 : 1), Streams = quick ? 2 : 4 },
+            new PollModesSettings { Duration = TimeSpan.FromSeconds(quick ? 1 : 2), WarmUp = TimeSpan.FromSeconds(quick ? 0.3 : 1), Streams = quick ? 2 : 4, Rounds = quick ? 1 : 3 },
             common.FloodWindow(parse),
             cancellationToken);
         var transports = TransportsFor(context, AllTransports, PollingDuplexMode.MultipleMessagesPerPoll, DuplexEncoding.Binary);
@@ -277,8 +279,9 @@ internal static class PerfCli
             {
                 await body(context);
             }
-            catch (Exception ex) when (ex is not OperationCanceledException)
+            catch (Exception ex) when (ex is not OperationCanceledException || !cancellationToken.IsCancellationRequested)
             {
+                // A cancellation nobody asked for (a timed-out request, say) is a failure like any other.
                 console.MarkupLine($"[red]The run failed:[/] {Markup.Escape(ex.Message)}");
                 report.Sections.Add(new ReportSection("error", "The run failed", ex.ToString()));
                 await report.WriteAsync(directory, CancellationToken.None);

@@ -22,10 +22,26 @@ internal sealed record PollModesSettings
 
     /// <summary>Gets each message's size in bytes.</summary>
     public int MessageSize { get; init; } = 256;
+
+    /// <summary>
+    /// Gets how many times every cell is measured, in turn, after one unrecorded warm-up pass over all of them; each cell
+    /// reports its median round. Interleaving rounds spreads the noise of a shared machine over every cell alike.
+    /// </summary>
+    public int Rounds { get; init; } = 3;
 }
 
 /// <summary>One cell: a way of pushing messages, in one encoding.</summary>
-internal sealed record PollModesResult(string Transport, string Encoding, int Streams, int MessageSize, double Seconds, long Messages, double MessagesPerSecond, double MegabytesPerSecond);
+/// <param name="Transport">The way of pushing.</param>
+/// <param name="Encoding">binary or text.</param>
+/// <param name="Streams">Streams side by side.</param>
+/// <param name="MessageSize">Bytes per message.</param>
+/// <param name="Seconds">The median round's measured time.</param>
+/// <param name="Messages">The median round's message count.</param>
+/// <param name="MessagesPerSecond">The median round's rate.</param>
+/// <param name="MegabytesPerSecond">The median round's payload rate.</param>
+/// <param name="RoundMessagesPerSecond">Every round's rate, in the order run.</param>
+internal sealed record PollModesResult(
+    string Transport, string Encoding, int Streams, int MessageSize, double Seconds, long Messages, double MessagesPerSecond, double MegabytesPerSecond, IReadOnlyList<double> RoundMessagesPerSecond);
 
 /// <summary>
 /// Server-to-client throughput: the server sends fixed messages as fast as each client takes them, over
@@ -33,25 +49,39 @@ internal sealed record PollModesResult(string Transport, string Encoding, int St
 /// </summary>
 internal sealed class PollModesScenario(PerfContext context, PollModesSettings settings)
 {
+    private static readonly TimeSpan SetupTimeout = TimeSpan.FromSeconds(30);
+    private static readonly DuplexEncoding[] Encodings = [DuplexEncoding.Binary, DuplexEncoding.Text];
+    private static readonly string[] Transports = ["WebSocket (baseline)", "MultipleMessagesPerPoll", "SingleMessagePerPoll"];
+
     public async Task<IReadOnlyList<PollModesResult>> RunAsync(CancellationToken cancellationToken)
     {
-        var results = new List<PollModesResult>();
-        foreach (var encoding in new[] { DuplexEncoding.Binary, DuplexEncoding.Text })
+        var cells = (from encoding in Encodings from transport in Transports select (Transport: transport, Encoding: encoding)).ToArray();
+
+        // One unrecorded pass first, so that the JIT's tiering and the connection pools settle before anything counts.
+        foreach (var cell in cells)
         {
-            foreach (var cell in new[] { "websocket", "multiple", "single" })
+            await context.Console.Status().StartAsync($"poll-modes: warming up {cell.Transport}, {Name(cell.Encoding)}", _ => MeasureAsync(cell.Transport, cell.Encoding, settings.WarmUp, TimeSpan.Zero, cancellationToken));
+        }
+
+        var rounds = cells.ToDictionary(c => c, _ => new List<PollModesResult>());
+        for (var round = 1; round <= settings.Rounds; round++)
+        {
+            foreach (var cell in cells)
             {
-                var result = await context.Console.Status().StartAsync($"poll-modes: {cell}, {Name(encoding)}", async _ => cell switch
-                {
-                    "websocket" => await MeasureAsync("WebSocket (baseline)", encoding, WebSocketStreamAsync, cancellationToken),
-                    "multiple" => await MeasureAsync("MultipleMessagesPerPoll", encoding, (e, count, token) => DuplexStreamAsync(PollingDuplexMode.MultipleMessagesPerPoll, e, count, token), cancellationToken),
-                    _ => await MeasureAsync("SingleMessagePerPoll", encoding, (e, count, token) => DuplexStreamAsync(PollingDuplexMode.SingleMessagePerPoll, e, count, token), cancellationToken),
-                });
-                context.Console.MarkupLine($"  {Markup.Escape(result.Transport)} {result.Encoding}: {result.MessagesPerSecond:N0} msg/s, {result.MegabytesPerSecond:0.0} MB/s");
-                results.Add(result);
+                var result = await context.Console.Status().StartAsync(
+                    $"poll-modes round {round}/{settings.Rounds}: {cell.Transport}, {Name(cell.Encoding)}",
+                    _ => MeasureAsync(cell.Transport, cell.Encoding, settings.WarmUp, settings.Duration, cancellationToken));
+                context.Console.MarkupLine($"  round {round}: {Markup.Escape(result.Transport)} {result.Encoding}: {result.MessagesPerSecond:N0} msg/s, {result.MegabytesPerSecond:0.0} MB/s");
+                rounds[cell].Add(result);
             }
         }
 
-        return results;
+        return [.. cells.Select(cell =>
+        {
+            var all = rounds[cell];
+            var median = all.OrderBy(r => r.MessagesPerSecond).ElementAt(all.Count / 2);
+            return median with { RoundMessagesPerSecond = [.. all.Select(r => r.MessagesPerSecond)] };
+        })];
     }
 
     public static ReportSection Describe(IReadOnlyList<PollModesResult> results, PollModesSettings settings, int floodWindow)
@@ -60,16 +90,18 @@ internal sealed class PollModesScenario(PerfContext context, PollModesSettings s
             "poll-modes",
             "Poll modes: server-to-client throughput",
             $"{settings.Streams} streams side by side, each pushing {settings.MessageSize}-byte JSON messages as fast as its client takes them, measured for {settings.Duration.TotalSeconds:0.#} s after " +
-            $"{settings.WarmUp.TotalSeconds:0.#} s of warm-up. The duplex flood endpoint lets a multiple-mode response carry up to {floodWindow} messages (MaxPendingMessagesPerSession; the original's " +
+            $"{settings.WarmUp.TotalSeconds:0.#} s of warm-up; each cell's figure is the median of {settings.Rounds} interleaved round(s), after one unrecorded warm-up pass over every cell. The duplex flood endpoint lets a multiple-mode response carry up to {floodWindow} messages (MaxPendingMessagesPerSession; the original's " +
             "measurements set it to Int32.MaxValue); a single-mode response carries one. The WebSocket baseline sends each message as one WebSocket message and awaits each send.")
         {
             Results = results,
         };
         section.Tables.Add(new ReportTable(
             "Throughput",
-            ["Transport", "Encoding", "Messages/s", "MB/s", "vs WebSocket"],
+            ["Transport", "Encoding", "Messages/s (median)", "Rounds (min–max)", "MB/s", "vs WebSocket"],
             [.. results.Select(r => (IReadOnlyList<string>)[
-                r.Transport, r.Encoding, r.MessagesPerSecond.ToString("N0", CultureInfo.InvariantCulture), r.MegabytesPerSecond.ToString("0.0", CultureInfo.InvariantCulture),
+                r.Transport, r.Encoding, r.MessagesPerSecond.ToString("N0", CultureInfo.InvariantCulture),
+                $"{r.RoundMessagesPerSecond.Min().ToString("N0", CultureInfo.InvariantCulture)}–{r.RoundMessagesPerSecond.Max().ToString("N0", CultureInfo.InvariantCulture)}",
+                r.MegabytesPerSecond.ToString("0.0", CultureInfo.InvariantCulture),
                 Ratio(r, results)])]));
         section.Charts.Add(new Chart(
             "poll-modes-throughput",
@@ -107,22 +139,45 @@ internal sealed class PollModesScenario(PerfContext context, PollModesSettings s
 
     private static string Name(DuplexEncoding encoding) => encoding == DuplexEncoding.Binary ? "binary" : "text";
 
-    private async Task<PollModesResult> MeasureAsync(
-        string transport, DuplexEncoding encoding, Func<DuplexEncoding, Counter, CancellationToken, Task> stream, CancellationToken cancellationToken)
+    private Task<PollModesResult> MeasureAsync(string transport, DuplexEncoding encoding, TimeSpan warmUp, TimeSpan duration, CancellationToken cancellationToken) => transport switch
     {
-        var counter = new Counter();
+        "WebSocket (baseline)" => MeasureAsync(transport, encoding, warmUp, duration, WebSocketStreamAsync, cancellationToken),
+        "MultipleMessagesPerPoll" => MeasureAsync(transport, encoding, warmUp, duration, (e, count, token) => DuplexStreamAsync(PollingDuplexMode.MultipleMessagesPerPoll, e, count, token), cancellationToken),
+        _ => MeasureAsync(transport, encoding, warmUp, duration, (e, count, token) => DuplexStreamAsync(PollingDuplexMode.SingleMessagePerPoll, e, count, token), cancellationToken),
+    };
+
+    private async Task<PollModesResult> MeasureAsync(
+        string transport, DuplexEncoding encoding, TimeSpan warmUp, TimeSpan duration, Func<DuplexEncoding, Counter, CancellationToken, Task> stream, CancellationToken cancellationToken)
+    {
+        var counter = new Counter(settings.Streams);
         using var stop = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        var setup = Stopwatch.GetTimestamp();
         var streams = Enumerable.Range(0, settings.Streams).Select(_ => Task.Run(() => stream(encoding, counter, stop.Token), CancellationToken.None)).ToArray();
-        await Task.Delay(settings.WarmUp, cancellationToken);
+
+        // The clock starts once every stream is connected: setting up is not part of the measurement.
+        var ready = await Task.WhenAny(counter.AllReady, Task.WhenAll(streams), Task.Delay(SetupTimeout, cancellationToken));
+        if (ready != counter.AllReady)
+        {
+            await stop.CancelAsync();
+            await Task.WhenAll(streams).WaitAsync(SetupTimeout, CancellationToken.None);
+            throw new TimeoutException($"poll-modes {transport} {Name(encoding)}: only {counter.ReadyStreams} of {settings.Streams} streams connected within {SetupTimeout.TotalSeconds:0} s.");
+        }
+
+        if (Stopwatch.GetElapsedTime(setup) is { TotalSeconds: > 1 } slow)
+        {
+            context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport)} {Name(encoding)}: connecting {settings.Streams} streams took {slow.TotalSeconds:0.0} s[/]");
+        }
+
+        await Task.Delay(warmUp, cancellationToken);
         var before = counter.Value;
         var started = Stopwatch.GetTimestamp();
-        await Task.Delay(settings.Duration, cancellationToken);
+        await Task.Delay(duration, cancellationToken);
         var messages = counter.Value - before;
         var seconds = Stopwatch.GetElapsedTime(started).TotalSeconds;
         await stop.CancelAsync();
         await Task.WhenAll(streams);
-        var perSecond = messages / seconds;
-        return new PollModesResult(transport, Name(encoding), settings.Streams, settings.MessageSize, seconds, messages, perSecond, perSecond * settings.MessageSize / 1_000_000);
+        var perSecond = seconds > 0 ? messages / seconds : 0;
+        return new PollModesResult(transport, Name(encoding), settings.Streams, settings.MessageSize, seconds, messages, perSecond, perSecond * settings.MessageSize / 1_000_000, [perSecond]);
     }
 
     private async Task DuplexStreamAsync(PollingDuplexMode mode, DuplexEncoding encoding, Counter counter, CancellationToken cancellationToken)
@@ -130,6 +185,7 @@ internal sealed class PollModesScenario(PerfContext context, PollModesSettings s
         var client = new PollingDuplexClient(context.Http, context.Server.Endpoints.Flood, new PollingDuplexClientOptions { Mode = mode, Encoding = encoding, MaxRetryAttempts = 2 });
         await using var session = await client.OpenSessionAsync(cancellationToken);
         await session.SendAsync(DuplexMessage.FromJsonUtf8(JsonSerializer.SerializeToUtf8Bytes(new { size = settings.MessageSize })), cancellationToken);
+        counter.StreamReady();
         try
         {
             await foreach (var delivery in session.ReadAllAsync(cancellationToken))
@@ -151,6 +207,7 @@ internal sealed class PollModesScenario(PerfContext context, PollModesSettings s
         using var invoker = new HttpMessageInvoker(context.Handler, disposeHandler: false);
         var uri = new Uri($"{context.Server.Endpoints.WebSocketFlood}?size={settings.MessageSize}&type={Name(encoding)}");
         await socket.ConnectAsync(uri, invoker, cancellationToken);
+        counter.StreamReady();
         var buffer = new byte[Math.Max(4096, settings.MessageSize)];
         var received = 0;
         try
@@ -185,13 +242,27 @@ internal sealed class PollModesScenario(PerfContext context, PollModesSettings s
         }
     }
 
-    /// <summary>A shared message count.</summary>
-    private sealed class Counter
+    /// <summary>A shared message count, and a signal for when every stream is connected.</summary>
+    private sealed class Counter(int streams)
     {
+        private readonly TaskCompletionSource _allReady = new(TaskCreationOptions.RunContinuationsAsynchronously);
         private long _value;
+        private int _ready;
 
         public long Value => Interlocked.Read(ref _value);
 
+        public Task AllReady => _allReady.Task;
+
+        public int ReadyStreams => Volatile.Read(ref _ready);
+
         public void Add(long count) => Interlocked.Add(ref _value, count);
+
+        public void StreamReady()
+        {
+            if (Interlocked.Increment(ref _ready) == streams)
+            {
+                _allReady.TrySetResult();
+            }
+        }
     }
 }
