@@ -77,6 +77,8 @@ public class PerfConsoleTests
     [TestCase("broadcast --start-clients 500 --max-clients 100", "--start-clients (500) must not exceed --max-clients (100).")]
     [TestCase("collaboration --row 1,1,1", "--row must be T,N,D")]
     [TestCase("collaboration --delay-scale -1", "--delay-scale must be a positive number")]
+    [TestCase("collaboration --phase sideways", "sideways")]
+    [TestCase("poll-modes --rounds 0", "--rounds must be from 1 to 100; got 0.")]
     [TestCase("poll-modes --size 8", "--size must be from 16 to 61440 bytes; got 8.")]
     [TestCase("poll-modes --streams 1000", "--streams must be from 1 to 256; got 1000.")]
     [TestCase("--server somewhere", "somewhere")]

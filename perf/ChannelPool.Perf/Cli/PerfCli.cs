@@ -543,12 +543,15 @@ internal static class PerfCli
 
         private Option<string> Rows { get; } = new("--rows") { Description = "Which rows: original (the seven of the 2009 table), stretch, or all (default).", DefaultValueFactory = _ => "all" };
 
+        private Option<string> Phase { get; } = new("--phase") { Description = "spread (default): topics publish out of step, evenly over D, as independent clients would; aligned: every topic publishes at the same instant (the worst case).", DefaultValueFactory = _ => "spread" };
+
         private Option<string[]> Row { get; } = new("--row") { Description = "A custom row T,N,D (D in seconds), instead of --rows; repeatable.", AllowMultipleArgumentsPerToken = false };
 
         public override void AddTo(Command command)
         {
             base.AddTo(command);
             Rows.AcceptOnlyFromAmong("original", "stretch", "all");
+            Phase.AcceptOnlyFromAmong("spread", "aligned");
             Row.Validators.Add(r =>
             {
                 foreach (var value in r.GetValueOrDefault<string[]>() ?? [])
@@ -563,6 +566,7 @@ internal static class PerfCli
             command.Add(DelayScale);
             command.Add(Rows);
             command.Add(Row);
+            command.Add(Phase);
         }
 
         public CollaborationSettings Read(ParseResult parse, bool quick)
@@ -583,6 +587,7 @@ internal static class PerfCli
                 Rows = rows,
                 Iterations = Explicit(parse, Iterations) ?? basis.Iterations,
                 DelayScale = parse.GetResult(DelayScale) is { Implicit: false } ? parse.GetValue(DelayScale) : basis.DelayScale,
+                Phase = parse.GetValue(Phase) == "aligned" ? CollaborationPhase.Aligned : CollaborationPhase.Spread,
             };
         }
 

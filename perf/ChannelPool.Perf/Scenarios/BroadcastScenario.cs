@@ -98,7 +98,33 @@ internal sealed class BroadcastScenario(PerfContext context, BroadcastSettings s
             "Burst period P",
             "Largest M (clients)",
             [.. results.Select(r => new ChartPoint(r.Transport, $"P = {r.PeriodSeconds:0.#} s", r.PeriodSeconds, Math.Max(r.LargestClients, 0)))]));
+        AddTargets(section, results);
         return section;
+    }
+
+    private static void AddTargets(ReportSection section, IReadOnlyList<BroadcastResult> results)
+    {
+        foreach (var ours in results.Where(r => r.Transport.StartsWith("polling-duplex", StringComparison.Ordinal)))
+        {
+            if (ours.PeriodSeconds == 1)
+            {
+                section.Targets.Add(new TargetCheck(
+                    $"Broadcast at P = 1 s: ≥ 10,000 clients ({ours.Transport})",
+                    Num(ours.LargestClients) + (ours.Limit is null ? string.Empty : $" ({ours.Limit})"),
+                    ours.LargestClients >= 10_000,
+                    ours.LargestClients >= 10_000 ? null : $"{10_000 - ours.LargestClients:N0} clients short"));
+            }
+
+            if (results.FirstOrDefault(r => r.Transport == "signalr-longpolling" && r.PeriodSeconds == ours.PeriodSeconds) is { } peer && peer.LargestClients > 0)
+            {
+                var ratio = (double)ours.LargestClients / peer.LargestClients;
+                section.Targets.Add(new TargetCheck(
+                    $"Broadcast at P = {ours.PeriodSeconds:0.#} s: ≥ 2× the clients of SignalR long polling",
+                    $"{ratio:0.00}× ({ours.LargestClients:N0} vs {peer.LargestClients:N0})",
+                    ratio >= 2,
+                    ratio >= 2 ? null : $"{ratio:0.00}× of the 2× asked" + (ours.LimitReached ? "; ours hit the client process's open-file limit" : string.Empty)));
+            }
+        }
     }
 
     private async Task<BroadcastResult> SearchAsync(IPubSubTransport transport, TimeSpan period, CancellationToken cancellationToken)

@@ -54,6 +54,22 @@ internal sealed record CollaborationSettings
     public double DelayScale { get; init; } = 1.0;
 
     public int ConnectConcurrency { get; init; } = 64;
+
+    /// <summary>
+    /// Gets whether the topics publish out of step (spread: topic t starts t/T of D late, as independent clients would)
+    /// or all at the same instant (aligned: a synchronised burst of T publishes every iteration, the worst case).
+    /// </summary>
+    public CollaborationPhase Phase { get; init; } = CollaborationPhase.Spread;
+}
+
+/// <summary>How the topics' publishes line up in time.</summary>
+internal enum CollaborationPhase
+{
+    /// <summary>Topic t starts t/T of D late, so publishes are spread evenly over D.</summary>
+    Spread,
+
+    /// <summary>Every topic publishes at the same instant.</summary>
+    Aligned,
 }
 
 /// <summary>One row's measurement.</summary>
@@ -86,7 +102,10 @@ internal sealed class CollaborationScenario(PerfContext context, CollaborationSe
         var section = new ReportSection(
             "collaboration",
             "Collaboration: T topics × N clients, publish to receipt latency",
-            $"In every topic at once, one client publishes and the other N − 1 receive; then the topic is quiet for D. {settings.Iterations} iterations per topic" +
+            (settings.Phase == CollaborationPhase.Spread
+                ? "In every topic, one client publishes and the other N − 1 receive; then the topic is quiet for D. The topics run out of step, as independent clients would: topic t starts t/T of D late, so the T topics' publishes are spread evenly over D. "
+                : "In every topic at the same instant, one client publishes and the other N − 1 receive; then the topic is quiet for D. The topics run in step, so every iteration is a synchronised burst of T publishes: the worst case. ") +
+            $"{settings.Iterations} iterations per topic" +
             (settings.DelayScale == 1.0 ? "." : $"; every D is scaled by {settings.DelayScale:0.###} to shorten the run (shorter quiet time means more load, not less)."))
         {
             Results = results,
@@ -115,8 +134,39 @@ internal sealed class CollaborationScenario(PerfContext context, CollaborationSe
             [.. results.Where(r => r.Latency.Count > 0).Select(r => new ChartPoint(r.Transport, r.Row.Label, 0, Math.Max(r.Latency.MeanMs, 0.01))),
              .. results.Where(r => r.Row.Original is not null).DistinctBy(r => r.Row).Select(r => new ChartPoint("original (2009)", r.Row.Label, 0, Math.Max(r.Row.Original!.MeanMs, 0.01)))],
             LogScaleY: true));
+        AddTargets(section, results);
         return section;
     }
+
+    private static void AddTargets(ReportSection section, IReadOnlyList<CollaborationResult> results)
+    {
+        foreach (var ours in results.Where(r => r.Transport.StartsWith("polling-duplex", StringComparison.Ordinal) && r.Latency.Count > 0))
+        {
+            if (ours.Row.Original is not null)
+            {
+                var mean = ours.Latency.MeanMs;
+                var p99 = ours.Latency.P99Ms;
+                section.Targets.Add(new TargetCheck(
+                    $"Collaboration {ours.Row.Label}: mean ≤ 10 ms and p99 ≤ 50 ms ({ours.Transport})",
+                    $"mean {mean:0.0} ms, p99 {p99:0.0} ms (original mean {ours.Row.Original.MeanMs:0} ms)",
+                    mean <= 10 && p99 <= 50,
+                    mean <= 10 && p99 <= 50 ? null : $"mean {Over(mean, 10)}, p99 {Over(p99, 50)}"));
+            }
+
+            if (results.FirstOrDefault(r => r.Transport == "signalr-longpolling" && r.Row == ours.Row && r.Latency.Count > 0) is { } peer)
+            {
+                var ratio = peer.Latency.P99Ms / Math.Max(ours.Latency.P99Ms, 0.001);
+                section.Targets.Add(new TargetCheck(
+                    $"Collaboration {ours.Row.Label}: p99 ≥ 2× better than SignalR long polling",
+                    $"{ratio:0.00}× ({ours.Latency.P99Ms:0.0} vs {peer.Latency.P99Ms:0.0} ms)",
+                    ratio >= 2,
+                    ratio >= 2 ? null : $"{ratio:0.00}× of the 2× asked"));
+            }
+        }
+    }
+
+    private static string Over(double value, double limit) =>
+        value <= limit ? "within" : $"{value - limit:0.0} ms over";
 
     private async Task<CollaborationResult> RunRowAsync(IPubSubTransport transport, CollaborationRow row, CancellationToken cancellationToken)
     {
@@ -162,7 +212,7 @@ internal sealed class CollaborationScenario(PerfContext context, CollaborationSe
             var started = Stopwatch.GetTimestamp();
             await context.Console.Status().StartAsync(
                 $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {settings.Iterations} iterations",
-                async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t => RunTopicAsync(t, topics[t], members[t], delay, cancellationToken))));
+                async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t => RunTopicAsync(t, topics[t], members[t], delay, StartOffset(t, row.Topics, delay), cancellationToken))));
             var result = new CollaborationResult(
                 transport.Name,
                 row,
@@ -186,9 +236,16 @@ internal sealed class CollaborationScenario(PerfContext context, CollaborationSe
         }
     }
 
-    private async Task RunTopicAsync(int t, TopicState topic, IPubSubClient[] members, TimeSpan delay, CancellationToken cancellationToken)
+    private TimeSpan StartOffset(int t, int topics, TimeSpan delay) =>
+        settings.Phase == CollaborationPhase.Spread ? delay * t / topics : TimeSpan.Zero;
+
+    private async Task RunTopicAsync(int t, TopicState topic, IPubSubClient[] members, TimeSpan delay, TimeSpan startOffset, CancellationToken cancellationToken)
     {
         var topicName = TopicName(t);
+        if (startOffset > TimeSpan.Zero)
+        {
+            await Task.Delay(startOffset, cancellationToken);
+        }
 
         // Late by more than this and a message counts as lost: far beyond any latency worth reporting.
         var patience = TimeSpan.FromSeconds(30);
