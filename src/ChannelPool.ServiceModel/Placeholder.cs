@@ -1,0 +1,1 @@
+namespace ChannelPool.ServiceModel; internal static class Placeholder { }
