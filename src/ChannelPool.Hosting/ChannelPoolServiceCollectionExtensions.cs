@@ -33,22 +33,7 @@ public static class ChannelPoolServiceCollectionExtensions
         ArgumentException.ThrowIfNullOrWhiteSpace(name);
         ArgumentNullException.ThrowIfNull(factory);
 
-        var existing = services.FirstOrDefault(d => d.ServiceType == typeof(ChannelPoolRegistration) && ((ChannelPoolRegistration)d.ImplementationInstance!).Name == name);
-        if (existing is not null)
-        {
-            throw new InvalidOperationException(
-                $"A channel pool named '{name}' is already registered (for {((ChannelPoolRegistration)existing.ImplementationInstance!).ChannelType.Name}). Pool names must be unique.");
-        }
-
-        services.AddSingleton(new ChannelPoolRegistration(name, typeof(TChannel)));
-
-        // The registration name is the pool's name, whatever configuration says, so keys, metrics and health agree.
-        services.AddOptionsWithValidateOnStart<ChannelPoolOptions>(name).PostConfigure(options => options.Name = name);
-        services.AddOptionsWithValidateOnStart<ChannelPoolStartupOptions>(name);
-        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<ChannelPoolOptions>, ChannelPoolOptionsValidator>());
-        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<ChannelPoolStartupOptions>, ChannelPoolStartupOptionsValidator>());
-        services.TryAddSingleton<IOptionsMonitor<ChannelPoolOptions>, LastGoodOptionsMonitor>();
-        services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, ChannelPoolHostedService>());
+        services.AddChannelPoolCore(name, typeof(TChannel));
 
         services.AddKeyedSingleton(name, (provider, _) => new ChannelPool<TChannel>(
             factory(provider),
@@ -74,4 +59,29 @@ public static class ChannelPoolServiceCollectionExtensions
         where TChannel : class
         where TFactory : class, IPooledChannelFactory<TChannel> =>
         services.AddChannelPool<TChannel>(name, provider => ActivatorUtilities.GetServiceOrCreateInstance<TFactory>(provider));
+
+    /// <summary>
+    /// Registers everything a named pool needs except the pool itself: its registration (which the hosted service and
+    /// health checks find), its validated options, the last-good options monitor and the hosted service. The caller
+    /// adds the pool as a keyed <see cref="IChannelPool"/> under <paramref name="name"/>.
+    /// </summary>
+    internal static void AddChannelPoolCore(this IServiceCollection services, string name, Type channelType)
+    {
+        var existing = services.FirstOrDefault(d => d.ServiceType == typeof(ChannelPoolRegistration) && ((ChannelPoolRegistration)d.ImplementationInstance!).Name == name);
+        if (existing is not null)
+        {
+            throw new InvalidOperationException(
+                $"A channel pool named '{name}' is already registered (for {((ChannelPoolRegistration)existing.ImplementationInstance!).ChannelType.Name}). Pool names must be unique.");
+        }
+
+        services.AddSingleton(new ChannelPoolRegistration(name, channelType));
+
+        // The registration name is the pool's name, whatever configuration says, so keys, metrics and health agree.
+        services.AddOptionsWithValidateOnStart<ChannelPoolOptions>(name).PostConfigure(options => options.Name = name);
+        services.AddOptionsWithValidateOnStart<ChannelPoolStartupOptions>(name);
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<ChannelPoolOptions>, ChannelPoolOptionsValidator>());
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<ChannelPoolStartupOptions>, ChannelPoolStartupOptionsValidator>());
+        services.TryAddSingleton<IOptionsMonitor<ChannelPoolOptions>, LastGoodOptionsMonitor>();
+        services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, ChannelPoolHostedService>());
+    }
 }

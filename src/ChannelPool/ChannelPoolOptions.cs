@@ -20,6 +20,7 @@ public sealed class ChannelPoolOptions
 
     private int? _refillThreshold;
     private TimeSpan? _cleanupInterval;
+    private LeaseMode? _leaseMode;
 
     /// <summary>
     /// Gets or sets the pool's name, used in exceptions, logs and the <c>channelpool.pool.name</c> telemetry tag.
@@ -72,8 +73,19 @@ public sealed class ChannelPoolOptions
         set => _cleanupInterval = value;
     }
 
-    /// <summary>Gets or sets what release does with a channel. Defaults to <see cref="ChannelPool.LeaseMode.Reuse"/>.</summary>
-    public LeaseMode LeaseMode { get; set; } = LeaseMode.Reuse;
+    /// <summary>
+    /// Gets or sets what release does with a channel. Defaults to <see cref="ChannelPool.LeaseMode.Reuse"/>; the WCF
+    /// adapter (ChannelPool.ServiceModel) defaults it to <see cref="ChannelPool.LeaseMode.SingleUse"/> for contracts
+    /// that require sessions, unless it is set explicitly.
+    /// </summary>
+    public LeaseMode LeaseMode
+    {
+        get => _leaseMode ?? LeaseMode.Reuse;
+        set => _leaseMode = value;
+    }
+
+    /// <summary>Gets whether <see cref="LeaseMode"/> was set explicitly (in code or by configuration binding).</summary>
+    internal bool IsLeaseModeSet => _leaseMode.HasValue;
 
     /// <summary>
     /// Gets or sets how long a caller waits for a channel before <see cref="ChannelPoolTimeoutException"/>.
@@ -107,6 +119,18 @@ public sealed class ChannelPoolOptions
     /// throws a <see cref="Polly.CircuitBreaker.BrokenCircuitException"/>.
     /// </summary>
     public ResiliencePipeline? OpenPipeline { get; set; }
+
+    /// <summary>
+    /// Copies these options for one of several pools built from them (the WCF adapter's pools per set of client
+    /// credentials). Derived values keep following their sources; the resilience settings are shared, not copied.
+    /// </summary>
+    internal ChannelPoolOptions CopyFor(string name, LeaseMode leaseMode)
+    {
+        var copy = (ChannelPoolOptions)MemberwiseClone();
+        copy.Name = name;
+        copy._leaseMode = leaseMode;
+        return copy;
+    }
 
     internal static TimeSpan DefaultCleanupInterval(TimeSpan lifetime)
     {

@@ -1,0 +1,100 @@
+using System.Diagnostics.Metrics;
+using ChannelPool;
+using ChannelPool.ServiceModel;
+using Microsoft.Extensions.DependencyInjection.Extensions;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Options;
+
+namespace Microsoft.Extensions.DependencyInjection;
+
+/// <summary>Registers pooled WCF clients with a service collection.</summary>
+public static class ServiceChannelPoolServiceCollectionExtensions
+{
+    /// <summary>
+    /// Registers a named pool of WCF channels for <typeparamref name="TContract"/>. Like any pool registered with
+    /// <c>AddChannelPool</c>, its options are validated at start (including against the binding's timeouts), the host
+    /// warms it at start and drains it at stop, and <see cref="ChannelPoolBuilder{TChannel}.BindConfiguration"/> binds
+    /// its options from configuration. The pool resolves as a keyed <see cref="ServiceChannelPool{TContract}"/> and
+    /// <see cref="IChannelPool"/>; the first pool registered for a contract also resolves without a key.
+    /// </summary>
+    /// <typeparam name="TContract">The service contract.</typeparam>
+    /// <param name="services">The service collection.</param>
+    /// <param name="name">The pool's name, unique among registered pools.</param>
+    /// <param name="configureEndpoint">Sets the binding, the address and the channel factory's credentials.</param>
+    /// <returns>A builder to configure the pool.</returns>
+    /// <exception cref="InvalidOperationException">A pool with this name is already registered.</exception>
+    public static ChannelPoolBuilder<TContract> AddChannelPool<TContract>(
+        this IServiceCollection services,
+        string name,
+        Action<ServiceEndpointOptions<TContract>, IServiceProvider> configureEndpoint)
+        where TContract : class
+    {
+        ArgumentNullException.ThrowIfNull(services);
+        ArgumentException.ThrowIfNullOrWhiteSpace(name);
+        ArgumentNullException.ThrowIfNull(configureEndpoint);
+
+        services.AddChannelPoolCore(name, typeof(TContract));
+        services.AddKeyedSingleton(name, (provider, _) =>
+        {
+            var endpoint = new ServiceEndpointOptions<TContract>();
+            configureEndpoint(endpoint, provider);
+            if (endpoint.Binding is null || endpoint.Address is null)
+            {
+                throw new OptionsValidationException(
+                    name,
+                    typeof(ServiceEndpointOptions<TContract>),
+                    [$"Channel pool '{name}': the endpoint callback must set both Binding and Address (Binding is {Describe(endpoint.Binding)}, Address is {Describe(endpoint.Address)})."]);
+            }
+
+            return new ServiceChannelPool<TContract>(
+                endpoint.Binding,
+                endpoint.Address,
+                provider.GetRequiredService<IOptionsMonitor<ChannelPoolOptions>>().Get(name),
+                endpoint.ConfigureChannelFactory,
+                provider.GetService<TimeProvider>(),
+                provider.GetService<ILoggerFactory>(),
+                provider.GetService<IMeterFactory>());
+        });
+        services.AddKeyedSingleton<IChannelPool>(name, (provider, key) => provider.GetRequiredKeyedService<ServiceChannelPool<TContract>>(key));
+        services.TryAddSingleton(provider => provider.GetRequiredKeyedService<ServiceChannelPool<TContract>>(name));
+        return new ChannelPoolBuilder<TContract>(services, name);
+    }
+
+    /// <summary>
+    /// Registers a named pool for <typeparamref name="TContract"/> and the proxy <typeparamref name="TProxy"/> that
+    /// leases from it, as a transient service: the typed-client pattern of <c>AddHttpClient</c>. The proxy needs no
+    /// constructor of its own; one that takes a <see cref="ServiceChannelPool{TContract}"/> gets this pool.
+    /// </summary>
+    /// <typeparam name="TContract">The service contract.</typeparam>
+    /// <typeparam name="TProxy">The proxy, derived from <see cref="PooledClientBase{TContract}"/>.</typeparam>
+    /// <param name="services">The service collection.</param>
+    /// <param name="name">The pool's name, unique among registered pools.</param>
+    /// <param name="configureEndpoint">Sets the binding, the address and the channel factory's credentials.</param>
+    /// <returns>A builder to configure the pool.</returns>
+    /// <remarks>
+    /// Resolve proxies from a scope (or inject them into scoped or transient services), and close them after use: the
+    /// container disposes transients only when their scope ends, and a proxy holds its channel until it is closed.
+    /// </remarks>
+    public static ChannelPoolBuilder<TContract> AddPooledClient<TContract, TProxy>(
+        this IServiceCollection services,
+        string name,
+        Action<ServiceEndpointOptions<TContract>, IServiceProvider> configureEndpoint)
+        where TContract : class
+        where TProxy : PooledClientBase<TContract>
+    {
+        var builder = services.AddChannelPool(name, configureEndpoint);
+        var takesPool = typeof(TProxy).GetConstructors().Any(c => c.GetParameters().Any(p => p.ParameterType == typeof(ServiceChannelPool<TContract>)));
+        services.AddTransient(provider =>
+        {
+            var pool = provider.GetRequiredKeyedService<ServiceChannelPool<TContract>>(name);
+            var proxy = takesPool
+                ? ActivatorUtilities.CreateInstance<TProxy>(provider, pool)
+                : ActivatorUtilities.CreateInstance<TProxy>(provider);
+            proxy.UseChannelPool(pool);
+            return proxy;
+        });
+        return builder;
+    }
+
+    private static string Describe(object? value) => value is null ? "not set" : "set";
+}

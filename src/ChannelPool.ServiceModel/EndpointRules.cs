@@ -1,0 +1,59 @@
+using System.Reflection;
+using System.ServiceModel;
+using System.ServiceModel.Channels;
+using System.ServiceModel.Description;
+
+namespace ChannelPool.ServiceModel;
+
+/// <summary>
+/// The checks that keep a pool out of the limits a WCF endpoint imposes. A pool holds channels open and idle for a
+/// long time, which an ordinary proxy never does, so settings that work for a proxy can kill pooled channels silently.
+/// </summary>
+internal static class EndpointRules
+{
+    public static ContractDescription DescribeContract(Type contract)
+    {
+        try
+        {
+            return ContractDescription.GetContract(contract);
+        }
+        catch (InvalidOperationException ex)
+        {
+            throw new ArgumentException(
+                $"{contract.Name} cannot be pooled: a pooled WCF client needs an interface marked [ServiceContract]. {ex.Message}", ex);
+        }
+    }
+
+    /// <summary>Says whether the contract says <see cref="SessionMode.Required"/>.</summary>
+    public static bool RequiresSession(Type contract) =>
+        contract.GetCustomAttribute<ServiceContractAttribute>()?.SessionMode == SessionMode.Required;
+
+    public static void ValidateAddress(Binding binding, EndpointAddress address)
+    {
+        if (!string.Equals(binding.Scheme, address.Uri.Scheme, StringComparison.OrdinalIgnoreCase))
+        {
+            throw new ArgumentException(
+                $"The address '{address.Uri}' uses the scheme '{address.Uri.Scheme}', but the binding {binding.Name} speaks '{binding.Scheme}'. Use an address and a binding of the same transport.",
+                nameof(address));
+        }
+    }
+
+    /// <summary>Says whether channels of <paramref name="binding"/> carry a session the server keeps, and can time out.</summary>
+    public static bool IsSessionful(Binding binding) =>
+        binding.CanBuildChannelFactory<IDuplexSessionChannel>() || binding.CanBuildChannelFactory<IRequestSessionChannel>();
+
+    /// <summary>Lists the ways <paramref name="options"/> conflict with <paramref name="binding"/>; empty when none.</summary>
+    public static List<string> Conflicts(string poolName, Binding binding, bool sessionful, ChannelPoolOptions options)
+    {
+        var conflicts = new List<string>();
+        if (sessionful && options.ChannelLifetime >= binding.ReceiveTimeout)
+        {
+            conflicts.Add(
+                $"Channel pool '{poolName}': ChannelLifetime ({options.ChannelLifetime}) must be shorter than the binding's ReceiveTimeout ({binding.ReceiveTimeout}). " +
+                "A service ends a session that stays idle for its receive timeout, so idle pooled channels would die before they retire. " +
+                "Lower ChannelLifetime, or raise ReceiveTimeout on both the client and the service.");
+        }
+
+        return conflicts;
+    }
+}

@@ -1,0 +1,134 @@
+using System.Collections.Concurrent;
+using System.Reflection;
+using System.ServiceModel;
+
+namespace ChannelPool.ServiceModel;
+
+/// <summary>
+/// Wraps a WCF client channel so that a call failing with a transport or timeout error marks the channel broken.
+/// The pool then never hands it out again, even where WCF leaves it <see cref="CommunicationState.Opened"/> (HTTP
+/// channels stay open after a failed request).
+/// </summary>
+/// <typeparam name="TContract">The service contract.</typeparam>
+/// <remarks>
+/// A <see cref="DispatchProxy"/> is the one place every call passes through whether the caller is a
+/// <see cref="PooledClientBase{TContract}"/> or code using a lease directly. Its cost (a reflection call and an
+/// argument array) is small next to a WCF call, which serialises a message and crosses the network.
+/// </remarks>
+#pragma warning disable CA1852 // DispatchProxy derives a generated type from this class, so it cannot be sealed.
+internal class FailureTrackingChannel<TContract> : DispatchProxy
+#pragma warning restore CA1852
+    where TContract : class
+{
+    private static readonly ConcurrentDictionary<Type, Func<Task, FailureTrackingChannel<TContract>, Task>> TaskTrackers = new();
+
+    private TContract _inner = null!;
+    private volatile bool _broken;
+
+    /// <summary>Gets the real WCF channel.</summary>
+    public TContract Inner => _inner;
+
+    /// <summary>Gets the real channel as a communication object, for open, close, abort and state.</summary>
+    public ICommunicationObject Communication { get; private set; } = null!;
+
+    /// <summary>Gets whether a failed call broke the channel.</summary>
+    public bool IsBroken => _broken;
+
+    /// <summary>Gets whether the channel may carry calls: opened, and no call on it failed for transport reasons.</summary>
+    public bool IsUsable => !_broken && Communication.State == CommunicationState.Opened;
+
+    public static TContract Wrap(TContract channel)
+    {
+        var proxy = Create<TContract, FailureTrackingChannel<TContract>>();
+        var tracker = (FailureTrackingChannel<TContract>)(object)proxy;
+        tracker._inner = channel;
+        tracker.Communication = (ICommunicationObject)channel;
+        return proxy;
+    }
+
+    public static FailureTrackingChannel<TContract> Of(TContract channel) =>
+        channel as FailureTrackingChannel<TContract>
+        ?? throw new ArgumentException(
+            $"The channel was not opened by a {nameof(ServiceModelChannelFactory<TContract>)}; only its channels can be pooled.", nameof(channel));
+
+    /// <summary>Says whether <paramref name="exception"/> means the channel must not carry another call.</summary>
+    /// <param name="exception">What a call threw.</param>
+    /// <returns><see langword="false"/> for a <see cref="FaultException"/>: the service answered, the channel is fine.</returns>
+    public static bool BreaksChannel(Exception exception) => exception switch
+    {
+        FaultException => false,
+        CommunicationException or TimeoutException or ObjectDisposedException => true,
+        _ => false,
+    };
+
+    public void MarkBroken() => _broken = true;
+
+    protected override object? Invoke(MethodInfo? targetMethod, object?[]? args)
+    {
+        ArgumentNullException.ThrowIfNull(targetMethod);
+        object? result;
+        try
+        {
+            result = targetMethod.Invoke(_inner, BindingFlags.DoNotWrapExceptions, binder: null, args, culture: null);
+        }
+        catch (Exception ex) when (Observe(ex))
+        {
+            throw; // Observe always returns false: the filter records without catching, so the stack stays the caller's.
+        }
+
+        return result is Task { IsCompletedSuccessfully: false } task ? Track(task, targetMethod.ReturnType) : result;
+    }
+
+    private bool Observe(Exception exception)
+    {
+        if (BreaksChannel(exception))
+        {
+            _broken = true;
+        }
+
+        return false;
+    }
+
+    // The caller gets a task that completes only after the failure is recorded, so a release that follows the caller's
+    // await can never return a broken channel to the idle set.
+    private Task Track(Task task, Type returnType)
+    {
+        var tracker = TaskTrackers.GetOrAdd(returnType, static type =>
+        {
+            if (!type.IsGenericType)
+            {
+                return static (task, self) => self.TrackAsync(task);
+            }
+
+            var method = typeof(FailureTrackingChannel<TContract>)
+                .GetMethod(nameof(TrackResultAsync), BindingFlags.NonPublic | BindingFlags.Static)!
+                .MakeGenericMethod(type.GetGenericArguments()[0]);
+            return method.CreateDelegate<Func<Task, FailureTrackingChannel<TContract>, Task>>();
+        });
+        return tracker(task, this);
+    }
+
+    private async Task TrackAsync(Task task)
+    {
+        try
+        {
+            await task.ConfigureAwait(false);
+        }
+        catch (Exception ex) when (Observe(ex))
+        {
+            throw;
+        }
+    }
+
+    private static async Task<T> TrackResultAsync<T>(Task task, FailureTrackingChannel<TContract> self)
+    {
+        try
+        {
+            return await ((Task<T>)task).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (self.Observe(ex))
+        {
+            throw;
+        }
+    }
+}

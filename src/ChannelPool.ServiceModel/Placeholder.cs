@@ -1,1 +1,0 @@
-namespace ChannelPool.ServiceModel; internal static class Placeholder { }

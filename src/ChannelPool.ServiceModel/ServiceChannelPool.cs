@@ -1,0 +1,301 @@
+using System.Diagnostics.Metrics;
+using System.ServiceModel;
+using System.ServiceModel.Channels;
+using System.ServiceModel.Description;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Abstractions;
+using Microsoft.Extensions.Options;
+using Polly.CircuitBreaker;
+
+namespace ChannelPool.ServiceModel;
+
+/// <summary>
+/// The pooled channels of one WCF service endpoint: one <see cref="ChannelPool{TChannel}"/> for each set of client
+/// credentials, as the original pool's <c>GetPool(ClientCredentials)</c> kept them. Proxies with different credentials
+/// never share a channel. <see cref="PooledClientBase{TContract}"/> leases from it.
+/// </summary>
+/// <typeparam name="TContract">The service contract.</typeparam>
+/// <remarks>
+/// <para>
+/// The default pool serves the credentials the endpoint was configured with, and is the one warm-up fills. A pool for
+/// other credentials is created the first time a proxy uses them; its first caller waits for the first open.
+/// </para>
+/// <para>
+/// The lease mode defaults to <see cref="ChannelPool.LeaseMode.SingleUse"/> when the contract requires sessions
+/// (<see cref="SessionMode.Required"/>), so that no server-side session state passes from one caller to the next, and
+/// to <see cref="ChannelPool.LeaseMode.Reuse"/> otherwise. Setting <see cref="ChannelPoolOptions.LeaseMode"/> overrides it.
+/// </para>
+/// </remarks>
+public sealed partial class ServiceChannelPool<TContract> : IChannelPool
+    where TContract : class
+{
+    /// <summary>
+    /// The most distinct sets of credentials one endpoint pools channels for. Each set has its own pool of open
+    /// channels, so an application that makes new credentials (or a new certificate validator) per proxy would open
+    /// pools without end; it gets a clear error instead.
+    /// </summary>
+    public const int MaxCredentialSets = 64;
+
+    private readonly Action<ChannelFactory<TContract>>? _configureFactory;
+    private readonly TimeProvider? _timeProvider;
+    private readonly ILoggerFactory? _loggerFactory;
+    private readonly IMeterFactory? _meterFactory;
+    private readonly ILogger _logger;
+    private readonly bool _sessionful;
+    private readonly bool _contractRequiresSession;
+    private readonly CredentialKey _defaultKey;
+    private readonly Pooled _default;
+    private readonly Lock _createLock = new();
+    private volatile Dictionary<CredentialKey, Pooled> _byCredentials;
+    private ChannelPoolOptions _options;
+
+    /// <summary>Creates the pools for a service endpoint. Nothing is opened until warm-up or the first call.</summary>
+    /// <param name="binding">The binding, as a <c>ClientBase</c> proxy would take it.</param>
+    /// <param name="address">The service's address.</param>
+    /// <param name="options">The pool settings, shared by every credential pool. Defaults apply when null.</param>
+    /// <param name="configureFactory">
+    /// Configures each channel factory before it opens: default credentials, the service certificate check, endpoint
+    /// behaviors. Runs once per credential pool.
+    /// </param>
+    /// <param name="timeProvider">The pools' source of time. Defaults to <see cref="TimeProvider.System"/>.</param>
+    /// <param name="loggerFactory">Where the pools log.</param>
+    /// <param name="meterFactory">Creates the pools' meters.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="binding"/> or <paramref name="address"/> is null.</exception>
+    /// <exception cref="ArgumentException">
+    /// <typeparamref name="TContract"/> is not a service contract, or the address's scheme is not the binding's.
+    /// </exception>
+    /// <exception cref="OptionsValidationException"><paramref name="options"/> break a rule, or conflict with the binding's timeouts.</exception>
+    public ServiceChannelPool(
+        Binding binding,
+        EndpointAddress address,
+        ChannelPoolOptions? options = null,
+        Action<ChannelFactory<TContract>>? configureFactory = null,
+        TimeProvider? timeProvider = null,
+        ILoggerFactory? loggerFactory = null,
+        IMeterFactory? meterFactory = null)
+    {
+        ArgumentNullException.ThrowIfNull(binding);
+        ArgumentNullException.ThrowIfNull(address);
+        EndpointRules.DescribeContract(typeof(TContract));
+        EndpointRules.ValidateAddress(binding, address);
+
+        options ??= new ChannelPoolOptions();
+        Name = options.Name ?? typeof(TContract).Name;
+        Binding = binding;
+        Address = address;
+        _configureFactory = configureFactory;
+        _timeProvider = timeProvider;
+        _loggerFactory = loggerFactory;
+        _meterFactory = meterFactory;
+        _logger = loggerFactory?.CreateLogger("ChannelPool.ServiceModel") ?? NullLogger.Instance;
+        _contractRequiresSession = EndpointRules.RequiresSession(typeof(TContract));
+        _sessionful = EndpointRules.IsSessionful(binding);
+        ThrowIfConflicting(options);
+        _options = options;
+
+        var factory = CreateChannelFactory(credentials: null);
+        _defaultKey = CredentialKey.From(factory.Credentials);
+        _default = CreatePool(factory, Name);
+        _byCredentials = new Dictionary<CredentialKey, Pooled> { [_defaultKey] = _default };
+    }
+
+    /// <inheritdoc />
+    public string Name { get; }
+
+    /// <summary>Gets the binding every channel uses.</summary>
+    public Binding Binding { get; }
+
+    /// <summary>Gets the service's address.</summary>
+    public EndpointAddress Address { get; }
+
+    /// <summary>Gets the endpoint of the default pool's channel factory.</summary>
+    public ServiceEndpoint Endpoint => _default.Factory.ChannelFactory.Endpoint;
+
+    /// <summary>Gets the pool for the endpoint's own credentials, the one warm-up fills.</summary>
+    public ChannelPool<TContract> DefaultPool => _default.Pool;
+
+    /// <inheritdoc />
+    public LeaseMode LeaseMode => _default.Pool.LeaseMode;
+
+    /// <inheritdoc />
+    public int PoolSize => _default.Pool.PoolSize;
+
+    /// <inheritdoc />
+    public int RefillThreshold => _default.Pool.RefillThreshold;
+
+    /// <inheritdoc />
+    public int MaxChannels => _default.Pool.MaxChannels;
+
+    /// <summary>
+    /// Gets the pool for <paramref name="credentials"/>, creating it the first time those credentials are seen.
+    /// </summary>
+    /// <param name="credentials">A proxy's credentials; null for the endpoint's own.</param>
+    /// <returns>The pool whose channels were opened with these credentials.</returns>
+    /// <exception cref="InvalidOperationException">More than <see cref="MaxCredentialSets"/> distinct credentials were used.</exception>
+    public ChannelPool<TContract> GetPool(ClientCredentials? credentials)
+    {
+        if (credentials is null)
+        {
+            return _default.Pool;
+        }
+
+        var key = CredentialKey.From(credentials);
+        return _byCredentials.TryGetValue(key, out var pooled) ? pooled.Pool : CreateCredentialPool(key, credentials);
+    }
+
+    /// <summary>Sums the counts of every credential pool; the breaker state is the worst among them.</summary>
+    /// <returns>The counts at this moment.</returns>
+    public ChannelPoolSnapshot GetSnapshot()
+    {
+        var pools = _byCredentials.Values;
+        var total = default(ChannelPoolSnapshot) with { BreakerState = CircuitState.Closed };
+        foreach (var pooled in pools)
+        {
+            var s = pooled.Pool.GetSnapshot();
+            total = new ChannelPoolSnapshot(
+                total.Idle + s.Idle,
+                total.Leased + s.Leased,
+                total.Opening + s.Opening,
+                total.Closing + s.Closing,
+                total.Waiting + s.Waiting,
+                Worst(total.BreakerState, s.BreakerState),
+                total.TotalOpened + s.TotalOpened,
+                total.TotalClosed + s.TotalClosed);
+        }
+
+        return total;
+    }
+
+    /// <summary>Starts filling the default pool and waits until <paramref name="readyChannels"/> channels are open.</summary>
+    /// <param name="readyChannels">How many open channels to wait for.</param>
+    /// <param name="cancellationToken">Stops the wait; filling goes on.</param>
+    /// <returns>A task that completes when enough channels are open.</returns>
+    public Task WarmUpAsync(int readyChannels, CancellationToken cancellationToken = default) =>
+        _default.Pool.WarmUpAsync(readyChannels, cancellationToken);
+
+    /// <summary>Drains every credential pool, then closes their channel factories.</summary>
+    /// <param name="cancellationToken">Cuts the waiting short: what is left is aborted.</param>
+    /// <returns>A task that completes when everything is closed.</returns>
+    public async Task DrainAsync(CancellationToken cancellationToken = default)
+    {
+        var pools = _byCredentials.Values.ToArray();
+        await Task.WhenAll(pools.Select(p => p.Pool.DrainAsync(cancellationToken))).ConfigureAwait(false);
+        await Task.WhenAll(pools.Select(p => p.Factory.DisposeAsync().AsTask())).ConfigureAwait(false);
+    }
+
+    /// <summary>Applies new settings to every credential pool.</summary>
+    /// <param name="options">The new settings.</param>
+    /// <exception cref="OptionsValidationException">They break a rule or conflict with the binding; nothing changes.</exception>
+    public void Reconfigure(ChannelPoolOptions options)
+    {
+        ArgumentNullException.ThrowIfNull(options);
+        ThrowIfConflicting(options);
+        using (_createLock.EnterScope())
+        {
+            _options = options;
+            foreach (var pooled in _byCredentials.Values)
+            {
+                pooled.Pool.Reconfigure(options.CopyFor(pooled.Pool.Name, EffectiveLeaseMode(options)));
+            }
+        }
+    }
+
+    /// <summary>Drains every pool; same as <see cref="DrainAsync"/>.</summary>
+    /// <returns>A task that completes when everything is closed.</returns>
+    public ValueTask DisposeAsync() => new(DrainAsync());
+
+    /// <summary>Drains every pool, blocking; prefer <see cref="DisposeAsync"/>.</summary>
+    public void Dispose()
+    {
+        foreach (var pooled in _byCredentials.Values)
+        {
+            pooled.Pool.Dispose();
+            pooled.Factory.ChannelFactory.Abort();
+        }
+    }
+
+    /// <summary>A copy of the endpoint's own credentials, for a proxy to change before its first call.</summary>
+    internal ClientCredentials CloneDefaultCredentials() => _default.Factory.ChannelFactory.Credentials.Clone();
+
+    private ChannelPool<TContract> CreateCredentialPool(CredentialKey key, ClientCredentials credentials)
+    {
+        using (_createLock.EnterScope())
+        {
+            var current = _byCredentials;
+            if (current.TryGetValue(key, out var existing))
+            {
+                return existing.Pool;
+            }
+
+            if (current.Count >= MaxCredentialSets)
+            {
+                throw new InvalidOperationException(
+                    $"Channel pool '{Name}' already holds pools for {MaxCredentialSets} distinct sets of client credentials, the most it keeps. " +
+                    "Each set has pooled channels of its own: reuse credentials (and one certificate validator object) across proxies instead of making new ones per proxy.");
+            }
+
+            var name = $"{Name}[{key}]";
+            for (var n = 2; current.Values.Any(p => p.Pool.Name == name); n++)
+            {
+                name = $"{Name}[{key}#{n}]";
+            }
+
+            var pooled = CreatePool(CreateChannelFactory(credentials), name);
+            LogCredentialPoolCreated(_logger, Name, name);
+
+            // Copy-on-write: lookups on the call path read the dictionary without the lock.
+            _byCredentials = new Dictionary<CredentialKey, Pooled>(current) { [key] = pooled };
+            return pooled.Pool;
+        }
+    }
+
+    private ChannelFactory<TContract> CreateChannelFactory(ClientCredentials? credentials)
+    {
+        var factory = new ChannelFactory<TContract>(Binding, Address);
+        _configureFactory?.Invoke(factory);
+        if (credentials is not null)
+        {
+            // A proxy's credentials replace the factory's, as ClientBase's own ClientCredentials would.
+            factory.Endpoint.EndpointBehaviors.Remove(typeof(ClientCredentials));
+            factory.Endpoint.EndpointBehaviors.Add(credentials.Clone());
+        }
+
+        return factory;
+    }
+
+    private Pooled CreatePool(ChannelFactory<TContract> factory, string name)
+    {
+        var adapter = new ServiceModelChannelFactory<TContract>(factory);
+        var pool = new ChannelPool<TContract>(
+            adapter, _options.CopyFor(name, EffectiveLeaseMode(_options)), _timeProvider, _loggerFactory, _meterFactory);
+        return new Pooled(pool, adapter);
+    }
+
+    private LeaseMode EffectiveLeaseMode(ChannelPoolOptions options) =>
+        options.IsLeaseModeSet ? options.LeaseMode
+        : _contractRequiresSession ? LeaseMode.SingleUse
+        : LeaseMode.Reuse;
+
+    private void ThrowIfConflicting(ChannelPoolOptions options)
+    {
+        var conflicts = EndpointRules.Conflicts(Name, Binding, _sessionful, options);
+        if (conflicts.Count > 0)
+        {
+            throw new OptionsValidationException(Name, typeof(ChannelPoolOptions), conflicts);
+        }
+    }
+
+    private static CircuitState Worst(CircuitState a, CircuitState b) => Rank(a) >= Rank(b) ? a : b;
+
+    private static int Rank(CircuitState state) => state switch
+    {
+        CircuitState.Closed => 0,
+        CircuitState.HalfOpen => 1,
+        _ => 2,
+    };
+
+    [LoggerMessage(301, LogLevel.Information, "Channel pool '{PoolName}' opened a pool for other client credentials: '{CredentialPoolName}'.")]
+    private static partial void LogCredentialPoolCreated(ILogger logger, string poolName, string credentialPoolName);
+
+    private sealed record Pooled(ChannelPool<TContract> Pool, ServiceModelChannelFactory<TContract> Factory);
+}

@@ -1,0 +1,48 @@
+using System.ServiceModel;
+using ChannelPool.ServiceModel.TestServices;
+
+namespace ChannelPool.ServiceModel.Tests.Fixtures;
+
+/// <summary>The README's drop-in contract: the test services' echo operation under the example's own names.</summary>
+[ServiceContract(Namespace = TestContract.Namespace, Name = nameof(IEchoService))]
+public interface ISomeService
+{
+    [OperationContract]
+    string Echo([MessageParameter(Name = "text")] string s);
+}
+
+/// <summary>The README's drop-in example, exactly as written there.</summary>
+public class MyProxy : PooledClientBase<ISomeService>, ISomeService
+{
+    public string Echo(string s) => Channel.Echo(s);
+}
+
+/// <summary>A proxy for the full test contract, for DI and the binding-and-address constructor.</summary>
+public class EchoProxy : PooledClientBase<IEchoService>, IEchoService
+{
+    public EchoProxy()
+    {
+    }
+
+    public EchoProxy(System.ServiceModel.Channels.Binding binding, EndpointAddress address)
+        : base(binding, address)
+    {
+    }
+
+    public EchoProxy(ServiceChannelPool<IEchoService> pool)
+        : base(pool)
+    {
+    }
+
+    public string Echo(string text) => Channel.Echo(text);
+
+    public string Fail(string reason) => Channel.Fail(reason);
+
+    public string WhoAmI() => Channel.WhoAmI();
+}
+
+/// <summary>A proxy for the sessionful contract.</summary>
+public class CounterProxy(ServiceChannelPool<ISessionCounter> pool) : PooledClientBase<ISessionCounter>(pool), ISessionCounter
+{
+    public int Increment() => Channel.Increment();
+}

@@ -1,0 +1,120 @@
+using System.Security.Cryptography.X509Certificates;
+using System.ServiceModel;
+using System.ServiceModel.Channels;
+using ChannelPool.ServiceModel.TestServices;
+using ChannelPool.ServiceModel.TestServices.NetTcp;
+using ChannelPool.ServiceModel.TestServices.Soap;
+
+namespace ChannelPool.ServiceModel.Tests.Fixtures;
+
+/// <summary>The bindings the WCF drop-in is tested on, each against a real service on 127.0.0.1.</summary>
+public enum Transport
+{
+    /// <summary>net.tcp with TLS, against the [MC-NMF] test host: every channel open is a TCP connect and a TLS handshake.</summary>
+    NetTcp,
+
+    /// <summary>BasicHttpsBinding against SoapCore on Kestrel.</summary>
+    BasicHttps,
+
+    /// <summary>WSHttpBinding with transport security (SOAP 1.2, WS-Addressing) against SoapCore.</summary>
+    WsHttps,
+
+    /// <summary>WSHttpBinding with TransportWithMessageCredential and UserName credentials against SoapCore.</summary>
+    UserName,
+}
+
+/// <summary>
+/// One running test service for a <see cref="Transport"/>, with the binding, address and client set-up a proxy needs.
+/// It can be stopped and started again on the same port, keeping its counters.
+/// </summary>
+internal sealed class TestService : IAsyncDisposable
+{
+    private NetTcpTestHost? _netTcp;
+    private SoapTestHost? _soap;
+
+    private TestService(Transport transport, X509Certificate2 certificate)
+    {
+        Transport = transport;
+        Certificate = certificate;
+    }
+
+    public Transport Transport { get; }
+
+    public X509Certificate2 Certificate { get; }
+
+    public ServerCounters Counters { get; } = new();
+
+    public int Port { get; private set; }
+
+    public NetTcpTestHost NetTcpHost => _netTcp ?? throw new InvalidOperationException("Not a running net.tcp service.");
+
+    public Binding Binding => Transport switch
+    {
+        Transport.NetTcp => NetTcpTestHost.CreateBinding(),
+        Transport.BasicHttps => SoapTestHost.CreateBasicBinding(),
+        Transport.WsHttps => SoapTestHost.CreateWsBinding(),
+        _ => SoapTestHost.CreateUserNameBinding(),
+    };
+
+    public EndpointAddress EchoAddress => Transport switch
+    {
+        Transport.NetTcp => NetTcpTestHost.CreateAddress(new Uri($"net.tcp://127.0.0.1:{Port}/echo")),
+        Transport.BasicHttps => SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{Port}/basic")),
+        Transport.WsHttps => SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{Port}/ws")),
+        _ => SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{Port}/username")),
+    };
+
+    public EndpointAddress CounterAddress => NetTcpTestHost.CreateAddress(new Uri($"net.tcp://127.0.0.1:{Port}/counter"));
+
+    /// <summary>The user a channel factory signs in as on <see cref="Transport.UserName"/>; "anonymous" elsewhere.</summary>
+    public string ExpectedUser => Transport == Transport.UserName ? TestUsers.Alice : "anonymous";
+
+    public static async Task<TestService> StartAsync(Transport transport, X509Certificate2? certificate = null)
+    {
+        var service = new TestService(transport, certificate ?? TestCertificate.Create());
+        await service.StartAsync();
+        return service;
+    }
+
+    /// <summary>Trusts the service's certificate, and on <see cref="Transport.UserName"/> signs in as alice.</summary>
+    public void Configure<TContract>(ChannelFactory<TContract> factory)
+    {
+        TestCertificate.TrustOnly(factory.Credentials, Certificate);
+        if (Transport == Transport.UserName)
+        {
+            factory.Credentials.UserName.UserName = TestUsers.Alice;
+            factory.Credentials.UserName.Password = TestUsers.AlicePassword;
+        }
+    }
+
+    public async Task StartAsync()
+    {
+        if (Transport == Transport.NetTcp)
+        {
+            _netTcp = await NetTcpTestHost.StartAsync(Certificate, Port, Counters);
+            Port = _netTcp.Port;
+        }
+        else
+        {
+            _soap = await SoapTestHost.StartAsync(Certificate, Port, Counters);
+            Port = _soap.Port;
+        }
+    }
+
+    public async Task StopAsync()
+    {
+        if (_netTcp is not null)
+        {
+            await _netTcp.StopAsync();
+            _netTcp = null;
+        }
+
+        if (_soap is not null)
+        {
+            await _soap.StopAsync();
+            _soap = null;
+        }
+    }
+
+    public ValueTask DisposeAsync() => new(StopAsync());
+}
