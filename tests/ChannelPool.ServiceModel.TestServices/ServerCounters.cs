@@ -11,6 +11,7 @@ public sealed class ServerCounters
     private long _sessionsStarted;
     private long _sessionsEnded;
     private long _calls;
+    private long _endRecords;
 
     /// <summary>Gets the TCP connections accepted.</summary>
     public long Connections => Interlocked.Read(ref _connections);
@@ -24,6 +25,9 @@ public sealed class ServerCounters
     /// <summary>Gets the sessions that ended, gracefully (end record) or not.</summary>
     public long SessionsEnded => Interlocked.Read(ref _sessionsEnded);
 
+    /// <summary>Gets the sessions a client ended politely: net.tcp end records received.</summary>
+    public long EndRecords => Interlocked.Read(ref _endRecords);
+
     /// <summary>Gets the sessions started and not yet ended.</summary>
     public long ActiveSessions => SessionsStarted - SessionsEnded;
 
@@ -32,7 +36,7 @@ public sealed class ServerCounters
 
     /// <summary>Takes all counts at once, for before/after comparisons.</summary>
     /// <returns>The counts now.</returns>
-    public ServerCountsSnapshot Snapshot() => new(Connections, TlsHandshakes, SessionsStarted, SessionsEnded, Calls);
+    public ServerCountsSnapshot Snapshot() => new(Connections, TlsHandshakes, SessionsStarted, SessionsEnded, Calls, EndRecords);
 
     internal void ConnectionAccepted() => Interlocked.Increment(ref _connections);
 
@@ -43,6 +47,8 @@ public sealed class ServerCounters
     internal void SessionEnded() => Interlocked.Increment(ref _sessionsEnded);
 
     internal void CallDispatched() => Interlocked.Increment(ref _calls);
+
+    internal void EndRecordReceived() => Interlocked.Increment(ref _endRecords);
 }
 
 /// <summary>A server's counts at one moment.</summary>
@@ -51,7 +57,8 @@ public sealed class ServerCounters
 /// <param name="SessionsStarted">Sessions started.</param>
 /// <param name="SessionsEnded">Sessions ended.</param>
 /// <param name="Calls">Operations dispatched.</param>
-public readonly record struct ServerCountsSnapshot(long Connections, long TlsHandshakes, long SessionsStarted, long SessionsEnded, long Calls)
+/// <param name="EndRecords">Sessions the client ended with an end record.</param>
+public readonly record struct ServerCountsSnapshot(long Connections, long TlsHandshakes, long SessionsStarted, long SessionsEnded, long Calls, long EndRecords = 0)
 {
     /// <summary>Subtracts an earlier snapshot: what happened between the two.</summary>
     /// <param name="later">The later snapshot.</param>
@@ -62,7 +69,8 @@ public readonly record struct ServerCountsSnapshot(long Connections, long TlsHan
         later.TlsHandshakes - earlier.TlsHandshakes,
         later.SessionsStarted - earlier.SessionsStarted,
         later.SessionsEnded - earlier.SessionsEnded,
-        later.Calls - earlier.Calls);
+        later.Calls - earlier.Calls,
+        later.EndRecords - earlier.EndRecords);
 
     /// <summary>Subtracts an earlier snapshot.</summary>
     /// <param name="earlier">The earlier snapshot.</param>

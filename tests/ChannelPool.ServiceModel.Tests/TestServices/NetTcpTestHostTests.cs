@@ -1,0 +1,233 @@
+using System.Security.Cryptography.X509Certificates;
+using System.ServiceModel;
+using ChannelPool.ServiceModel.TestServices;
+using ChannelPool.ServiceModel.TestServices.NetTcp;
+
+namespace ChannelPool.ServiceModel.Tests.TestServices;
+
+/// <summary>The net.tcp test host against the plain WCF client (no pool): it must behave like a real net.tcp service.</summary>
+[TestFixture]
+[CancelAfter(10_000)]
+public sealed class NetTcpTestHostTests
+{
+    private X509Certificate2 _certificate = null!;
+
+    [OneTimeSetUp]
+    public void CreateCertificate() => _certificate = TestCertificate.Create();
+
+    [OneTimeTearDown]
+    public void DisposeCertificate() => _certificate.Dispose();
+
+    [Test]
+    public async Task Echo_round_trips_over_tls_and_WhoAmI_is_anonymous()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
+        var channel = factory.Open();
+
+        Assert.That(channel.Echo("hello over net.tcp"), Is.EqualTo("hello over net.tcp"));
+        Assert.That(channel.WhoAmI(), Is.EqualTo("anonymous"));
+        Assert.That(host.Counters.TlsHandshakes, Is.EqualTo(1));
+        Assert.That(host.Counters.Calls, Is.EqualTo(2));
+    }
+
+    [Test]
+    public async Task Each_channel_is_one_connection_one_handshake_and_one_session_whatever_its_number_of_calls()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
+
+        var first = factory.Open();
+        for (int i = 0; i < 20; i++)
+        {
+            first.Echo($"call {i}");
+        }
+
+        Assert.That(host.Counters.Snapshot(), Is.EqualTo(new ServerCountsSnapshot(Connections: 1, TlsHandshakes: 1, SessionsStarted: 1, SessionsEnded: 0, Calls: 20)));
+
+        var second = factory.Open();
+        second.Echo("second channel");
+
+        Assert.That(host.Counters.Snapshot(), Is.EqualTo(new ServerCountsSnapshot(Connections: 2, TlsHandshakes: 2, SessionsStarted: 2, SessionsEnded: 0, Calls: 21)));
+        Assert.That(host.ActiveConnections, Is.EqualTo(2));
+    }
+
+    [Test]
+    public async Task Fail_surfaces_as_a_FaultException_with_the_reason_and_leaves_the_channel_opened()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
+        var channel = factory.Open();
+
+        var fault = Assert.Throws<FaultException>(() => channel.Fail("no such order"));
+
+        Assert.That(fault.Reason.ToString(), Is.EqualTo("no such order"));
+        Assert.That(((IClientChannel)channel).State, Is.EqualTo(CommunicationState.Opened));
+        Assert.That(channel.Echo("still usable"), Is.EqualTo("still usable"));
+        Assert.That(host.Counters.TlsHandshakes, Is.EqualTo(1));
+    }
+
+    [Test]
+    public async Task SessionCounter_counts_per_channel()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<ISessionCounter>(_certificate, host.CounterAddress);
+        var first = factory.Open();
+        var second = factory.Open();
+
+        Assert.That(new[] { first.Increment(), first.Increment(), second.Increment(), first.Increment(), second.Increment() }, Is.EqualTo(new[] { 1, 2, 1, 3, 2 }));
+    }
+
+    [Test]
+    public async Task A_client_close_ends_the_session_with_end_records_and_the_client_keeps_the_connection_for_its_next_channel()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
+        var channel = (IClientChannel)factory.Open();
+        ((IEchoService)channel).Echo("before close");
+
+        // Close sends the end record and waits for the host's end record; a host that did not answer would time out.
+        channel.Close(TimeSpan.FromSeconds(2));
+
+        Assert.That(channel.State, Is.EqualTo(CommunicationState.Closed));
+        Assert.That(() => host.Counters.SessionsEnded, Is.EqualTo(1).After(2000, 10));
+        Assert.That(host.ActiveConnections, Is.EqualTo(1), "the WCF client pools the raw TCP connection after a graceful close");
+
+        // The next channel reuses that TCP connection: a new preamble, a new TLS handshake, a new session.
+        var next = factory.Open();
+        Assert.That(next.Echo("on the pooled connection"), Is.EqualTo("on the pooled connection"));
+        Assert.That(host.Counters.Snapshot(), Is.EqualTo(new ServerCountsSnapshot(Connections: 1, TlsHandshakes: 2, SessionsStarted: 2, SessionsEnded: 1, Calls: 2)));
+    }
+
+    [Test]
+    public async Task AbortIdleSessions_also_drops_connections_the_client_pooled_and_the_next_open_connects_anew()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
+        var channel = (IClientChannel)factory.Open();
+        ((IEchoService)channel).Echo("before close");
+        channel.Close(TimeSpan.FromSeconds(2));
+        Assert.That(() => host.Counters.SessionsEnded, Is.EqualTo(1).After(2000, 10));
+
+        Assert.That(host.AbortIdleSessions(), Is.EqualTo(1));
+        Assert.That(() => host.ActiveConnections, Is.Zero.After(2000, 10));
+
+        var next = factory.Open();
+        Assert.That(next.Echo("on a new connection"), Is.EqualTo("on a new connection"));
+        Assert.That(host.Counters.Connections, Is.EqualTo(2));
+        Assert.That(host.Counters.SessionsEnded, Is.EqualTo(1), "the dropped connection carried no session");
+    }
+
+    [Test]
+    public async Task An_abrupt_client_disconnect_counts_the_session_ended_once()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
+        var channel = (IClientChannel)factory.Open();
+        ((IEchoService)channel).Echo("before abort");
+
+        channel.Abort();
+
+        Assert.That(() => host.ActiveConnections, Is.Zero.After(2000, 10));
+        Assert.That(host.Counters.SessionsEnded, Is.EqualTo(1));
+    }
+
+    [Test]
+    public async Task AbortIdleSessions_makes_the_next_call_on_an_idle_channel_fail_with_a_CommunicationException()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
+        var channel = factory.Open();
+        channel.Echo("before abort");
+
+        Assert.That(host.AbortIdleSessions(), Is.EqualTo(1));
+        Assert.That(() => host.Counters.SessionsEnded, Is.EqualTo(1).After(2000, 10));
+
+        Assert.Throws(Is.InstanceOf<CommunicationException>(), () => channel.Echo("after abort"));
+        Assert.That(((IClientChannel)channel).State, Is.EqualTo(CommunicationState.Faulted));
+    }
+
+    [Test]
+    public async Task An_idle_client_channel_does_not_notice_a_server_abort_until_its_next_call()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
+        var channel = factory.Open();
+        channel.Echo("before abort");
+
+        host.AbortIdleSessions();
+        await Task.Delay(500);
+
+        // The fact the pool's design rests on: a dead idle channel still says Opened; only using it reveals the loss.
+        Assert.That(((IClientChannel)channel).State, Is.EqualTo(CommunicationState.Opened));
+    }
+
+    [Test]
+    public async Task Stop_aborts_every_connection_and_a_new_host_starts_on_the_same_port_with_the_same_counters()
+    {
+        var host = await NetTcpTestHost.StartAsync(_certificate);
+        int port = host.Port;
+        using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
+        var before = factory.Open();
+        before.Echo("before stop");
+
+        await host.StopAsync();
+
+        Assert.That(host.ActiveConnections, Is.Zero);
+        Assert.That(host.Counters.SessionsEnded, Is.EqualTo(1));
+        Assert.Throws(Is.InstanceOf<CommunicationException>(), () => before.Echo("host is down"));
+        Assert.That(((IClientChannel)before).State, Is.EqualTo(CommunicationState.Faulted));
+
+        await using var restarted = await NetTcpTestHost.StartAsync(_certificate, port, host.Counters);
+        var after = factory.Open();
+
+        Assert.That(restarted.Port, Is.EqualTo(port));
+        Assert.That(after.Echo("after restart"), Is.EqualTo("after restart"));
+        Assert.That(restarted.Counters.SessionsStarted, Is.EqualTo(2));
+    }
+
+    [Test]
+    public async Task An_unknown_via_path_fails_at_open_with_EndpointNotFoundException()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<IEchoService>(_certificate, new Uri(host.EchoAddress, "/nowhere"));
+
+        Assert.Throws<EndpointNotFoundException>(() => factory.Open());
+        Assert.That(host.Counters.TlsHandshakes, Is.Zero);
+        Assert.That(host.Counters.SessionsStarted, Is.Zero);
+    }
+
+    [Test]
+    public async Task An_action_the_endpoint_does_not_serve_fails_with_ActionNotSupportedException()
+    {
+        await using var host = await NetTcpTestHost.StartAsync(_certificate);
+        using var factory = new Factory<IEchoService>(_certificate, host.CounterAddress);
+        var channel = factory.Open();
+
+        Assert.Throws<ActionNotSupportedException>(() => channel.Echo("wrong endpoint"));
+        Assert.That(host.Counters.Calls, Is.Zero);
+    }
+
+    /// <summary>A plain WCF channel factory that trusts only the test certificate; disposing aborts it and its channels.</summary>
+    private sealed class Factory<T> : IDisposable
+    {
+        private readonly ChannelFactory<T> _factory;
+
+        public Factory(X509Certificate2 certificate, Uri address)
+        {
+            var binding = NetTcpTestHost.CreateBinding();
+            binding.OpenTimeout = binding.SendTimeout = binding.CloseTimeout = TimeSpan.FromSeconds(5);
+            _factory = new ChannelFactory<T>(binding, NetTcpTestHost.CreateAddress(address));
+            TestCertificate.TrustOnly(_factory.Credentials, certificate);
+        }
+
+        public T Open()
+        {
+            T channel = _factory.CreateChannel();
+            ((IClientChannel)channel!).Open();
+            return channel;
+        }
+
+        public void Dispose() => _factory.Abort();
+    }
+}
