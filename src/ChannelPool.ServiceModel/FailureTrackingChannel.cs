@@ -22,8 +22,16 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
 {
     private static readonly ConcurrentDictionary<Type, Func<Task, FailureTrackingChannel<TContract>, Task>> TaskTrackers = new();
 
+    /// <summary>
+    /// How long a channel must have been idle before a lease probes its connection: a channel used within this window
+    /// is taken to be alive, so a busy pool makes no system call per lease (HikariCP's bypass window is the same 500 ms).
+    /// </summary>
+    internal static readonly TimeSpan ProbeAfterIdle = TimeSpan.FromMilliseconds(500);
+
     private TContract _inner = null!;
     private volatile bool _broken;
+    private TimeProvider _time = TimeProvider.System;
+    private long _lastUsed;
 
     /// <summary>Gets the real WCF channel.</summary>
     public TContract Inner => _inner;
@@ -34,15 +42,42 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
     /// <summary>Gets whether a failed call broke the channel.</summary>
     public bool IsBroken => _broken;
 
-    /// <summary>Gets whether the channel may carry calls: opened, and no call on it failed for transport reasons.</summary>
-    public bool IsUsable => !_broken && Communication.State == CommunicationState.Opened;
+    /// <summary>
+    /// Gets whether the channel may carry calls: opened, no call on it failed for transport reasons, and, if it has been
+    /// idle a while, its connection is still there (see <see cref="SessionProbe"/>).
+    /// </summary>
+    public bool IsUsable
+    {
+        get
+        {
+            if (_broken || Communication.State != CommunicationState.Opened)
+            {
+                return false;
+            }
 
-    public static TContract Wrap(TContract channel)
+            if (_time.GetElapsedTime(Volatile.Read(ref _lastUsed)) < ProbeAfterIdle)
+            {
+                return true;
+            }
+
+            if (SessionProbe.IsConnectionLost(_inner))
+            {
+                _broken = true;
+                return false;
+            }
+
+            return true;
+        }
+    }
+
+    public static TContract Wrap(TContract channel, TimeProvider time)
     {
         var proxy = Create<TContract, FailureTrackingChannel<TContract>>();
         var tracker = (FailureTrackingChannel<TContract>)(object)proxy;
         tracker._inner = channel;
         tracker.Communication = (ICommunicationObject)channel;
+        tracker._time = time;
+        tracker._lastUsed = time.GetTimestamp();
         return proxy;
     }
 
@@ -74,6 +109,10 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
         catch (Exception ex) when (Observe(ex))
         {
             throw; // Observe always returns false: the filter records without catching, so the stack stays the caller's.
+        }
+        finally
+        {
+            Volatile.Write(ref _lastUsed, _time.GetTimestamp());
         }
 
         return result is Task { IsCompletedSuccessfully: false } task ? Track(task, targetMethod.ReturnType) : result;

@@ -265,7 +265,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
 
     private Pooled CreatePool(ChannelFactory<TContract> factory, string name)
     {
-        var adapter = new ServiceModelChannelFactory<TContract>(factory);
+        var adapter = new ServiceModelChannelFactory<TContract>(factory, _timeProvider);
         var pool = new ChannelPool<TContract>(
             adapter, _options.CopyFor(name, EffectiveLeaseMode(_options)), _timeProvider, _loggerFactory, _meterFactory);
         return new Pooled(pool, adapter);

@@ -19,19 +19,27 @@ namespace ChannelPool.ServiceModel;
 /// than a <see cref="FaultException"/>, which is an application's answer) or a <see cref="TimeoutException"/> is never
 /// usable again, whatever its <see cref="ICommunicationObject.State"/> says.
 /// </para>
+/// <para>
+/// A WCF client does not notice while idle that a service dropped its session: the channel stays
+/// <see cref="CommunicationState.Opened"/> until a call fails. So <see cref="IsUsable"/> also polls the connection of a
+/// session channel that has been idle for 500 ms or more, without sending anything, and a dead one is never leased.
+/// </para>
 /// </remarks>
 public sealed class ServiceModelChannelFactory<TContract> : IPooledChannelFactory<TContract>, IAsyncDisposable
     where TContract : class
 {
     private readonly Lazy<Task> _factoryOpened;
+    private readonly TimeProvider _timeProvider;
 
     /// <summary>Creates the adapter over <paramref name="channelFactory"/>, which it owns from now on.</summary>
     /// <param name="channelFactory">The factory the channels come from. The adapter opens it and closes it on dispose.</param>
+    /// <param name="timeProvider">Tells how long a channel has been idle; use the pool's. Defaults to <see cref="TimeProvider.System"/>.</param>
     /// <exception cref="ArgumentNullException"><paramref name="channelFactory"/> is null.</exception>
-    public ServiceModelChannelFactory(ChannelFactory<TContract> channelFactory)
+    public ServiceModelChannelFactory(ChannelFactory<TContract> channelFactory, TimeProvider? timeProvider = null)
     {
         ArgumentNullException.ThrowIfNull(channelFactory);
         ChannelFactory = channelFactory;
+        _timeProvider = timeProvider ?? TimeProvider.System;
         _factoryOpened = new Lazy<Task>(() => Task.Factory.FromAsync(channelFactory.BeginOpen, channelFactory.EndOpen, state: null));
     }
 
@@ -60,7 +68,7 @@ public sealed class ServiceModelChannelFactory<TContract> : IPooledChannelFactor
             throw;
         }
 
-        return FailureTrackingChannel<TContract>.Wrap(channel);
+        return FailureTrackingChannel<TContract>.Wrap(channel, _timeProvider);
     }
 
     /// <inheritdoc />
