@@ -44,6 +44,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     private readonly bool _sessionful;
     private readonly bool _contractRequiresSession;
     private readonly CredentialKey _defaultKey;
+    private readonly ClientCredentials _defaultCredentials;
     private readonly Pooled _default;
     private readonly Lock _createLock = new();
     private volatile Dictionary<CredentialKey, Pooled> _byCredentials;
@@ -94,7 +95,10 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         _options = options;
 
         var factory = CreateChannelFactory(credentials: null);
-        _defaultKey = CredentialKey.From(factory.Credentials);
+
+        // Kept apart from the factory: an opened factory's credentials are read-only, and so are their clones.
+        _defaultCredentials = factory.Credentials.Clone();
+        _defaultKey = CredentialKey.From(_defaultCredentials);
         _default = CreatePool(factory, Name);
         _byCredentials = new Dictionary<CredentialKey, Pooled> { [_defaultKey] = _default };
     }
@@ -215,7 +219,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     }
 
     /// <summary>A copy of the endpoint's own credentials, for a proxy to change before its first call.</summary>
-    internal ClientCredentials CloneDefaultCredentials() => _default.Factory.ChannelFactory.Credentials.Clone();
+    internal ClientCredentials CloneDefaultCredentials() => _defaultCredentials.Clone();
 
     private ChannelPool<TContract> CreateCredentialPool(CredentialKey key, ClientCredentials credentials)
     {

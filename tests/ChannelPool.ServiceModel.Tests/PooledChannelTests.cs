@@ -178,4 +178,21 @@ public sealed class PooledChannelTests
             Assert.That(proxy.Echo("back"), Is.EqualTo("back"));
         }
     }
+
+    [Test]
+    public async Task One_proxy_shared_by_many_threads_leases_one_channel_and_every_call_gets_its_own_answer()
+    {
+        await using var service = await TestService.StartAsync(Transport.NetTcp);
+        await using var pool = new ServiceChannelPool<IEchoService>(
+            service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 4 }, service.Configure);
+        await pool.WarmUpAsync(readyChannels: 4);
+        var shared = new EchoProxy(pool);
+
+        var replies = await Task.WhenAll(Enumerable.Range(0, 64).Select(i => Task.Run(() => shared.Echo($"call {i}"))));
+
+        Assert.That(replies, Is.EqualTo(Enumerable.Range(0, 64).Select(i => $"call {i}")));
+        Assert.That(pool.GetSnapshot().Leased, Is.EqualTo(1), "the threads shared the proxy's one channel");
+        shared.Close();
+        Assert.That(pool.GetSnapshot().Leased, Is.Zero);
+    }
 }

@@ -1,0 +1,151 @@
+using System.ServiceModel;
+using ChannelPool.ServiceModel.Tests.Fixtures;
+using ChannelPool.ServiceModel.TestServices;
+using ChannelPool.ServiceModel.TestServices.NetTcp;
+using ChannelPool.ServiceModel.TestServices.Soap;
+using Microsoft.Extensions.Options;
+
+namespace ChannelPool.ServiceModel.Tests;
+
+/// <summary>Every bad input gets an error that says what was wrong and what to do.</summary>
+[TestFixture]
+public sealed class BadInputTests
+{
+    private static readonly EndpointAddress TcpAddress = NetTcpTestHost.CreateAddress(new Uri("net.tcp://127.0.0.1:1/echo"));
+
+    [TearDown]
+    public Task TearDown() => Task.WhenAll(ChannelPoolFactory<ISomeService>.DestroyAsync(), ChannelPoolFactory<IEchoService>.DestroyAsync());
+
+    [Test]
+    public void A_null_binding_or_address_is_refused_by_name()
+    {
+        Assert.Multiple(() =>
+        {
+            Assert.That(() => new ServiceChannelPool<IEchoService>(null!, TcpAddress), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("binding"));
+            Assert.That(() => new ServiceChannelPool<IEchoService>(NetTcpTestHost.CreateBinding(), null!), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("address"));
+            Assert.That(() => new EchoProxy(null!, TcpAddress), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("binding"));
+            Assert.That(() => new EchoProxy(NetTcpTestHost.CreateBinding(), null!), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("remoteAddress"));
+            Assert.That(() => new EchoProxy((ServiceChannelPool<IEchoService>)null!), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("pool"));
+        });
+    }
+
+    [Test]
+    public void A_proxy_for_a_contract_no_pool_was_initialized_for_says_how_to_fix_it()
+    {
+        var proxy = new MyProxy();
+
+        var error = Assert.Throws<InvalidOperationException>(() => proxy.Echo("anyone there?"));
+
+        Assert.That(error!.Message, Does.Contain(nameof(ISomeService)).And.Contain("ChannelPoolFactory<ISomeService>.Initialize"));
+    }
+
+    [Test]
+    public void A_type_that_is_not_a_service_contract_is_refused()
+    {
+        var error = Assert.Throws<ArgumentException>(() => new ServiceChannelPool<INotAContract>(NetTcpTestHost.CreateBinding(), TcpAddress));
+
+        Assert.That(error!.Message, Does.Contain(nameof(INotAContract)).And.Contain("[ServiceContract]"));
+    }
+
+    [Test]
+    public void An_address_whose_scheme_is_not_the_bindings_is_refused()
+    {
+        var httpsAddress = SoapTestHost.CreateAddress(new Uri("https://127.0.0.1:1/basic"));
+
+        var error = Assert.Throws<ArgumentException>(() => new ServiceChannelPool<IEchoService>(NetTcpTestHost.CreateBinding(), httpsAddress));
+
+        Assert.That(error!.Message, Does.Contain("https").And.Contain("net.tcp"));
+    }
+
+    [Test]
+    public void A_channel_lifetime_not_shorter_than_the_bindings_receive_timeout_is_refused()
+    {
+        var binding = NetTcpTestHost.CreateBinding();
+        binding.ReceiveTimeout = TimeSpan.FromSeconds(60);
+
+        var error = Assert.Throws<OptionsValidationException>(() => new ServiceChannelPool<IEchoService>(
+            binding, TcpAddress, new ChannelPoolOptions { ChannelLifetime = TimeSpan.FromSeconds(90) }));
+
+        Assert.That(error!.Message, Does.Contain("ChannelLifetime").And.Contain("ReceiveTimeout").And.Contain("00:01:00"));
+    }
+
+    [Test]
+    public void The_receive_timeout_rule_applies_only_to_bindings_with_sessions()
+    {
+        var binding = SoapTestHost.CreateBasicBinding();
+        binding.ReceiveTimeout = TimeSpan.FromSeconds(60);
+
+        Assert.That(
+            () => new ServiceChannelPool<IEchoService>(binding, SoapTestHost.CreateAddress(new Uri("https://127.0.0.1:1/basic")), new ChannelPoolOptions { ChannelLifetime = TimeSpan.FromSeconds(90) }).Dispose(),
+            Throws.Nothing,
+            "an HTTP channel has no server session to time out");
+    }
+
+    [Test]
+    public async Task A_reconfiguration_that_conflicts_with_the_binding_is_refused_and_the_pool_keeps_its_settings()
+    {
+        var binding = NetTcpTestHost.CreateBinding();
+        binding.ReceiveTimeout = TimeSpan.FromSeconds(60);
+        await using var pool = new ServiceChannelPool<IEchoService>(binding, TcpAddress, new ChannelPoolOptions { ChannelLifetime = TimeSpan.FromSeconds(30), PoolSize = 5 });
+
+        Assert.Throws<OptionsValidationException>(() => pool.Reconfigure(new ChannelPoolOptions { ChannelLifetime = TimeSpan.FromMinutes(5), PoolSize = 9 }));
+
+        Assert.That(pool.PoolSize, Is.EqualTo(5));
+    }
+
+    [Test]
+    public async Task Initializing_a_contract_twice_is_refused_until_it_is_destroyed()
+    {
+        await using var service = await TestService.StartAsync(Transport.BasicHttps);
+        ChannelPoolFactory<ISomeService>.Initialize(service.Binding, service.EchoAddress, service.Configure);
+
+        var error = Assert.Throws<InvalidOperationException>(() => ChannelPoolFactory<ISomeService>.Initialize(service.Binding, service.EchoAddress, service.Configure));
+        Assert.That(error!.Message, Does.Contain("Destroy"));
+
+        await ChannelPoolFactory<ISomeService>.DestroyAsync();
+        ChannelPoolFactory<ISomeService>.Initialize(service.Binding, service.EchoAddress, service.Configure);
+        var proxy = new MyProxy();
+        Assert.That(proxy.Echo("again"), Is.EqualTo("again"));
+        proxy.Close();
+    }
+
+    [Test]
+    public async Task A_closed_proxy_refuses_more_calls_and_closing_or_disposing_again_does_nothing()
+    {
+        await using var service = await TestService.StartAsync(Transport.BasicHttps);
+        await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, configureFactory: service.Configure);
+        var proxy = new EchoProxy(pool);
+        proxy.Echo("once");
+        proxy.Close();
+
+        var error = Assert.Throws<ObjectDisposedException>(() => proxy.Echo("twice"));
+        Assert.That(error!.Message, Does.Contain("closed"));
+        Assert.That(() => { proxy.Close(); proxy.Dispose(); proxy.Abort(); }, Throws.Nothing);
+        Assert.That(pool.GetSnapshot().Leased, Is.Zero);
+    }
+
+    [Test]
+    public async Task Proxies_built_from_binding_and_address_share_one_pool_and_bad_input_is_not_cached()
+    {
+        await using var service = await TestService.StartAsync(Transport.BasicHttps);
+        var first = new EchoProxy(service.Binding, service.EchoAddress);
+        var second = new EchoProxy(service.Binding, service.EchoAddress);
+
+        Assert.That(second.ServiceChannelPool, Is.SameAs(first.ServiceChannelPool), "a per-call proxy does not make a pool per call");
+        first.ClientCredentials.ServiceCertificate.SslCertificateAuthentication = ShareTrust(service);
+        Assert.That(first.Echo("built from binding and address"), Is.EqualTo("built from binding and address"));
+        first.Close();
+        second.Close();
+
+        var wrongScheme = NetTcpTestHost.CreateAddress(new Uri($"net.tcp://127.0.0.1:{service.Port}/echo"));
+        Assert.Throws<ArgumentException>(() => _ = new EchoProxy(service.Binding, wrongScheme));
+        Assert.Throws<ArgumentException>(() => _ = new EchoProxy(service.Binding, wrongScheme), "the same clear error the second time");
+    }
+
+    private static System.ServiceModel.Security.X509ServiceCertificateAuthentication ShareTrust(TestService service)
+    {
+        var credentials = new System.ServiceModel.Description.ClientCredentials();
+        TestCertificate.TrustOnly(credentials, service.Certificate);
+        return credentials.ServiceCertificate.SslCertificateAuthentication;
+    }
+}
