@@ -188,9 +188,14 @@ public sealed class PooledChannelTests
         await pool.WarmUpAsync(readyChannels: 4);
         var shared = new EchoProxy(pool);
 
-        var replies = await Task.WhenAll(Enumerable.Range(0, 64).Select(i => Task.Run(() => shared.Echo($"call {i}"))));
+        // Dedicated threads: the WCF client's synchronous calls block a thread each, and 16 blocked pool threads on two
+        // cores would measure the thread pool's injection rate instead of the proxy.
+        var replies = new string[16];
+        var threads = Enumerable.Range(0, replies.Length).Select(i => new Thread(() => replies[i] = shared.Echo($"call {i}"))).ToList();
+        threads.ForEach(t => t.Start());
+        threads.ForEach(t => t.Join());
 
-        Assert.That(replies, Is.EqualTo(Enumerable.Range(0, 64).Select(i => $"call {i}")));
+        Assert.That(replies, Is.EqualTo(Enumerable.Range(0, replies.Length).Select(i => $"call {i}")));
         Assert.That(pool.GetSnapshot().Leased, Is.EqualTo(1), "the threads shared the proxy's one channel");
         shared.Close();
         Assert.That(pool.GetSnapshot().Leased, Is.Zero);
