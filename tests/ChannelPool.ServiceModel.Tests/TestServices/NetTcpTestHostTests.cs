@@ -96,7 +96,7 @@ public sealed class NetTcpTestHostTests
         // The next channel reuses that TCP connection: a new preamble, a new TLS handshake, a new session.
         var next = factory.Open();
         Assert.That(next.Echo("on the pooled connection"), Is.EqualTo("on the pooled connection"));
-        Assert.That(host.Counters.Snapshot(), Is.EqualTo(new ServerCountsSnapshot(Connections: 1, TlsHandshakes: 2, SessionsStarted: 2, SessionsEnded: 1, Calls: 2)));
+        Assert.That(host.Counters.Snapshot(), Is.EqualTo(new ServerCountsSnapshot(Connections: 1, TlsHandshakes: 2, SessionsStarted: 2, SessionsEnded: 1, Calls: 2, EndRecords: 1)));
     }
 
     [Test]
