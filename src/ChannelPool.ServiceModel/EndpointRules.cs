@@ -39,8 +39,18 @@ internal static class EndpointRules
     }
 
     /// <summary>Says whether channels of <paramref name="binding"/> carry a session the server keeps, and can time out.</summary>
-    public static bool IsSessionful(Binding binding) =>
-        binding.CanBuildChannelFactory<IDuplexSessionChannel>() || binding.CanBuildChannelFactory<IRequestSessionChannel>();
+    public static bool IsSessionful(Binding binding)
+    {
+        try
+        {
+            return binding.CanBuildChannelFactory<IDuplexSessionChannel>() || binding.CanBuildChannelFactory<IRequestSessionChannel>();
+        }
+        catch (InvalidOperationException)
+        {
+            // A custom binding that cannot answer without its parameters: the channel factory will say what is wrong.
+            return false;
+        }
+    }
 
     /// <summary>Lists the ways <paramref name="options"/> conflict with <paramref name="binding"/>; empty when none.</summary>
     public static List<string> Conflicts(string poolName, Binding binding, bool sessionful, ChannelPoolOptions options)

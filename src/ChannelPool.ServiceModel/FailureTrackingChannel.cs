@@ -42,6 +42,9 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
     /// <summary>Gets whether a failed call broke the channel.</summary>
     public bool IsBroken => _broken;
 
+    /// <summary>Gets whether the channel is known to be unusable, without probing its connection.</summary>
+    public bool IsKnownUnusable => _broken || Communication.State != CommunicationState.Opened;
+
     /// <summary>
     /// Gets whether the channel may carry calls: opened, no call on it failed for transport reasons, and, if it has been
     /// idle a while, its connection is still there (see <see cref="SessionProbe"/>).

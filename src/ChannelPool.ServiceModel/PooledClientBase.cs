@@ -110,7 +110,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     /// </summary>
     public CommunicationState State => Volatile.Read(ref _state) switch
     {
-        StateOpened when _channel is { IsUsable: false } => CommunicationState.Faulted,
+        StateOpened when _channel is { IsKnownUnusable: true } => CommunicationState.Faulted,
         var state => (CommunicationState)state,
     };
 
@@ -352,9 +352,14 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
             Volatile.Write(ref _state, StateClosed);
         }
 
-        if (channel is not null && (broken || !channel.IsUsable))
+        if (channel is not null && broken)
         {
             channel.MarkBroken();
+        }
+
+        // The pool itself checks the channel at release; this only tells the proxy's listeners.
+        if (channel is { IsKnownUnusable: true })
+        {
             Faulted?.Invoke(this, EventArgs.Empty);
         }
 
