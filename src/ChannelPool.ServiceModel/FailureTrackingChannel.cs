@@ -31,6 +31,7 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
     private TContract _inner = null!;
     private volatile bool _broken;
     private TimeProvider _time = TimeProvider.System;
+    private SessionProbe _probe = null!;
     private long _lastUsed;
 
     /// <summary>Gets the real WCF channel.</summary>
@@ -63,7 +64,7 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
                 return true;
             }
 
-            if (SessionProbe.IsConnectionLost(_inner))
+            if (_probe.IsConnectionLost(_inner))
             {
                 _broken = true;
                 return false;
@@ -73,13 +74,14 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
         }
     }
 
-    public static TContract Wrap(TContract channel, TimeProvider time)
+    public static TContract Wrap(TContract channel, TimeProvider time, SessionProbe probe)
     {
         var proxy = Create<TContract, FailureTrackingChannel<TContract>>();
         var tracker = (FailureTrackingChannel<TContract>)(object)proxy;
         tracker._inner = channel;
         tracker.Communication = (ICommunicationObject)channel;
         tracker._time = time;
+        tracker._probe = probe;
         tracker._lastUsed = time.GetTimestamp();
         return proxy;
     }

@@ -30,6 +30,7 @@ public sealed class ServiceModelChannelFactory<TContract> : IPooledChannelFactor
 {
     private readonly Lazy<Task> _factoryOpened;
     private readonly TimeProvider _timeProvider;
+    private readonly SessionProbe _probe = new();
 
     /// <summary>Creates the adapter over <paramref name="channelFactory"/>, which it owns from now on.</summary>
     /// <param name="channelFactory">The factory the channels come from. The adapter opens it and closes it on dispose.</param>
@@ -68,7 +69,7 @@ public sealed class ServiceModelChannelFactory<TContract> : IPooledChannelFactor
             throw;
         }
 
-        return FailureTrackingChannel<TContract>.Wrap(channel, _timeProvider);
+        return FailureTrackingChannel<TContract>.Wrap(channel, _timeProvider, _probe);
     }
 
     /// <inheritdoc />

@@ -1,4 +1,3 @@
-using System.Collections.Concurrent;
 using System.Net.Sockets;
 using System.Reflection;
 using System.ServiceModel;
@@ -12,23 +11,26 @@ namespace ChannelPool.ServiceModel;
 /// catches that before a caller gets the channel, as database pools check a connection before lending it.
 /// </summary>
 /// <remarks>
-/// WCF does not expose a channel's socket, so the probe finds it once per channel type by walking the channel's fields
-/// (a breadth-first search that never enters the shared channel factory), and reuses that path. Where no socket is
-/// found (HTTP bindings, whose handler replaces dead connections itself, or a future WCF that is laid out differently),
-/// the channel is judged by its state alone.
+/// WCF does not expose a channel's socket, so the probe finds it by walking the first channel's fields (a breadth-first
+/// search that never enters the shared channel factory), and reuses that path for every channel of the same factory.
+/// The path is per factory, not per type: channels of every binding share one proxy type. Where no socket is found
+/// (HTTP bindings, whose handler replaces dead connections itself, or a future WCF that is laid out differently), the
+/// channel is judged by its state alone.
 /// </remarks>
-internal static class SessionProbe
+internal sealed class SessionProbe
 {
     private const int MaxDepth = 12;
-    private static readonly ConcurrentDictionary<Type, FieldInfo[]?> Paths = new();
+    private static readonly FieldInfo[] NotFound = [];
+    private FieldInfo[]? _path;
 
     /// <summary>Says whether the channel's connection is closed, reset, or has unexpected data waiting.</summary>
     /// <param name="channel">The real WCF channel (not the tracking wrapper).</param>
     /// <returns><see langword="true"/> when the connection is known dead; <see langword="false"/> when alive or unknown.</returns>
-    public static bool IsConnectionLost(object channel)
+    public bool IsConnectionLost(object channel)
     {
-        var path = Paths.GetOrAdd(channel.GetType(), static (_, root) => FindSocketPath(root), channel);
-        if (path is null || Follow(channel, path) is not { } socket)
+        // Racing searches find the same path; the last one wins harmlessly.
+        var path = Volatile.Read(ref _path) ?? (_path = FindSocketPath(channel) ?? NotFound);
+        if (path.Length == 0 || Follow(channel, path) is not { } socket)
         {
             return false;
         }

@@ -88,6 +88,35 @@ public sealed class ChannelPoolOptions
     internal bool IsLeaseModeSet => _leaseMode.HasValue;
 
     /// <summary>
+    /// Forgets the values a configuration binder wrote back although its section did not name them. The binder calls
+    /// every value-type setter with what the getter returned, which would freeze a derived value (the refill threshold,
+    /// the cleanup interval) and make the lease mode look chosen.
+    /// </summary>
+    /// <param name="before">What was explicitly set before binding, from <see cref="ExplicitlySet"/>.</param>
+    /// <param name="bound">Which of the three the bound section named.</param>
+    internal void ForgetUnboundDefaults((bool LeaseMode, bool RefillThreshold, bool CleanupInterval) before, (bool LeaseMode, bool RefillThreshold, bool CleanupInterval) bound)
+    {
+        if (!before.LeaseMode && !bound.LeaseMode)
+        {
+            _leaseMode = null;
+        }
+
+        if (!before.RefillThreshold && !bound.RefillThreshold)
+        {
+            _refillThreshold = null;
+        }
+
+        if (!before.CleanupInterval && !bound.CleanupInterval)
+        {
+            _cleanupInterval = null;
+        }
+    }
+
+    /// <summary>Gets which values that otherwise follow a default or another option were set explicitly.</summary>
+    internal (bool LeaseMode, bool RefillThreshold, bool CleanupInterval) ExplicitlySet =>
+        (_leaseMode.HasValue, _refillThreshold.HasValue, _cleanupInterval.HasValue);
+
+    /// <summary>
     /// Gets or sets how long a caller waits for a channel before <see cref="ChannelPoolTimeoutException"/>.
     /// <see cref="Timeout.InfiniteTimeSpan"/> waits without limit. Defaults to 30 seconds.
     /// </summary>

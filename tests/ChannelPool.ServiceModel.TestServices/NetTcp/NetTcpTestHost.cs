@@ -129,8 +129,9 @@ public sealed class NetTcpTestHost : IAsyncDisposable
             {
                 socket = await _listener.AcceptSocketAsync(_stopping.Token).ConfigureAwait(false);
             }
-            catch (Exception e) when (e is OperationCanceledException or SocketException or ObjectDisposedException)
+            catch (Exception e) when (e is OperationCanceledException or SocketException or ObjectDisposedException or InvalidOperationException)
             {
+                // InvalidOperationException: StopAsync stopped the listener before this loop's first accept.
                 return;
             }
 
