@@ -33,7 +33,9 @@ public sealed class PubSubHandler : PollingDuplexHandler
     /// <param name="topic">The topic.</param>
     /// <param name="data">One UTF-8 JSON value.</param>
     /// <returns>How many subscribers it was queued for.</returns>
-    /// <exception cref="ArgumentException">The notification would exceed the endpoint's MaxMessageSize.</exception>
+    /// <exception cref="ArgumentException">
+    /// The data is not one JSON value in valid UTF-8, or the notification would exceed the endpoint's MaxMessageSize.
+    /// </exception>
     public int Publish(string topic, ReadOnlySpan<byte> data)
     {
         ArgumentNullException.ThrowIfNull(topic);
@@ -229,6 +231,8 @@ public sealed class PubSubHandler : PollingDuplexHandler
                     case "echo" when reader.TokenType is JsonTokenType.True or JsonTokenType.False:
                         echo = reader.GetBoolean();
                         break;
+                    case "echo":
+                        throw new DuplexMessageRejectedException("\"echo\" must be true or false.");
                     case "data":
                         var start = (int)reader.TokenStartIndex;
                         reader.Skip();
