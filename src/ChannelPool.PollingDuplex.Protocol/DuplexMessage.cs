@@ -28,7 +28,7 @@ public sealed class DuplexMessage
     /// <summary>Gets whether the payload is one JSON value, and so can travel on a text session.</summary>
     public bool IsJson { get; }
 
-    /// <summary>Serializes <paramref name="value"/> to JSON once.</summary>
+    /// <summary>Serializes <paramref name="value"/> to JSON once, on one line even if the options indent.</summary>
     /// <typeparam name="T">The value's type.</typeparam>
     /// <param name="value">The value.</param>
     /// <param name="options">Serializer options, if not the defaults.</param>
