@@ -48,6 +48,9 @@ internal sealed partial class PollingDuplexServer : IDisposable
 
     public int SessionCount => Volatile.Read(ref _sessionCount);
 
+    /// <summary>Gets how many ended sessions are remembered, at most MaxEndedSessionRecords.</summary>
+    internal int EndedSessionRecordCount => _tombstones.Count;
+
     /// <summary>Reserves room for a new session, or says which limit refuses it.</summary>
     public string? TryReserve()
     {

@@ -1,5 +1,3 @@
-using System.Collections;
-using System.Reflection;
 using ChannelPool.PollingDuplex.PubSub;
 using Microsoft.Extensions.Logging.Abstractions;
 
@@ -134,9 +132,7 @@ public class AnonymousLoadTests
         return server.Create(DuplexEncoding.Text, PollingDuplexMode.MultipleMessagesPerPoll).Session;
     }
 
-    private static int TopicCount(PubSubHandler handler) =>
-        ((ICollection)typeof(PubSubHandler).GetField("_topics", BindingFlags.NonPublic | BindingFlags.Instance)!.GetValue(handler)!).Count;
+    private static int TopicCount(PubSubHandler handler) => handler.TopicCount;
 
-    private static int EndedRecordCount(PollingDuplexServer server) =>
-        ((ICollection)typeof(PollingDuplexServer).GetField("_tombstones", BindingFlags.NonPublic | BindingFlags.Instance)!.GetValue(server)!).Count;
+    private static int EndedRecordCount(PollingDuplexServer server) => server.EndedSessionRecordCount;
 }

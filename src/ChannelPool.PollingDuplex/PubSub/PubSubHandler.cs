@@ -29,6 +29,9 @@ public sealed class PubSubHandler : PollingDuplexHandler
     /// <returns>How many sessions are subscribed.</returns>
     public int SubscriberCount(string topic) => _topics.TryGetValue(topic, out var t) ? t.Count : 0;
 
+    /// <summary>Gets how many topics have subscribers: a topic goes away with its last one.</summary>
+    internal int TopicCount => _topics.Count;
+
     /// <summary>Publishes <paramref name="data"/> to <paramref name="topic"/> from the server side.</summary>
     /// <param name="topic">The topic.</param>
     /// <param name="data">One UTF-8 JSON value.</param>
