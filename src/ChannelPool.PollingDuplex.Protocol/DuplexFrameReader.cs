@@ -151,6 +151,13 @@ internal static class DuplexFrameReader
         long? missed = null;
         string? type = null;
         ReadOnlyMemory<byte>? data = null;
+        if (!System.Text.Unicode.Utf8.IsValid(line.Span))
+        {
+            // Checked here, where bytes enter, so no peer with a strict decoder is ever sent invalid text.
+            error = "the line is not valid UTF-8";
+            return FrameReadStatus.Malformed;
+        }
+
         try
         {
             var reader = new Utf8JsonReader(line.Span);
@@ -160,6 +167,7 @@ internal static class DuplexFrameReader
                 return FrameReadStatus.Malformed;
             }
 
+            var seen = 0;
             while (reader.Read() && reader.TokenType == JsonTokenType.PropertyName)
             {
                 // Names are compared in place: a frame allocates nothing beyond its payload.
@@ -169,6 +177,14 @@ internal static class DuplexFrameReader
                     : reader.ValueTextEquals("missed"u8) ? Property.Missed
                     : Property.Other;
                 reader.Read();
+                if (name != Property.Other && (seen & (1 << (int)name)) != 0)
+                {
+                    // Parsers differ on which duplicate wins, so a frame that has one means different things to different peers.
+                    error = $"the member \"{name.ToString().ToLowerInvariant()}\" appears twice";
+                    return FrameReadStatus.Malformed;
+                }
+
+                seen |= 1 << (int)name;
                 switch (name)
                 {
                     case Property.Seq:

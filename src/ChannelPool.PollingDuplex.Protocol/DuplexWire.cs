@@ -79,6 +79,12 @@ public static class DuplexWire
         /// <summary>404: no such session.</summary>
         public const string UnknownSession = "unknown-session";
 
+        /// <summary>404: no such path under the endpoint.</summary>
+        public const string NotFound = "not-found";
+
+        /// <summary>405: the path exists, but not for this method; the response has <c>Allow</c>.</summary>
+        public const string MethodNotAllowed = "method-not-allowed";
+
         /// <summary>409: a send skips a sequence number.</summary>
         public const string OutOfOrder = "out-of-order";
 

@@ -14,8 +14,10 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
 {
     /// <summary>
     /// Maps a polling duplex endpoint at <paramref name="pattern"/>, whose sessions and messages
-    /// <typeparamref name="THandler"/> handles. The endpoint's options start from any registered for the name
-    /// <paramref name="pattern"/>, then <paramref name="configure"/> runs; they are validated here.
+    /// <typeparamref name="THandler"/> handles. The endpoint's options are the named options <paramref name="pattern"/>,
+    /// built by the options factory: unnamed <c>Configure</c> calls, then those for the name (and <c>ConfigureAll</c>),
+    /// then <paramref name="configure"/>, then every <c>PostConfigure</c>; then the built-in and every registered
+    /// validator run, here.
     /// </summary>
     /// <typeparam name="THandler">The application's handler, resolved from the container or created with its dependencies.</typeparam>
     /// <param name="endpoints">The route builder.</param>
@@ -30,20 +32,7 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
         ArgumentException.ThrowIfNullOrWhiteSpace(pattern);
         var services = endpoints.ServiceProvider;
 
-        var options = new PollingDuplexOptions();
-        services.GetService<IConfigureOptions<PollingDuplexOptions>>()?.Configure(options);
-        foreach (var named in services.GetServices<IConfigureOptions<PollingDuplexOptions>>().OfType<IConfigureNamedOptions<PollingDuplexOptions>>())
-        {
-            named.Configure(pattern, options);
-        }
-
-        configure?.Invoke(options);
-        var validation = new PollingDuplexOptionsValidator().Validate(pattern, options);
-        if (validation.Failed)
-        {
-            throw new OptionsValidationException(pattern, typeof(PollingDuplexOptions), validation.Failures);
-        }
-
+        var options = ResolveOptions(services, pattern, configure);
         var logger = services.GetService<ILoggerFactory>()?.CreateLogger("ChannelPool.PollingDuplex") ?? NullLogger.Instance;
         var handler = ActivatorUtilities.GetServiceOrCreateInstance<THandler>(services);
         var server = new PollingDuplexServer(pattern, options, handler, services.GetService<TimeProvider>() ?? TimeProvider.System, logger);
@@ -59,6 +48,44 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
         group.MapPost("/sessions/{id}/messages", (RequestDelegate)protocol.SendAsync);
         group.MapGet("/sessions/{id}/poll", (RequestDelegate)protocol.PollAsync);
         group.MapDelete("/sessions/{id}", (RequestDelegate)protocol.CloseAsync);
+
+        // The catch-all loses to every route above, so it sees only wrong methods and unknown paths.
+        group.Map("/{**path}", (RequestDelegate)PollingDuplexEndpoints.NotFoundOrWrongMethodAsync);
         return group;
+    }
+
+    private static PollingDuplexOptions ResolveOptions(IServiceProvider services, string pattern, Action<PollingDuplexOptions>? configure)
+    {
+        // The factory, not hand-applied setups: it runs every Configure, PostConfigure and validator the host registered.
+        IEnumerable<IConfigureOptions<PollingDuplexOptions>> setups = services.GetServices<IConfigureOptions<PollingDuplexOptions>>().ToList();
+        var unnamed = new ConfigureNamedOptions<PollingDuplexOptions>(pattern, options =>
+        {
+            // Unnamed setups have always applied to every endpoint; ConfigureAll ones run in the named pass below.
+            foreach (var setup in setups)
+            {
+                if (setup is ConfigureNamedOptions<PollingDuplexOptions> { Name: null })
+                {
+                    continue;
+                }
+
+                if (setup is IConfigureNamedOptions<PollingDuplexOptions> named)
+                {
+                    named.Configure(Options.DefaultName, options);
+                }
+                else
+                {
+                    setup.Configure(options);
+                }
+            }
+        });
+        IConfigureOptions<PollingDuplexOptions>[] all = [unnamed, .. setups.Where(s => s is IConfigureNamedOptions<PollingDuplexOptions>), new ConfigureNamedOptions<PollingDuplexOptions>(pattern, configure)];
+        var validators = services.GetServices<IValidateOptions<PollingDuplexOptions>>().ToList();
+        if (!validators.OfType<PollingDuplexOptionsValidator>().Any())
+        {
+            validators.Insert(0, new PollingDuplexOptionsValidator());
+        }
+
+        var factory = new OptionsFactory<PollingDuplexOptions>(all, services.GetServices<IPostConfigureOptions<PollingDuplexOptions>>(), validators);
+        return factory.Create(pattern);
     }
 }

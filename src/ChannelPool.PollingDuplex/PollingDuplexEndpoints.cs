@@ -25,29 +25,36 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         var request = context.Request;
         var encoding = DuplexEncoding.Text;
         var mode = PollingDuplexMode.MultipleMessagesPerPoll;
-        if (request.ContentLength is > MaxOpenBodySize)
+        var body = await ReadOpenBodyAsync(context);
+        if (body is null)
         {
-            await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"The open body may be at most {MaxOpenBodySize} bytes.");
+            await WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Open body too large", $"The open body may be at most {MaxOpenBodySize} bytes.");
             return;
         }
 
-        if (request.ContentLength is > 0 || request.Headers.TransferEncoding.Count > 0)
+        if (!System.Text.Unicode.Utf8.IsValid(body))
+        {
+            await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", "The open body is not valid UTF-8.");
+            return;
+        }
+
+        if (body.Length > 0)
         {
             try
             {
-                using var body = await JsonDocument.ParseAsync(request.Body, cancellationToken: context.RequestAborted);
-                if (body.RootElement.ValueKind != JsonValueKind.Object)
+                using var document = JsonDocument.Parse(body);
+                if (document.RootElement.ValueKind != JsonValueKind.Object)
                 {
                     throw new JsonException("The body must be a JSON object.");
                 }
 
-                if (body.RootElement.TryGetProperty("encoding", out var e) && !DuplexWire.TryParseEncoding(e.ValueKind == JsonValueKind.String ? e.GetString() : null, out encoding))
+                if (document.RootElement.TryGetProperty("encoding", out var e) && !DuplexWire.TryParseEncoding(e.ValueKind == JsonValueKind.String ? e.GetString() : null, out encoding))
                 {
                     await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"Unknown encoding {e.GetRawText()}; use \"text\" or \"binary\".");
                     return;
                 }
 
-                if (body.RootElement.TryGetProperty("mode", out var m) && !DuplexWire.TryParseMode(m.ValueKind == JsonValueKind.String ? m.GetString() : null, out mode))
+                if (document.RootElement.TryGetProperty("mode", out var m) && !DuplexWire.TryParseMode(m.ValueKind == JsonValueKind.String ? m.GetString() : null, out mode))
                 {
                     await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"Unknown mode {m.GetRawText()}; use \"single\" or \"multiple\".");
                     return;
@@ -118,10 +125,44 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         json.WriteString("mode", DuplexWire.NameOf(mode));
         json.WriteNumber("serverPollTimeoutMs", (long)Options.ServerPollTimeout.TotalMilliseconds);
         json.WriteNumber("inactivityTimeoutMs", (long)Options.InactivityTimeout.TotalMilliseconds);
+        json.WriteNumber("firstPollTimeoutMs", (long)Options.EffectiveFirstPollTimeout.TotalMilliseconds);
         json.WriteNumber("maxMessageSize", Options.MaxMessageSize);
+        json.WriteNumber("maxSendRequestSize", Options.MaxSendRequestSize);
         json.WriteNumber("maxPendingMessages", Options.MaxPendingMessagesPerSession);
+        json.WriteNumber("maxPendingBytes", Options.MaxPendingBytesPerSession);
+        json.WriteNumber("batchWindowMs", (long)Options.BatchWindow.TotalMilliseconds);
         json.WriteString("overflowPolicy", DuplexWire.NameOf(Options.OverflowPolicy));
         json.WriteEndObject();
+    }
+
+    /// <summary>Reads the whole open body, whatever its framing (length or chunked), or returns null past the size limit.</summary>
+    private static async Task<byte[]?> ReadOpenBodyAsync(HttpContext context)
+    {
+        if (context.Request.ContentLength is > MaxOpenBodySize)
+        {
+            return null;
+        }
+
+        var reader = context.Request.BodyReader;
+        while (true)
+        {
+            var result = await reader.ReadAsync(context.RequestAborted);
+            var buffer = result.Buffer;
+            if (buffer.Length > MaxOpenBodySize)
+            {
+                reader.AdvanceTo(buffer.Start);
+                return null;
+            }
+
+            if (result.IsCompleted)
+            {
+                var bytes = buffer.ToArray();
+                reader.AdvanceTo(buffer.End);
+                return bytes;
+            }
+
+            reader.AdvanceTo(buffer.Start, buffer.End);
+        }
     }
 
     /// <summary><c>POST {base}/sessions/{id}/messages</c>: the client's messages, handed to the application in order, once each.</summary>
@@ -249,6 +290,28 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         }
     }
 
+    /// <summary>Any other request under the endpoint: <c>405</c> with <c>Allow</c> for a known path, else <c>404</c>; both with a problem body.</summary>
+    public static Task NotFoundOrWrongMethodAsync(HttpContext context)
+    {
+        var path = ((string?)context.Request.RouteValues["path"] ?? string.Empty).Trim('/');
+        var segments = path.Split('/');
+        string? allow = segments switch
+        {
+            ["sessions"] => HttpMethods.Post,
+            ["sessions", { Length: > 0 }] => HttpMethods.Delete,
+            ["sessions", { Length: > 0 }, "messages"] => HttpMethods.Post,
+            ["sessions", { Length: > 0 }, "poll"] => HttpMethods.Get,
+            _ => null,
+        };
+        if (allow is null)
+        {
+            return WriteProblemAsync(context, 404, DuplexWire.Codes.NotFound, "Not found", $"There is nothing at '{context.Request.Path}'. The endpoint serves POST sessions, POST sessions/{{id}}/messages, GET sessions/{{id}}/poll and DELETE sessions/{{id}}.");
+        }
+
+        context.Response.Headers.Allow = allow;
+        return WriteProblemAsync(context, 405, DuplexWire.Codes.MethodNotAllowed, "Method not allowed", $"'{context.Request.Path}' takes {allow}, not {context.Request.Method}.");
+    }
+
     private async Task<string> AnswerPollAsync(HttpContext context, DuplexSession session, PollTicket ticket, long started)
     {
         var time = server.TimeProvider;
@@ -361,7 +424,7 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
                     DuplexWire.Codes.OutOfOrder,
                     "Out of order",
                     $"Session {session.Id} has received up to {received}: the next message must be {expected}, not {frames[i].Sequence}. Nothing in the request was delivered.",
-                    json => json.WriteNumber("received", received));
+                    ("received", received));
                 return;
             }
         }
@@ -383,14 +446,14 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             {
                 session.Received = frame.Sequence;
                 activity?.SetStatus(System.Diagnostics.ActivityStatusCode.Error, ex.Message);
-                await WriteProblemAsync(context, 422, DuplexWire.Codes.MessageRejected, "Message rejected", $"Message {frame.Sequence}: {ex.Message}", json => json.WriteNumber("received", session.Received));
+                await WriteProblemAsync(context, 422, DuplexWire.Codes.MessageRejected, "Message rejected", $"Message {frame.Sequence}: {ex.Message}", ("received", session.Received));
                 return;
             }
             catch (Exception ex) when (ex is not OperationCanceledException || !context.RequestAborted.IsCancellationRequested)
             {
                 activity?.SetStatus(System.Diagnostics.ActivityStatusCode.Error, ex.Message);
                 PollingDuplexServer.LogHandlerFailed(logger, server.Endpoint, session.Id, ex);
-                await WriteProblemAsync(context, 500, DuplexWire.Codes.HandlerFailed, "The application failed", $"Message {frame.Sequence} was not received; it may be sent again.", json => json.WriteNumber("received", session.Received));
+                await WriteProblemAsync(context, 500, DuplexWire.Codes.HandlerFailed, "The application failed", $"Message {frame.Sequence} was not received; it may be sent again.", ("received", session.Received));
                 return;
             }
         }
@@ -501,7 +564,7 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         return header.StartsWith(Scheme, StringComparison.OrdinalIgnoreCase) && header.Length > Scheme.Length ? header[Scheme.Length..].Trim() : null;
     }
 
-    private static async Task WriteProblemAsync(HttpContext context, int status, string code, string title, string detail, Action<Utf8JsonWriter>? extra = null)
+    private static async Task WriteProblemAsync(HttpContext context, int status, string code, string title, string detail, (string Name, object Value)? extra = null)
     {
         var response = context.Response;
         if (response.HasStarted)
@@ -511,22 +574,20 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             return;
         }
 
-        response.StatusCode = status;
-        response.ContentType = DuplexWire.ProblemContentType;
         response.Headers.CacheControl = "no-store";
         if (status == StatusCodes.Status401Unauthorized)
         {
             response.Headers.WWWAuthenticate = "Bearer";
         }
 
-        await using var json = new Utf8JsonWriter(response.BodyWriter);
-        json.WriteStartObject();
-        json.WriteString("type", $"urn:channelpool:polling-duplex:{code}");
-        json.WriteString("title", title);
-        json.WriteNumber("status", status);
-        json.WriteString("code", code);
-        json.WriteString("detail", detail);
-        extra?.Invoke(json);
-        json.WriteEndObject();
+        var extensions = new Dictionary<string, object?> { ["code"] = code };
+        if (extra is { } member)
+        {
+            extensions[member.Name] = member.Value;
+        }
+
+        // Through Results.Problem, which writes with the host's IProblemDetailsService when it has one, so the host's
+        // customisation (trace ids, extra members) applies to these bodies as to its own.
+        await Results.Problem(detail, statusCode: status, title: title, type: $"urn:channelpool:polling-duplex:{code}", extensions: extensions).ExecuteAsync(context);
     }
 }

@@ -12,6 +12,20 @@ public sealed class PollingDuplexOptions
     /// <summary>Gets or sets how long a session may go without any request before it expires. Defaults to 10 minutes.</summary>
     public TimeSpan InactivityTimeout { get; set; } = TimeSpan.FromMinutes(10);
 
+    /// <summary>
+    /// Gets or sets how long a new session may go without its first poll before it expires. Shorter than
+    /// <see cref="InactivityTimeout"/> on purpose: a client polls at once after opening, and a session that never does
+    /// must stop counting against <see cref="MaxPendingSessions"/> soon. The shorter of this and
+    /// <see cref="InactivityTimeout"/> applies. Defaults to 15 seconds.
+    /// </summary>
+    public TimeSpan FirstPollTimeout { get; set; } = TimeSpan.FromSeconds(15);
+
+    /// <summary>
+    /// Gets or sets how many ended sessions the endpoint remembers, to answer their requests <c>410</c> with the reason
+    /// rather than <c>404</c>. The oldest is forgotten first. Defaults to 10,000 (about 2 MB).
+    /// </summary>
+    public int MaxEndedSessionRecords { get; set; } = 10_000;
+
     /// <summary>Gets or sets how many sessions may have opened without yet polling. Defaults to 1,024.</summary>
     public int MaxPendingSessions { get; set; } = 1024;
 
@@ -19,14 +33,16 @@ public sealed class PollingDuplexOptions
     public int MaxConcurrentSessions { get; set; } = 100_000;
 
     /// <summary>
-    /// Gets or sets how many messages may wait for a session's next poll before its overflow policy applies; also the
-    /// most frames one multiple-message response carries. Defaults to 8, the original's value.
+    /// Gets or sets how many messages a session may fall behind by before its overflow policy applies: messages queued
+    /// while it had no poll outstanding, counted from its last poll. A burst on its way to a poll the client holds does
+    /// not count. Also the most frames one multiple-message response carries. Defaults to 64, measured (see
+    /// docs/polling-duplex.md); the original's 8 faulted clients that were keeping up.
     /// </summary>
-    public int MaxPendingMessagesPerSession { get; set; } = 8;
+    public int MaxPendingMessagesPerSession { get; set; } = 64;
 
     /// <summary>
-    /// Gets or sets how many payload bytes a session may hold, waiting for a poll or sent and not yet acknowledged.
-    /// Defaults to 1 MiB.
+    /// Gets or sets how many bytes a session may hold, waiting for a poll or sent and not yet acknowledged: each
+    /// message's payload plus 64 bytes for its place in the queue. Defaults to 1 MiB.
     /// </summary>
     public int MaxPendingBytesPerSession { get; set; } = 1024 * 1024;
 
@@ -44,4 +60,7 @@ public sealed class PollingDuplexOptions
     /// flushed as they are written, so this adds no latency; it sets how often clients acknowledge. Defaults to 20 ms.
     /// </summary>
     public TimeSpan BatchWindow { get; set; } = TimeSpan.FromMilliseconds(20);
+
+    /// <summary>Gets the first-poll deadline that applies: the shorter of <see cref="FirstPollTimeout"/> and <see cref="InactivityTimeout"/>.</summary>
+    internal TimeSpan EffectiveFirstPollTimeout => FirstPollTimeout < InactivityTimeout ? FirstPollTimeout : InactivityTimeout;
 }

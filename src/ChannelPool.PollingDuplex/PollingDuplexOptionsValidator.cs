@@ -23,6 +23,16 @@ public sealed class PollingDuplexOptionsValidator : IValidateOptions<PollingDupl
             Fail(nameof(options.InactivityTimeout), $"must exceed ServerPollTimeout plus BatchWindow ({options.ServerPollTimeout + options.BatchWindow}) and be at most 1 day", options.InactivityTimeout);
         }
 
+        if (options.FirstPollTimeout < TimeSpan.FromMilliseconds(10) || options.FirstPollTimeout > TimeSpan.FromDays(1))
+        {
+            Fail(nameof(options.FirstPollTimeout), "must be between 10 milliseconds and 1 day", options.FirstPollTimeout);
+        }
+
+        if (options.MaxEndedSessionRecords < 0)
+        {
+            Fail(nameof(options.MaxEndedSessionRecords), "must be at least 0", options.MaxEndedSessionRecords);
+        }
+
         if (options.MaxPendingSessions < 1)
         {
             Fail(nameof(options.MaxPendingSessions), "must be at least 1", options.MaxPendingSessions);
@@ -43,9 +53,9 @@ public sealed class PollingDuplexOptionsValidator : IValidateOptions<PollingDupl
             Fail(nameof(options.MaxMessageSize), "must be between 1 byte and 16 MiB", options.MaxMessageSize);
         }
 
-        if (options.MaxPendingBytesPerSession < options.MaxMessageSize)
+        if (options.MaxPendingBytesPerSession < (long)options.MaxMessageSize + DuplexSession.HeldFrameOverhead)
         {
-            Fail(nameof(options.MaxPendingBytesPerSession), $"must be at least MaxMessageSize ({options.MaxMessageSize}), or a largest message could never be queued", options.MaxPendingBytesPerSession);
+            Fail(nameof(options.MaxPendingBytesPerSession), $"must be at least MaxMessageSize plus {DuplexSession.HeldFrameOverhead} ({(long)options.MaxMessageSize + DuplexSession.HeldFrameOverhead}), or a largest message could never be queued", options.MaxPendingBytesPerSession);
         }
 
         if (options.MaxSendRequestSize < options.MaxMessageSize + DuplexWire.BinaryHeaderSize)

@@ -13,6 +13,10 @@ internal sealed partial class PollingDuplexServer : IDisposable
 {
     private readonly ConcurrentDictionary<string, DuplexSession> _sessions = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<string, Tombstone> _tombstones = new(StringComparer.Ordinal);
+
+    // Ended sessions' ids in the order they ended, so the oldest record goes first once MaxEndedSessionRecords is reached.
+    private readonly Queue<string> _tombstoneOrder = new();
+    private readonly Lock _tombstoneLock = new();
     private readonly ILogger _logger;
     private readonly ITimer _sweep;
     private int _sessionCount;
@@ -27,7 +31,8 @@ internal sealed partial class PollingDuplexServer : IDisposable
         TimeProvider = timeProvider;
         _logger = logger;
         Metrics = new PollingDuplexMetrics(endpoint, () => (Volatile.Read(ref _pendingCount), Volatile.Read(ref _sessionCount) - Volatile.Read(ref _pendingCount)));
-        var period = TimeSpan.FromTicks(Math.Clamp(options.InactivityTimeout.Ticks / 4, TimeSpan.TicksPerMillisecond * 10, TimeSpan.TicksPerSecond * 5));
+        var shortest = options.EffectiveFirstPollTimeout.Ticks;
+        var period = TimeSpan.FromTicks(Math.Clamp(shortest / 4, TimeSpan.TicksPerMillisecond * 10, TimeSpan.TicksPerSecond * 5));
         _sweep = timeProvider.CreateTimer(static state => ((PollingDuplexServer)state!).Sweep(), this, period, period);
     }
 
@@ -42,6 +47,9 @@ internal sealed partial class PollingDuplexServer : IDisposable
     public PollingDuplexMetrics Metrics { get; }
 
     public int SessionCount => Volatile.Read(ref _sessionCount);
+
+    /// <summary>Gets how many ended sessions are remembered, at most MaxEndedSessionRecords.</summary>
+    internal int EndedSessionRecordCount => _tombstones.Count;
 
     /// <summary>Reserves room for a new session, or says which limit refuses it.</summary>
     public string? TryReserve()
@@ -139,7 +147,7 @@ internal sealed partial class PollingDuplexServer : IDisposable
 
         _sessions.TryRemove(session.Id, out _);
         var forgetAt = TimeProvider.GetTimestamp() + (long)(Options.InactivityTimeout.TotalSeconds * 2 * TimeProvider.TimestampFrequency);
-        _tombstones[session.Id] = new Tombstone(session.TokenHash, reason, forgetAt);
+        Remember(session, reason, forgetAt);
         if (!session.HasPolled)
         {
             Interlocked.Decrement(ref _pendingCount);
@@ -182,24 +190,48 @@ internal sealed partial class PollingDuplexServer : IDisposable
 
     private static string Base64Url(byte[] bytes) => Convert.ToBase64String(bytes).TrimEnd('=').Replace('+', '-').Replace('/', '_');
 
+    /// <summary>Keeps an ended session's record, forgetting the oldest beyond MaxEndedSessionRecords, so any number of opens and closes holds bounded memory.</summary>
+    private void Remember(DuplexSession session, DuplexSessionEndReason reason, long forgetAt)
+    {
+        if (Options.MaxEndedSessionRecords == 0)
+        {
+            return;
+        }
+
+        using (_tombstoneLock.EnterScope())
+        {
+            _tombstones[session.Id] = new Tombstone(session.TokenHash, reason, forgetAt);
+            _tombstoneOrder.Enqueue(session.Id);
+            while (_tombstoneOrder.Count > Options.MaxEndedSessionRecords && _tombstoneOrder.TryDequeue(out var oldest))
+            {
+                _tombstones.TryRemove(oldest, out _);
+            }
+        }
+    }
+
     private void Sweep()
     {
         var now = TimeProvider.GetTimestamp();
         var limit = (long)(Options.InactivityTimeout.TotalSeconds * TimeProvider.TimestampFrequency);
+        var firstPollLimit = (long)(Options.EffectiveFirstPollTimeout.TotalSeconds * TimeProvider.TimestampFrequency);
         foreach (var session in _sessions.Values)
         {
             // A poll in progress touched the session when it began and is bounded by the poll timeout, so only a
-            // client that stopped talking, or stopped reading a response, gets here.
-            if (now - session.LastActivity > limit)
+            // client that stopped talking, or stopped reading a response, gets here. A session that never polled has
+            // the shorter first-poll deadline, so opens that never poll cannot hold MaxPendingSessions for long.
+            var idle = now - session.LastActivity;
+            if (idle > limit || (!session.HasPolled && idle > firstPollLimit))
             {
                 End(session, DuplexSessionEndReason.Expired);
             }
         }
 
-        foreach (var (id, tombstone) in _tombstones)
+        using (_tombstoneLock.EnterScope())
         {
-            if (now > tombstone.ForgetAt)
+            // Records are kept in the order sessions ended and live equally long, so the expired ones are at the head.
+            while (_tombstoneOrder.TryPeek(out var id) && (!_tombstones.TryGetValue(id, out var tombstone) || now > tombstone.ForgetAt))
             {
+                _tombstoneOrder.Dequeue();
                 _tombstones.TryRemove(id, out _);
             }
         }

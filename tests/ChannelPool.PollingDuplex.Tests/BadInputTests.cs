@@ -305,11 +305,15 @@ public class BadInputTests
             o.ServerPollTimeout = TimeSpan.FromMinutes(20);
             o.MaxPendingMessagesPerSession = 0;
             o.MaxPendingBytesPerSession = 10;
+            o.FirstPollTimeout = TimeSpan.Zero;
+            o.MaxEndedSessionRecords = -1;
         }));
 
         Assert.That(error!.Message, Does.Contain("Polling duplex endpoint '/bad': ServerPollTimeout must be between 10 milliseconds and 10 minutes; it was 00:20:00."));
         Assert.That(error.Message, Does.Contain("MaxPendingMessagesPerSession must be at least 1; it was 0."));
-        Assert.That(error.Message, Does.Contain("MaxPendingBytesPerSession must be at least MaxMessageSize (65536)"));
+        Assert.That(error.Message, Does.Contain("MaxPendingBytesPerSession must be at least MaxMessageSize plus 64 (65600)"));
+        Assert.That(error.Message, Does.Contain("FirstPollTimeout must be between 10 milliseconds and 1 day; it was 00:00:00."));
+        Assert.That(error.Message, Does.Contain("MaxEndedSessionRecords must be at least 0; it was -1."));
     }
 
     private static byte[] Frame(byte kind, ulong seq, byte[] payload)

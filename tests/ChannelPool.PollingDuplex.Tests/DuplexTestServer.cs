@@ -39,7 +39,7 @@ internal sealed class DuplexTestServer : IAsyncDisposable
 
     public PubSubHandler PubSubService => _app.Services.GetRequiredService<PubSubHandler>();
 
-    public static async Task<DuplexTestServer> StartAsync(Action<PollingDuplexOptions>? configure = null, bool https = true)
+    public static async Task<DuplexTestServer> StartAsync(Action<PollingDuplexOptions>? configure = null, bool https = true, Action<IServiceCollection>? services = null)
     {
         var builder = WebApplication.CreateSlimBuilder();
         builder.Logging.ClearProviders();
@@ -53,6 +53,7 @@ internal sealed class DuplexTestServer : IAsyncDisposable
         }));
         builder.Services.AddSingleton<RecordingHandler>();
         builder.Services.AddSingleton<PubSubHandler>();
+        services?.Invoke(builder.Services);
         var app = builder.Build();
         app.MapPollingDuplex<RecordingHandler>("/duplex", configure);
         app.MapPollingDuplexPubSub("/pubsub", configure);

@@ -79,11 +79,15 @@ public class PubSubTests
         var unknown = Assert.ThrowsAsync<PollingDuplexException>(async () => await session.SendAsync(DuplexMessage.FromJson(new { op = "shout", topic = "t" })));
         var noTopic = Assert.ThrowsAsync<PollingDuplexException>(async () => await session.SendAsync(DuplexMessage.FromJson(new { op = "subscribe" })));
         var noData = Assert.ThrowsAsync<PollingDuplexException>(async () => await session.SendAsync(DuplexMessage.FromJson(new { op = "publish", topic = "t" })));
+        var badEcho = Assert.ThrowsAsync<PollingDuplexException>(async () => await session.SendAsync(DuplexMessage.FromJsonUtf8("{\"op\":\"publish\",\"topic\":\"t\",\"data\":1,\"echo\":\"yes\"}"u8.ToArray())));
+        var repeated = Assert.ThrowsAsync<PollingDuplexException>(async () => await session.SendAsync(DuplexMessage.FromJsonUtf8("{\"op\":\"subscribe\",\"topic\":\"a\",\"topic\":\"b\"}"u8.ToArray())));
 
         Assert.That(unknown!.Code, Is.EqualTo("message-rejected"));
         Assert.That(unknown.Message, Does.Contain("Unknown op \"shout\""));
         Assert.That(noTopic!.Message, Does.Contain("needs a \"topic\""));
         Assert.That(noData!.Message, Does.Contain("needs \"data\""));
+        Assert.That(badEcho!.Message, Does.Contain("\"echo\" must be true or false"));
+        Assert.That(repeated!.Message, Does.Contain("must not repeat \"topic\""));
         await session.SendAsync(DuplexMessage.FromJson(new { op = "subscribe", topic = "t" }));
         Assert.That(server.PubSubService.SubscriberCount("t"), Is.EqualTo(1), "the session goes on after rejected commands");
     }

@@ -29,12 +29,26 @@ public sealed class PubSubHandler : PollingDuplexHandler
     /// <returns>How many sessions are subscribed.</returns>
     public int SubscriberCount(string topic) => _topics.TryGetValue(topic, out var t) ? t.Count : 0;
 
+    /// <summary>Gets how many topics have subscribers: a topic goes away with its last one.</summary>
+    internal int TopicCount => _topics.Count;
+
     /// <summary>Publishes <paramref name="data"/> to <paramref name="topic"/> from the server side.</summary>
     /// <param name="topic">The topic.</param>
     /// <param name="data">One UTF-8 JSON value.</param>
     /// <returns>How many subscribers it was queued for.</returns>
-    /// <exception cref="ArgumentException">The notification would exceed the endpoint's MaxMessageSize.</exception>
-    public int Publish(string topic, ReadOnlySpan<byte> data) => Fanout(topic, data, except: null);
+    /// <exception cref="ArgumentException">
+    /// The data is not one JSON value in valid UTF-8, or the notification would exceed the endpoint's MaxMessageSize.
+    /// </exception>
+    public int Publish(string topic, ReadOnlySpan<byte> data)
+    {
+        ArgumentNullException.ThrowIfNull(topic);
+        if (!System.Text.Unicode.Utf8.IsValid(data) || !DuplexMessage.IsSingleJsonValue(data, out _))
+        {
+            throw new ArgumentException("The data must be one JSON value in valid UTF-8.", nameof(data));
+        }
+
+        return Fanout(topic, JsonEncodedText.Encode(topic).EncodedUtf8Bytes, data, except: null, fromClient: false);
+    }
 
     /// <inheritdoc />
     public override ValueTask OnMessageAsync(DuplexSession session, DuplexMessage message, CancellationToken cancellationToken)
@@ -51,7 +65,8 @@ public sealed class PubSubHandler : PollingDuplexHandler
                 Unsubscribe(session, command.Topic);
                 break;
             case "publish":
-                Fanout(command.Topic, message.Payload.Span[command.Data], command.Echo ? null : session);
+                var payload = message.Payload.Span;
+                Fanout(command.Topic, payload[command.RawTopic][1..^1], payload[command.Data], command.Echo ? null : session, fromClient: true);
                 break;
         }
 
@@ -73,45 +88,51 @@ public sealed class PubSubHandler : PollingDuplexHandler
 
             foreach (var topic in subscribed)
             {
-                if (_topics.TryGetValue(topic, out var t))
-                {
-                    t.Remove(session);
-                }
+                RemoveFrom(topic, session);
             }
         }
 
         return ValueTask.CompletedTask;
     }
 
-    private int Fanout(string topic, ReadOnlySpan<byte> data, DuplexSession? except)
+    /// <param name="topic">The topic's name.</param>
+    /// <param name="escapedTopic">The name as JSON string content, escaped as the publisher wrote it, so it is never re-escaped longer.</param>
+    /// <param name="data">One JSON value, checked.</param>
+    /// <param name="except">The publisher, unless it asked for an echo.</param>
+    /// <param name="fromClient">Whether a client's command asked for this, which makes an oversized notification its error.</param>
+    private int Fanout(string topic, ReadOnlySpan<byte> escapedTopic, ReadOnlySpan<byte> data, DuplexSession? except, bool fromClient)
     {
         if (!_topics.TryGetValue(topic, out var t))
         {
             return 0;
         }
 
-        // Serialized once: every subscriber's frame carries these same bytes.
-        var payload = new ArrayBufferWriter<byte>(data.Length + topic.Length + 32);
-        using (var json = new Utf8JsonWriter(payload))
+        // Serialized once, for both encodings: every subscriber's frame carries these same bytes. Copying the topic as
+        // escaped and the data without line breaks means the notification is shorter than the publish command.
+        var compact = DuplexMessage.HasLineBreak(data) ? DuplexMessage.Compact(data) : data;
+        var payload = new byte["{\"topic\":\"\",\"data\":}"u8.Length + escapedTopic.Length + compact.Length];
+        var written = 0;
+        void Append(ReadOnlySpan<byte> bytes)
         {
-            json.WriteStartObject();
-            json.WriteString("topic", topic);
-            json.WritePropertyName("data");
-            json.WriteRawValue(data, skipInputValidation: true);
-            json.WriteEndObject();
+            bytes.CopyTo(payload.AsSpan(written));
+            written += bytes.Length;
         }
+
+        Append("{\"topic\":\""u8);
+        Append(escapedTopic);
+        Append("\",\"data\":"u8);
+        Append(compact);
+        Append("}"u8);
 
         var subscribers = t.Subscribers;
         var limit = (except ?? subscribers.FirstOrDefault())?.MaxMessageSize ?? int.MaxValue;
-        if (payload.WrittenCount > limit)
+        if (payload.Length > limit)
         {
-            // Only a server-side publish can get here: a client's publish command is always longer than its notification.
-            throw new ArgumentException(
-                $"Published to \"{topic}\", the notification would be {payload.WrittenCount} bytes, over the endpoint's {limit}-byte MaxMessageSize.",
-                nameof(data));
+            var reason = $"Published to \"{topic}\", the notification would be {payload.Length} bytes, over the endpoint's {limit}-byte MaxMessageSize.";
+            throw fromClient ? new DuplexMessageRejectedException(reason) : new ArgumentException(reason, nameof(data));
         }
 
-        var message = DuplexMessage.FromValidatedJson(payload.WrittenMemory);
+        var message = DuplexMessage.FromValidatedJson(payload);
         var queued = 0;
         foreach (var subscriber in subscribers)
         {
@@ -135,7 +156,11 @@ public sealed class PubSubHandler : PollingDuplexHandler
             }
         }
 
-        _topics.GetOrAdd(topic, static _ => new Topic()).Add(session);
+        while (_topics.GetOrAdd(topic, static _ => new Topic()) is var t && !t.TryAdd(session))
+        {
+            // The topic emptied and was retired: help remove it, and the next GetOrAdd makes a fresh one.
+            _topics.TryRemove(new KeyValuePair<string, Topic>(topic, t));
+        }
 
         // A session that ended meanwhile must not linger as a subscriber.
         if (session.EndReason is not null)
@@ -154,17 +179,30 @@ public sealed class PubSubHandler : PollingDuplexHandler
             }
         }
 
-        if (_topics.TryGetValue(topic, out var t))
+        RemoveFrom(topic, session);
+    }
+
+    /// <summary>Removes a subscriber; the last one out removes the topic, so topics nobody holds cost nothing.</summary>
+    private void RemoveFrom(string topic, DuplexSession session)
+    {
+        if (_topics.TryGetValue(topic, out var t) && t.Remove(session))
         {
-            t.Remove(session);
+            _topics.TryRemove(new KeyValuePair<string, Topic>(topic, t));
         }
     }
 
     private static Command Parse(ReadOnlyMemory<byte> payload)
     {
+        if (!System.Text.Unicode.Utf8.IsValid(payload.Span))
+        {
+            throw new DuplexMessageRejectedException("A command must be valid UTF-8.");
+        }
+
         string? op = null;
         string? topic = null;
+        Range rawTopic = default;
         Range data = default;
+        var seen = new HashSet<string>(StringComparer.Ordinal);
         var hasData = false;
         var echo = false;
         try
@@ -177,7 +215,12 @@ public sealed class PubSubHandler : PollingDuplexHandler
 
             while (reader.Read() && reader.TokenType == JsonTokenType.PropertyName)
             {
-                var name = reader.GetString();
+                var name = reader.GetString()!;
+                if (name is "op" or "topic" or "data" or "echo" && !seen.Add(name))
+                {
+                    throw new DuplexMessageRejectedException($"A command must not repeat \"{name}\".");
+                }
+
                 reader.Read();
                 switch (name)
                 {
@@ -186,10 +229,13 @@ public sealed class PubSubHandler : PollingDuplexHandler
                         break;
                     case "topic" when reader.TokenType == JsonTokenType.String:
                         topic = reader.GetString();
+                        rawTopic = (int)reader.TokenStartIndex..(int)reader.BytesConsumed;
                         break;
                     case "echo" when reader.TokenType is JsonTokenType.True or JsonTokenType.False:
                         echo = reader.GetBoolean();
                         break;
+                    case "echo":
+                        throw new DuplexMessageRejectedException("\"echo\" must be true or false.");
                     case "data":
                         var start = (int)reader.TokenStartIndex;
                         reader.Skip();
@@ -222,34 +268,45 @@ public sealed class PubSubHandler : PollingDuplexHandler
             throw new DuplexMessageRejectedException("A publish needs \"data\".");
         }
 
-        return new Command(op, topic, data, echo);
+        return new Command(op, topic, rawTopic, data, echo);
     }
 
-    private readonly record struct Command(string Op, string Topic, Range Data, bool Echo);
+    private readonly record struct Command(string Op, string Topic, Range RawTopic, Range Data, bool Echo);
 
     /// <summary>A topic's subscribers: copy-on-write, so a broadcast walks a stable array with no lock held.</summary>
     private sealed class Topic
     {
         private readonly Lock _lock = new();
         private DuplexSession[] _subscribers = [];
+        private bool _retired;
 
         public DuplexSession[] Subscribers => Volatile.Read(ref _subscribers);
 
         public int Count => Subscribers.Length;
 
-        public void Add(DuplexSession session)
+        /// <summary>Adds a subscriber; false when the topic has emptied and been retired, so the caller needs a new one.</summary>
+        public bool TryAdd(DuplexSession session)
         {
             using (_lock.EnterScope())
             {
+                if (_retired)
+                {
+                    return false;
+                }
+
                 _subscribers = [.. _subscribers, session];
+                return true;
             }
         }
 
-        public void Remove(DuplexSession session)
+        /// <summary>Removes a subscriber; returns true when that left the topic empty, which retires it for good.</summary>
+        public bool Remove(DuplexSession session)
         {
             using (_lock.EnterScope())
             {
                 _subscribers = [.. _subscribers.Where(s => s != session)];
+                _retired = _subscribers.Length == 0;
+                return _retired;
             }
         }
     }

@@ -20,16 +20,21 @@ public sealed class DuplexSession
     private long _acked;
     private long _nextSequence = 1;
     private long _highestSent;
-    // Bytes held for the client: waiting for a poll, or sent and not yet acknowledged.
+    // What the client is held to account for, waiting for a poll or sent and not yet acknowledged: payload bytes plus
+    // HeldFrameOverhead per frame, so a flood of tiny messages is bounded too.
     private long _pendingBytes;
 
-    // Messages no poll has carried yet: what MaxPendingMessagesPerSession bounds, as in the original protocol.
-    private int _unsentMessages;
+    // Messages queued while no poll was outstanding, since the last poll began: how far the client is really behind,
+    // which MaxPendingMessagesPerSession bounds. A burst on its way to a poll the client holds does not count.
+    private int _unoffered;
     private PollTicket? _poll;
     // Completed (and cleared) when a poll takes messages or an acknowledgement frees bytes: SendAsync waits on it.
     private TaskCompletionSource? _room;
     private DuplexSessionEndReason? _endReason;
     private long _lastActivity;
+
+    /// <summary>What one held frame costs beyond its payload (its slot, sequence number and share of the message), in bytes.</summary>
+    internal const int HeldFrameOverhead = 64;
 
     internal DuplexSession(PollingDuplexServer server, string id, byte[] tokenHash, DuplexEncoding encoding, PollingDuplexMode mode, long now)
     {
@@ -100,8 +105,8 @@ public sealed class DuplexSession
                 return DuplexSendResult.SessionEnded;
             }
 
-            var size = message.Payload.Length;
-            if (_unsentMessages + 1 > options.MaxPendingMessagesPerSession || _pendingBytes + size > options.MaxPendingBytesPerSession)
+            var size = message.Payload.Length + HeldFrameOverhead;
+            if (IsFull_NoLock(options, size))
             {
                 if (options.OverflowPolicy == DuplexOverflowPolicy.FaultSession)
                 {
@@ -116,9 +121,7 @@ public sealed class DuplexSession
             }
             else
             {
-                _outbound.Add(new OutboundFrame(_nextSequence++, message));
-                _unsentMessages++;
-                _pendingBytes += size;
+                Enqueue_NoLock(message, size);
                 result = DuplexSendResult.Queued;
             }
 
@@ -155,7 +158,7 @@ public sealed class DuplexSession
     public async ValueTask<DuplexSendResult> SendAsync(DuplexMessage message, CancellationToken cancellationToken = default)
     {
         var options = CheckOutbound(message);
-        var size = message.Payload.Length;
+        var size = message.Payload.Length + HeldFrameOverhead;
         while (true)
         {
             Task room;
@@ -167,7 +170,7 @@ public sealed class DuplexSession
                     return DuplexSendResult.SessionEnded;
                 }
 
-                if (_unsentMessages + 1 > options.MaxPendingMessagesPerSession || _pendingBytes + size > options.MaxPendingBytesPerSession)
+                if (IsFull_NoLock(options, size))
                 {
                     _room ??= new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
                     room = _room.Task;
@@ -175,9 +178,7 @@ public sealed class DuplexSession
                 }
                 else
                 {
-                    _outbound.Add(new OutboundFrame(_nextSequence++, message));
-                    _unsentMessages++;
-                    _pendingBytes += size;
+                    Enqueue_NoLock(message, size);
                     wake = _poll;
                     room = Task.CompletedTask;
                 }
@@ -190,6 +191,19 @@ public sealed class DuplexSession
             }
 
             await room.WaitAsync(cancellationToken).ConfigureAwait(false);
+        }
+    }
+
+    private bool IsFull_NoLock(PollingDuplexOptions options, int size) =>
+        (_poll is null && _unoffered + 1 > options.MaxPendingMessagesPerSession) || _pendingBytes + size > options.MaxPendingBytesPerSession;
+
+    private void Enqueue_NoLock(DuplexMessage message, int size)
+    {
+        _outbound.Add(new OutboundFrame(_nextSequence++, message));
+        _pendingBytes += size;
+        if (_poll is null)
+        {
+            _unoffered++;
         }
     }
 
@@ -232,6 +246,7 @@ public sealed class DuplexSession
     {
         PollTicket? previous;
         PollTicket ticket;
+        TaskCompletionSource? room;
         badAck = false;
         firstPoll = false;
         using (_lock.EnterScope())
@@ -261,11 +276,16 @@ public sealed class DuplexSession
 
             ticket = new PollTicket(context, _acked);
             _poll = ticket;
+
+            // Everything queued is now offered to this poll.
+            _unoffered = 0;
+            room = TakeRoom_NoLock();
             firstPoll = !HasPolled;
             HasPolled = true;
             _lastActivity = _server.TimeProvider.GetTimestamp();
         }
 
+        room?.TrySetResult();
         previous?.Wake();
         return ticket;
     }
@@ -309,11 +329,6 @@ public sealed class DuplexSession
                 else
                 {
                     frame.Sent = true;
-                    if (frame.Message is not null)
-                    {
-                        _unsentMessages--;
-                    }
-
                     _server.Metrics.Delivered();
                 }
 
@@ -374,7 +389,7 @@ public sealed class DuplexSession
 
             _endReason = reason;
             _outbound.Clear();
-            _unsentMessages = 0;
+            _unoffered = 0;
             _pendingBytes = 0;
             _poll = null;
             room = TakeRoom_NoLock();
@@ -393,7 +408,7 @@ public sealed class DuplexSession
         {
             if (_outbound[i].Message is { } message)
             {
-                _pendingBytes -= message.Payload.Length;
+                _pendingBytes -= message.Payload.Length + HeldFrameOverhead;
             }
         }
 

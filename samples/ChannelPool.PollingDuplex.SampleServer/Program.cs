@@ -1,0 +1,31 @@
+// The server for the curl walk-through in docs/polling-duplex-protocol.md:
+//   dotnet run --project samples/ChannelPool.PollingDuplex.SampleServer
+// It serves the pub/sub service at https://127.0.0.1:5001/duplex over HTTP/1.1 and HTTP/2. The certificate is made in
+// memory at start; its public part is written to a file so curl can trust exactly it (--cacert), not every certificate.
+using System.Net;
+using ChannelPool.Samples.Tls;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
+
+var certificate = SelfSignedCertificate.CreateForLoopback();
+var certificateFile = Path.Combine(Path.GetTempPath(), "channelpool-sample-server.pem");
+await File.WriteAllTextAsync(certificateFile, certificate.ExportCertificatePem());
+
+var builder = WebApplication.CreateSlimBuilder(args);
+builder.WebHost.UseKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 5001, listen =>
+{
+    listen.Protocols = HttpProtocols.Http1AndHttp2;
+    listen.UseHttps(certificate);
+}));
+
+// Error bodies go through the host's problem-details service: here the default one, which adds a traceId to each.
+builder.Services.AddProblemDetails();
+var app = builder.Build();
+app.MapPollingDuplexPubSub("/duplex");
+
+app.Lifetime.ApplicationStarted.Register(() =>
+{
+    Console.WriteLine("Polling duplex pub/sub at https://127.0.0.1:5001/duplex. Ctrl+C stops it.");
+    Console.WriteLine($"Trust its certificate with: curl --cacert {certificateFile} ...");
+    Console.WriteLine($"  BASE=https://127.0.0.1:5001/duplex; CA={certificateFile}");
+});
+await app.RunAsync();
