@@ -6,7 +6,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 output="${1:-artifacts/packages}"
 [ $# -gt 0 ] && shift
-rm -rf "$output"
+mkdir -p "$output"
+rm -f "$output"/*.nupkg "$output"/*.snupkg
 # ContinuousIntegrationBuild maps source paths to /_/ so the packed PDBs do not carry this machine's folders.
 dotnet pack ChannelPool.sln -c Release -o "$output" -p:ContinuousIntegrationBuild=true "$@"
 ls -1 "$output"

@@ -26,6 +26,8 @@ for id in "${packages[@]}"; do
     [ -f "$feed/$id.$version.$ext" ] || fail "pack.sh wrote no $id.$version.$ext"
   done
 done
+packed=$(find "$feed" -maxdepth 1 -name '*.nupkg' | wc -l)
+[ "$packed" -eq "${#packages[@]}" ] || fail "pack.sh wrote $packed packages, expected ${#packages[@]}: tests, samples and perf must not be packable"
 echo "package smoke: packed ${#packages[@]} packages and their symbol packages at $version"
 
 # A snippet is the ```csharp block after a line "<!-- snippet: NAME ... -->" in README.md.
