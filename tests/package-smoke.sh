@@ -16,8 +16,9 @@ snippets=(quick-start drop-in hosting)
 
 rm -rf "$work"
 mkdir -p "$work/snippets"
-fail() { echo "package smoke: $*" >&2; [ -s "$log" ] && tail -n 60 "$log" >&2; exit 1; }
-step() { "$@" >"$log" 2>&1 || fail "failed: $*"; }
+fail() { echo "package smoke: $*" >&2; exit 1; }
+# step COMMAND...: runs it quietly; on failure shows the end of its output.
+step() { "$@" >"$log" 2>&1 || { tail -n 60 "$log" >&2; fail "failed: $*"; }; }
 
 step ./pack.sh "$feed"
 version=$(dotnet msbuild src/ChannelPool/ChannelPool.csproj -getProperty:Version)
@@ -58,8 +59,8 @@ done
 
 run() {
   local app=$1 expect=$2
-  timeout 60 dotnet "$work/bin/$app/Release/net10.0/$app.dll" >"$log" 2>&1 || fail "$app exited with an error"
-  grep -q "$expect" "$log" || fail "$app did not print \"$expect\""
+  step timeout 60 dotnet "$work/bin/$app/Release/net10.0/$app.dll"
+  grep -q "$expect" "$log" || { cat "$log" >&2; fail "$app did not print \"$expect\""; }
   echo "package smoke: ran $app: $(grep "$expect" "$log" | head -n 1)"
 }
 run QuickStart "quick start: sent 4 bytes"
