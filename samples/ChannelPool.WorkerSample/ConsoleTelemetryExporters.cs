@@ -12,11 +12,16 @@ namespace ChannelPool.WorkerSample;
 /// </summary>
 internal sealed class ConsoleMetricExporter : BaseExporter<Metric>
 {
+    // The short names alone mislead: idle above idle.max looks like a bug until one reads what idle.max means.
+    private bool _descriptionsPrinted;
+
     public override ExportResult Export(in Batch<Metric> batch)
     {
         var lines = new SortedDictionary<string, List<string>>(StringComparer.Ordinal);
+        var descriptions = new SortedDictionary<string, string>(StringComparer.Ordinal);
         foreach (var metric in batch)
         {
+            descriptions[ShortName(metric)] = metric.Description;
             foreach (ref readonly var point in metric.GetMetricPoints())
             {
                 string? pool = null;
@@ -41,13 +46,23 @@ internal sealed class ConsoleMetricExporter : BaseExporter<Metric>
                     MetricType.LongGauge => point.GetGaugeLastValueLong().ToString(CultureInfo.InvariantCulture),
                     _ => point.GetGaugeLastValueDouble().ToString("0.###", CultureInfo.InvariantCulture),
                 };
-                var name = metric.Name.Replace("channelpool.channel.", string.Empty, StringComparison.Ordinal);
+                var name = ShortName(metric);
                 var label = labels.Count == 0 ? string.Empty : $" [{string.Join(", ", labels)}]";
                 (lines.TryGetValue(pool ?? "?", out var list) ? list : lines[pool ?? "?"] = []).Add($"  {name,-18}{label,-24} {value}");
             }
         }
 
         var output = new StringBuilder();
+        if (!_descriptionsPrinted && descriptions.Count > 0)
+        {
+            _descriptionsPrinted = true;
+            output.AppendLine("--- what the metrics below mean ---");
+            foreach (var (name, description) in descriptions)
+            {
+                output.AppendLine(CultureInfo.InvariantCulture, $"  {name,-18}{description}");
+            }
+        }
+
         foreach (var (pool, list) in lines)
         {
             output.AppendLine(CultureInfo.InvariantCulture, $"--- metrics for pool '{pool}' at {DateTime.Now:HH:mm:ss} ---");
@@ -58,6 +73,8 @@ internal sealed class ConsoleMetricExporter : BaseExporter<Metric>
         Console.Write(output.ToString());
         return ExportResult.Success;
     }
+
+    private static string ShortName(Metric metric) => metric.Name.Replace("channelpool.channel.", string.Empty, StringComparison.Ordinal);
 
     private static string FormatHistogram(long count, double sum, string? unit) =>
         count == 0

@@ -100,7 +100,15 @@ internal sealed partial class ChannelPoolHostedService : IHostedLifecycleService
         try
         {
             await pool.WarmUpAsync(startup.WaitForReadyChannels, timeout.Token).ConfigureAwait(false);
-            LogWarmedUp(_logger, pool.Name, startup.WaitForReadyChannels, pool.PoolSize);
+            if (startup.WaitForReadyChannels == 0)
+            {
+                LogFillingInBackground(_logger, pool.Name, pool.PoolSize);
+            }
+            else
+            {
+                var snapshot = pool.GetSnapshot();
+                LogWarmedUp(_logger, pool.Name, snapshot.Idle + snapshot.Leased, startup.WaitForReadyChannels, pool.PoolSize);
+            }
         }
         catch (Exception ex) when (ex is OperationCanceledException or ChannelPoolUnavailableException && !cancellationToken.IsCancellationRequested)
         {
@@ -122,6 +130,10 @@ internal sealed partial class ChannelPoolHostedService : IHostedLifecycleService
         _reloadSubscriptions.Clear();
     }
 
-    [LoggerMessage(102, LogLevel.Information, "Channel pool '{PoolName}' is warm: {Ready} channel(s) open before start-up continued; filling to {PoolSize} in the background.")]
-    private static partial void LogWarmedUp(ILogger logger, string poolName, int ready, int poolSize);
+    [LoggerMessage(102, LogLevel.Information, "Channel pool '{PoolName}' is warm: {Open} channel(s) open, start-up waited for {Ready}; filling to {PoolSize} in the background.")]
+    private static partial void LogWarmedUp(ILogger logger, string poolName, int open, int ready, int poolSize);
+
+    // With the default WaitForReadyChannels of 0 nothing is open yet, so "is warm" would be false.
+    [LoggerMessage(103, LogLevel.Information, "Channel pool '{PoolName}' is filling to {PoolSize} channel(s) in the background; start-up did not wait for any (Startup:WaitForReadyChannels is 0).")]
+    private static partial void LogFillingInBackground(ILogger logger, string poolName, int poolSize);
 }
