@@ -50,9 +50,12 @@ public abstract class PoolTestBase
         Resilience = { MaxRetryAttempts = 0, RetryBaseDelay = TimeSpan.FromMilliseconds(100) },
     };
 
-    protected ChannelPool<FakeChannel> CreatePool(ChannelPoolOptions options)
+    protected ChannelPool<FakeChannel> CreatePool(ChannelPoolOptions options) => CreatePool(options, Time);
+
+    /// <summary>A pool on a clock of the test's own; the test drains it, since teardown moves only <see cref="Time"/>.</summary>
+    protected ChannelPool<FakeChannel> CreatePool(ChannelPoolOptions options, TimeProvider time)
     {
-        var pool = new ChannelPool<FakeChannel>(Factory, options, Time);
+        var pool = new ChannelPool<FakeChannel>(Factory, options, time);
         _pools.Add(pool);
         return pool;
     }
