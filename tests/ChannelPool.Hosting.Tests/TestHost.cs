@@ -2,29 +2,29 @@ using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Testing;
 
 namespace ChannelPool.Hosting.Tests;
 
 /// <summary>
 /// A real generic host with nothing added by default: configuration is an in-memory source the test can change and
-/// reload, logging goes to a recorder, and the pool's clock is a fake unless a test asks for real time.
+/// reload, every log event of every level goes to a FakeLogCollector, and the pool's clock is a fake unless a test asks for real time.
 /// </summary>
 internal sealed class TestHost : IAsyncDisposable
 {
     private readonly ReloadableSource _config;
 
-    private TestHost(IHost host, ReloadableSource config, RecordingLoggerFactory log)
+    private TestHost(IHost host, ReloadableSource config)
     {
         Host = host;
         _config = config;
-        Log = log;
     }
 
     public IHost Host { get; }
 
     public IServiceProvider Services => Host.Services;
 
-    public RecordingLoggerFactory Log { get; }
+    public FakeLogCollector Log => Services.GetFakeLogCollector();
 
     public static TestHost Create(
         Action<IServiceCollection> configureServices,
@@ -35,9 +35,7 @@ internal sealed class TestHost : IAsyncDisposable
         var builder = Microsoft.Extensions.Hosting.Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings());
         var source = new ReloadableSource(configuration ?? new Dictionary<string, string?>());
         ((IConfigurationBuilder)builder.Configuration).Add(source);
-        var log = new RecordingLoggerFactory();
-        builder.Services.AddSingleton<ILoggerFactory>(log);
-        builder.Services.AddSingleton(typeof(ILogger<>), typeof(Logger<>));
+        builder.Logging.SetMinimumLevel(LogLevel.Trace).AddFakeLogging();
         if (timeProvider is not null)
         {
             builder.Services.AddSingleton(timeProvider);
@@ -45,7 +43,7 @@ internal sealed class TestHost : IAsyncDisposable
 
         builder.Services.Configure<HostOptions>(o => o.ShutdownTimeout = shutdownTimeout ?? TimeSpan.FromSeconds(10));
         configureServices(builder.Services);
-        return new TestHost(builder.Build(), source, log);
+        return new TestHost(builder.Build(), source);
     }
 
     /// <summary>Changes a configuration value and raises the reload, as a changed appsettings.json would.</summary>
@@ -61,8 +59,6 @@ internal sealed class TestHost : IAsyncDisposable
         {
             Host.Dispose();
         }
-
-        Log.Dispose();
     }
 
     /// <summary>A configuration source whose values a test can change, raising the same reload a changed file does.</summary>
