@@ -1,6 +1,5 @@
 using ChannelPool.Samples.Tls;
 using ChannelPool.WorkerSample;
-using OpenTelemetry;
 using OpenTelemetry.Metrics;
 using OpenTelemetry.Trace;
 
@@ -18,14 +17,13 @@ builder.Services.AddChannelPool("echo", _ => new TlsChannelFactory(server.EndPoi
 builder.Services.AddHostedService<EchoCallers>();
 
 var interval = builder.Configuration.GetValue("Sample:MetricsInterval", TimeSpan.FromSeconds(5));
-builder.Services.AddSingleton(_ => Sdk.CreateMeterProviderBuilder()
-    .AddChannelPoolInstrumentation()
-    .AddReader(new PeriodicExportingMetricReader(new ConsoleMetricExporter(), (int)interval.TotalMilliseconds))
-    .Build());
-builder.Services.AddSingleton(_ => Sdk.CreateTracerProviderBuilder()
-    .AddChannelPoolInstrumentation()
-    .AddProcessor(new SimpleActivityExportProcessor(new ConsoleSpanExporter()))
-    .Build());
+builder.Services.AddOpenTelemetry()
+    .WithMetrics(metrics => metrics
+        .AddChannelPoolInstrumentation()
+        .AddConsoleExporter((_, reader) => reader.PeriodicExportingMetricReaderOptions.ExportIntervalMilliseconds = (int)interval.TotalMilliseconds))
+    .WithTracing(tracing => tracing
+        .AddChannelPoolInstrumentation()
+        .AddConsoleExporter());
 
 using var host = builder.Build();
 

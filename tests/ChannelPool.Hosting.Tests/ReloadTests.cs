@@ -67,7 +67,7 @@ public class ReloadTests
         Assert.DoesNotThrow(() => host.Reconfigure($"{Section}:PoolSize", "0"));
 
         Assert.That(pool.PoolSize, Is.EqualTo(4));
-        var rejected = host.Log.Entries.Single(e => e.EventId.Id == 101);
+        var rejected = host.Log.GetSnapshot().Single(e => e.Id.Id == 101);
         Assert.That(rejected.Level, Is.EqualTo(LogLevel.Error));
         Assert.That(rejected.Message, Does.Contain("'orders'").And.Contain("PoolSize must be between 1 and MaxChannels (126); it was 0."));
         await using (var lease = await pool.AcquireAsync().Within())

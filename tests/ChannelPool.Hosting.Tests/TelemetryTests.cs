@@ -13,10 +13,10 @@ public class TelemetryTests
     [Test]
     public async Task Metrics_ReachOpenTelemetry_WithTheirNamesUnitsAndPoolTag_FollowingPoolActivity()
     {
-        var exporter = new InMemoryMetricExporter();
+        var exported = new List<MetricSnapshot>();
         using var meters = Sdk.CreateMeterProviderBuilder()
             .AddChannelPoolInstrumentation()
-            .AddReader(new BaseExportingMetricReader(exporter))
+            .AddInMemoryExporter(exported)
             .Build();
         await using var host = TestHost.Create(services => services.AddChannelPool("otel-orders", _ => new FakeChannelFactory())
             .Configure(o => o.PoolSize = 3)
@@ -34,7 +34,7 @@ public class TelemetryTests
         meters.ForceFlush();
         held.Dispose();
 
-        var ours = exporter.Points.Where(p => Equals(p.Tags.GetValueOrDefault(ChannelPoolTelemetry.PoolNameTag), "otel-orders")).ToList();
+        var ours = Points(exported).Where(p => Equals(p.Tags.GetValueOrDefault(ChannelPoolTelemetry.PoolNameTag), "otel-orders")).ToList();
         Assert.That(ours, Is.Not.Empty);
         Assert.That(
             ours.Select(p => p.Instrument).Distinct(),
@@ -62,22 +62,49 @@ public class TelemetryTests
     [Test]
     public async Task EachOpen_ReachesOpenTelemetry_AsASpanTaggedWithThePool()
     {
-        var exporter = new InMemorySpanExporter();
+        var exported = new List<Activity>();
         using var traces = Sdk.CreateTracerProviderBuilder()
             .AddChannelPoolInstrumentation()
-            .AddProcessor(new SimpleActivityExportProcessor(exporter))
+            .AddInMemoryExporter(exported)
             .Build();
         await using var host = TestHost.Create(services => services.AddChannelPool("otel-traced", _ => new FakeChannelFactory())
             .Configure(o => o.PoolSize = 3)
             .ConfigureStartup(o => o.WaitForReadyChannels = 3));
 
         await host.Host.StartAsync().Within();
-        await Eventually.That(() => exporter.Spans.Count(IsOurs) >= 3, "three open spans were exported");
+        // The exporter adds to a plain List<T> as each span ends; only its Count is safe to poll meanwhile. The pool
+        // opens exactly three channels, so once three spans are in, nothing adds to the list any more.
+        await Eventually.That(() => exported.Count >= 3, "three open spans were exported");
 
-        Assert.That(exporter.Spans.Where(IsOurs), Has.All.Matches<Activity>(s =>
+        Assert.That(exported.Count(IsOurs), Is.EqualTo(3));
+        Assert.That(exported.Where(IsOurs), Has.All.Matches<Activity>(s =>
             s.DisplayName == ChannelPoolTelemetry.OpenActivityName && s.Kind == ActivityKind.Client && s.Status != ActivityStatusCode.Error));
         await host.Host.StopAsync().Within();
     }
+
+    /// <summary>Flattens exported snapshots into one row per point: name, unit, type, tags and the value asserted on.</summary>
+    private static List<(string Instrument, string Unit, MetricType Type, Dictionary<string, object?> Tags, double Value)> Points(List<MetricSnapshot> exported) =>
+    [
+        .. exported.SelectMany(metric => metric.MetricPoints.Select(point =>
+        {
+            var tags = new Dictionary<string, object?>();
+            foreach (var tag in point.Tags)
+            {
+                tags[tag.Key] = tag.Value;
+            }
+
+            var value = metric.MetricType switch
+            {
+                MetricType.LongSum or MetricType.LongSumNonMonotonic => point.GetSumLong(),
+                MetricType.DoubleSum or MetricType.DoubleSumNonMonotonic => point.GetSumDouble(),
+                MetricType.LongGauge => point.GetGaugeLastValueLong(),
+                MetricType.DoubleGauge => point.GetGaugeLastValueDouble(),
+                MetricType.Histogram => point.GetHistogramCount(),
+                _ => double.NaN,
+            };
+            return (metric.Name, metric.Unit, metric.MetricType, tags, value);
+        })),
+    ];
 
     private static bool IsOurs(Activity span) => Equals(span.GetTagItem(ChannelPoolTelemetry.PoolNameTag), "otel-traced");
 }

@@ -1,5 +1,6 @@
-using System.Text.Json.Nodes;
 using ChannelPool.Perf.Reporting;
+using ScottPlot.Plottables;
+using ScottPlot.TickGenerators;
 
 namespace ChannelPool.Perf.Tests;
 
@@ -44,67 +45,53 @@ public class ChartRendererTests
     public void DeleteOutputDirectory() => Directory.Delete(outputDirectory, recursive: true);
 
     [Test]
-    public void ToVegaLite_SameChart_GivesByteIdenticalSpec()
+    public void ToPlot_GroupedBar_KeepsCategoriesAndSeriesInInputOrder_AndBarsSideBySide()
     {
-        var copy = BarChart with { Points = [.. BarChart.Points] };
+        var plot = ChartRenderer.ToPlot(BarChart);
+        plot.RenderInMemory(ChartRenderer.Width, ChartRenderer.Height); // ticks exist once the axis is laid out
 
-        Assert.That(ChartRenderer.ToVegaLite(copy), Is.EqualTo(ChartRenderer.ToVegaLite(BarChart)));
+        var bars = plot.GetPlottables<BarPlot>().ToList();
+        Assert.That(bars.Select(b => b.LegendText), Is.EqualTo(new[] { "per-call channel", "pooled reuse" }), "series in input order");
+        var ticks = plot.Axes.Bottom.TickGenerator.Ticks.Where(t => t.IsMajor).Select(t => t.Label);
+        Assert.That(ticks, Is.EqualTo(new[] { "concurrency 8", "concurrency 1" }), "categories in input order, not alphabetical");
+        Assert.That(bars.SelectMany(b => b.Bars).Select(b => b.Value), Is.EquivalentTo(BarChart.Points.Select(p => p.Y)));
+        Assert.That(bars.SelectMany(b => b.Bars).Select(b => b.Position), Is.Unique, "bars side by side, not stacked");
+        Assert.That(bars.SelectMany(b => b.Bars).Select(b => b.ValueBase), Has.All.EqualTo(0), "linear y unless LogScaleY");
+        Assert.That(plot.Axes.Title.Label.Text, Is.EqualTo("Proxy throughput by concurrency"));
+        Assert.That(plot.Axes.Left.Label.Text, Is.EqualTo("Calls per second"));
     }
 
     [Test]
-    public void ToVegaLite_GroupedBar_HoldsSeriesCategoriesAndValuesInInputOrder()
+    public void ToPlot_LogScaleLine_DrawsOneLinePerSeries_OnDecades()
     {
-        var spec = JsonNode.Parse(ChartRenderer.ToVegaLite(BarChart))!;
+        var plot = ChartRenderer.ToPlot(LineChart);
 
-        var values = spec["data"]!["values"]!.AsArray();
-        Assert.That(values.Select(v => (string?)v!["series"]), Is.EqualTo(BarChart.Points.Select(p => p.Series)));
-        Assert.That(values.Select(v => (string?)v!["category"]), Is.EqualTo(BarChart.Points.Select(p => p.Category)));
-        Assert.That(values.Select(v => (double)v!["y"]!), Is.EqualTo(BarChart.Points.Select(p => p.Y)));
-        Assert.That((string?)spec["title"]!["text"], Is.EqualTo("Proxy throughput by concurrency"));
-        Assert.That((string?)spec["mark"]!["type"], Is.EqualTo("bar"));
-        var encoding = spec["encoding"]!;
-        Assert.That((string?)encoding["x"]!["field"], Is.EqualTo("category"));
-        Assert.That(IsSetToNull(encoding["x"]!, "sort"), Is.True, "categories keep input order with sort: null");
-        Assert.That((string?)encoding["xOffset"]!["field"], Is.EqualTo("series"));
-        Assert.That((string?)encoding["color"]!["field"], Is.EqualTo("series"));
-        Assert.That((string?)encoding["y"]!["title"], Is.EqualTo("Calls per second"));
-        Assert.That(encoding["y"]!["scale"], Is.Null, "linear y unless LogScaleY");
-        Assert.That(IsSetToNull(encoding["y"]!, "stack"), Is.True, "bars side by side, not stacked from zero (which empties a log scale)");
-        Assert.That(encoding["tooltip"]!.AsArray(), Has.Count.EqualTo(3));
-    }
-
-    [Test]
-    public void ToVegaLite_LogScaleLine_HasNumericXPointsAndLogY()
-    {
-        var spec = JsonNode.Parse(ChartRenderer.ToVegaLite(LineChart))!;
-
-        Assert.That((string?)spec["mark"]!["type"], Is.EqualTo("line"));
-        Assert.That((bool?)spec["mark"]!["point"], Is.True);
-        Assert.That((string?)spec["encoding"]!["x"]!["type"], Is.EqualTo("quantitative"));
-        Assert.That((string?)spec["encoding"]!["y"]!["scale"]!["type"], Is.EqualTo("log"));
-        var values = spec["data"]!["values"]!.AsArray();
-        Assert.That(values.Select(v => (double)v!["x"]!), Is.EqualTo(LineChart.Points.Select(p => p.X)));
-        Assert.That(values.Select(v => (string?)v!["series"]).Distinct(), Is.EqualTo(new[] { "polling duplex", "SignalR long polling" }));
+        var lines = plot.GetPlottables<Scatter>().ToList();
+        Assert.That(lines.Select(l => l.LegendText), Is.EqualTo(new[] { "polling duplex", "SignalR long polling" }));
+        var first = lines[0].Data.GetScatterPoints();
+        Assert.That(first.Select(p => p.X), Is.EqualTo(new[] { 1.0, 10, 100 }));
+        Assert.That(first.Select(p => p.Y), Is.EqualTo(new[] { Math.Log10(1.5), Math.Log10(2.75), Math.Log10(14) }).Within(1e-12), "log scale: decades are plotted evenly");
+        Assert.That(plot.Axes.Left.TickGenerator, Is.InstanceOf<NumericAutomatic>().With.Property(nameof(NumericAutomatic.MinorTickGenerator)).InstanceOf<LogMinorTickGenerator>());
     }
 
     private static IEnumerable<TestCaseData> InvalidCharts()
     {
-        yield return new TestCaseData(BarChart with { Name = " " }, "empty name").SetName("ToVegaLite_EmptyName_Throws");
-        yield return new TestCaseData(BarChart with { Name = "../escape" }, "path characters").SetName("ToVegaLite_NameWithPathCharacters_Throws");
-        yield return new TestCaseData(BarChart with { Points = [] }, "has no points").SetName("ToVegaLite_NoPoints_Throws");
-        yield return new TestCaseData(BarChart with { Points = [new ChartPoint("s", "c", 0, double.NaN)] }, "not finite").SetName("ToVegaLite_NaNY_Throws");
-        yield return new TestCaseData(BarChart with { Points = [new ChartPoint("s", "c", 0, double.PositiveInfinity)] }, "not finite").SetName("ToVegaLite_InfiniteY_Throws");
-        yield return new TestCaseData(LineChart with { Points = [new ChartPoint("s", "", 1, 0)] }, "log-scale").SetName("ToVegaLite_ZeroYOnLogScale_Throws");
-        yield return new TestCaseData(LineChart with { Points = [new ChartPoint("s", "", 1, -3)] }, "log-scale").SetName("ToVegaLite_NegativeYOnLogScale_Throws");
+        yield return new TestCaseData(BarChart with { Name = " " }, "empty name").SetName("ToPlot_EmptyName_Throws");
+        yield return new TestCaseData(BarChart with { Name = "../escape" }, "path characters").SetName("ToPlot_NameWithPathCharacters_Throws");
+        yield return new TestCaseData(BarChart with { Points = [] }, "has no points").SetName("ToPlot_NoPoints_Throws");
+        yield return new TestCaseData(BarChart with { Points = [new ChartPoint("s", "c", 0, double.NaN)] }, "not finite").SetName("ToPlot_NaNY_Throws");
+        yield return new TestCaseData(BarChart with { Points = [new ChartPoint("s", "c", 0, double.PositiveInfinity)] }, "not finite").SetName("ToPlot_InfiniteY_Throws");
+        yield return new TestCaseData(LineChart with { Points = [new ChartPoint("s", "", 1, 0)] }, "log-scale").SetName("ToPlot_ZeroYOnLogScale_Throws");
+        yield return new TestCaseData(LineChart with { Points = [new ChartPoint("s", "", 1, -3)] }, "log-scale").SetName("ToPlot_NegativeYOnLogScale_Throws");
     }
 
     // The chart comes in as object because Chart is internal and a public test method cannot take it.
     [TestCaseSource(nameof(InvalidCharts))]
-    public void ToVegaLite_InvalidChart_ThrowsNamingTheProblem(object invalidChart, string problem)
+    public void ToPlot_InvalidChart_ThrowsNamingTheProblem(object invalidChart, string problem)
     {
         var chart = (Chart)invalidChart;
 
-        var thrown = Assert.Throws<ArgumentException>(() => ChartRenderer.ToVegaLite(chart));
+        var thrown = Assert.Throws<ArgumentException>(() => ChartRenderer.ToPlot(chart));
 
         Assert.That(thrown!.Message, Does.Contain(problem));
         Assert.That(thrown.Message, Does.Contain(string.IsNullOrWhiteSpace(chart.Name) ? chart.Title : chart.Name));
@@ -113,48 +100,29 @@ public class ChartRendererTests
     [Test]
     public void RenderAsync_TwoChartsWithOneName_Throws()
     {
-        var renderer = new ChartRenderer();
-
-        var thrown = Assert.ThrowsAsync<ArgumentException>(() => renderer.RenderAsync([BarChart, LineChart with { Name = BarChart.Name }], outputDirectory, CancellationToken.None));
+        var thrown = Assert.ThrowsAsync<ArgumentException>(() => ChartRenderer.RenderAsync([BarChart, LineChart with { Name = BarChart.Name }], outputDirectory, CancellationToken.None));
 
         Assert.That(thrown!.Message, Does.Contain("Two charts are named 'proxies-throughput'"));
     }
 
     [Test]
-    public async Task RenderAsync_RendererFilesMissing_KeepsSpecsAndSaysWhy()
+    public async Task RenderAsync_BarAndLineCharts_WritesPngAndSvgWithTitleAndSeries()
     {
-        Assume.That(ChartRenderer.FindOnPath("node"), Is.Not.Null, "node is not installed on this machine.");
-        var renderer = new ChartRenderer(Path.Combine(outputDirectory, "no-renderer-here"));
-
-        var result = await renderer.RenderAsync([BarChart], Path.Combine(outputDirectory, "report"), CancellationToken.None);
-
-        Assert.That(result.AllDrawn, Is.False);
-        Assert.That(result.Written, Is.Empty);
-        Assert.That(result.Problem, Does.Contain("render.mjs").And.Contain("is missing"));
-        Assert.That(File.ReadAllText(result.SpecFiles.Single()), Is.EqualTo(ChartRenderer.ToVegaLite(BarChart)));
-    }
-
-    [Test]
-    [CancelAfter(8 * 60 * 1000)]
-    public async Task RenderAsync_BarAndLineCharts_WritesSvgWithTitleAndSeries(CancellationToken cancellationToken)
-    {
-        Assume.That(ChartRenderer.FindOnPath("node"), Is.Not.Null, "node is not installed on this machine.");
         var report = Path.Combine(outputDirectory, "report");
 
-        var result = await new ChartRenderer().RenderAsync([BarChart, LineChart], report, cancellationToken);
+        var result = await ChartRenderer.RenderAsync([BarChart, LineChart], report, CancellationToken.None);
 
         Assert.That(result.Problem, Is.Null);
-        Assert.That(result.SpecFiles, Is.EqualTo(new[] { Path.Combine(report, "proxies-throughput.vl.json"), Path.Combine(report, "poll-latency.vl.json") }));
-        Assert.That(result.Written, Is.EqualTo(new[] { Path.Combine(report, "proxies-throughput.svg"), Path.Combine(report, "poll-latency.svg") }));
-        foreach (var (chart, svgFile) in new[] { BarChart, LineChart }.Zip(result.Written))
+        Assert.That(result.Written, Is.EqualTo(new[] { Path.Combine(report, "proxies-throughput.png"), Path.Combine(report, "poll-latency.png") }));
+        foreach (var (chart, pngFile) in new[] { BarChart, LineChart }.Zip(result.Written))
         {
-            var svg = await File.ReadAllTextAsync(svgFile, cancellationToken);
-            Assert.That(svg, Does.StartWith("<svg"), svgFile);
-            Assert.That(svg, Does.Contain(chart.Title), svgFile);
-            Assert.That(svg, Does.Contain(chart.Points[0].Series), svgFile);
+            var png = await File.ReadAllBytesAsync(pngFile);
+            Assert.That(png.AsSpan(0, 8).ToArray(), Is.EqualTo(new byte[] { 0x89, (byte)'P', (byte)'N', (byte)'G', 0x0D, 0x0A, 0x1A, 0x0A }), pngFile);
+            Assert.That(png, Has.Length.GreaterThan(10_000), "a drawn chart, not an empty canvas");
+            var svg = await File.ReadAllTextAsync(Path.ChangeExtension(pngFile, ".svg"));
+            Assert.That(svg, Does.Contain("<svg"), pngFile);
+            Assert.That(svg, Does.Contain(chart.Title), pngFile);
+            Assert.That(svg, Does.Contain(chart.Points[0].Series), pngFile);
         }
     }
-
-    private static bool IsSetToNull(JsonNode channel, string property) =>
-        channel.AsObject().TryGetPropertyValue(property, out var value) && value is null;
 }

@@ -2,6 +2,7 @@ using System.ServiceModel;
 using ChannelPool.ServiceModel.Tests.Fixtures;
 using ChannelPool.ServiceModel.TestServices;
 using ChannelPool.Testing;
+using Microsoft.Extensions.Time.Testing;
 
 namespace ChannelPool.ServiceModel.Tests;
 

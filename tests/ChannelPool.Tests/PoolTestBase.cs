@@ -1,3 +1,5 @@
+using System.Diagnostics.Metrics;
+
 namespace ChannelPool.Tests;
 
 /// <summary>
@@ -50,9 +52,10 @@ public abstract class PoolTestBase
         Resilience = { MaxRetryAttempts = 0, RetryBaseDelay = TimeSpan.FromMilliseconds(100) },
     };
 
-    protected ChannelPool<FakeChannel> CreatePool(ChannelPoolOptions options)
+    /// <summary>A pool on <see cref="Time"/>, or on a clock of the test's own, which teardown cannot move.</summary>
+    protected ChannelPool<FakeChannel> CreatePool(ChannelPoolOptions options, TimeProvider? time = null, IMeterFactory? meterFactory = null)
     {
-        var pool = new ChannelPool<FakeChannel>(Factory, options, Time);
+        var pool = new ChannelPool<FakeChannel>(Factory, options, time ?? Time, meterFactory: meterFactory);
         _pools.Add(pool);
         return pool;
     }

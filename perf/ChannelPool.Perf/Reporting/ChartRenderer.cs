@@ -1,99 +1,98 @@
-using System.ComponentModel;
-using System.Diagnostics;
-using System.Text.Json;
-using System.Text.Json.Nodes;
+using System.Globalization;
+using ScottPlot;
+using ScottPlot.TickGenerators;
 
 namespace ChannelPool.Perf.Reporting;
 
 /// <summary>What <see cref="ChartRenderer.RenderAsync"/> wrote.</summary>
-/// <param name="SpecFiles">The Vega-Lite spec of every chart (<c>&lt;Name&gt;.vl.json</c>), always written.</param>
-/// <param name="Written">The SVG files drawn (<c>&lt;Name&gt;.svg</c>), in chart order.</param>
+/// <param name="Written">The PNG of every chart drawn (<c>&lt;Name&gt;.png</c>, with <c>&lt;Name&gt;.svg</c> beside it), in chart order.</param>
 /// <param name="Problem">Why some or all charts were not drawn, or <see langword="null"/> when every chart was.</param>
-internal sealed record ChartRenderResult(IReadOnlyList<string> SpecFiles, IReadOnlyList<string> Written, string? Problem)
+internal sealed record ChartRenderResult(IReadOnlyList<string> Written, string? Problem)
 {
-    /// <summary>Whether every chart has its SVG.</summary>
+    /// <summary>Whether every chart has its PNG.</summary>
     public bool AllDrawn => Problem is null;
 }
 
-/// <summary>
-/// Turns <see cref="Chart"/>s into Vega-Lite specs and draws them as SVG with Node.js (<c>Charts/render.mjs</c>).
-/// A machine without Node still gets the specs; the result then says why there are no SVGs instead of throwing.
-/// </summary>
-internal sealed class ChartRenderer
+/// <summary>Draws <see cref="Chart"/>s in-process with ScottPlot, as PNG and SVG.</summary>
+internal static class ChartRenderer
 {
-    /// <summary>How long <c>npm ci</c> may take to install vega and vega-lite.</summary>
-    public static readonly TimeSpan InstallTimeout = TimeSpan.FromMinutes(5);
+    public const int Width = 900;
+    public const int Height = 500;
 
-    /// <summary>How long one <c>node render.mjs</c> run, drawing all charts, may take.</summary>
-    public static readonly TimeSpan RenderTimeout = TimeSpan.FromMinutes(2);
-
-    private const string SpecExtension = ".vl.json";
-    private const string RenderScript = "render.mjs";
-    private const string LockFile = "package-lock.json";
-
-    // Copied beside the binary by the csproj; the same set is copied again when the binary's folder is read-only.
-    private static readonly string[] RendererFiles = ["package.json", LockFile, RenderScript, ".npmrc"];
-
-    // npm ci leaves node_modules alone when the lock changes later (a version bump), so the lock it installed
-    // is kept here and compared, rather than trusting that node_modules/vega-lite exists.
-    private static readonly string InstalledLockStamp = Path.Combine("node_modules", ".channelpool-installed-lock.json");
-
-    // A fixed "\n" keeps the spec byte-identical across operating systems.
-    private static readonly JsonSerializerOptions SpecJsonOptions = new() { WriteIndented = true, NewLine = "\n" };
-
-    private readonly string rendererDirectory;
-
-    /// <summary>Creates a renderer that uses the <c>Charts</c> folder beside the executing assembly.</summary>
-    public ChartRenderer()
-        : this(Path.Combine(AppContext.BaseDirectory, "Charts"))
-    {
-    }
-
-    /// <summary>Creates a renderer that uses the chart renderer files (<c>render.mjs</c>, <c>package.json</c>, …) in <paramref name="rendererDirectory"/>.</summary>
-    public ChartRenderer(string rendererDirectory)
-    {
-        ArgumentException.ThrowIfNullOrWhiteSpace(rendererDirectory);
-        this.rendererDirectory = Path.GetFullPath(rendererDirectory);
-    }
-
-    /// <summary>Builds the Vega-Lite spec of <paramref name="chart"/>, with its data inline. The same chart always gives the same bytes.</summary>
+    /// <summary>Builds the ScottPlot plot of <paramref name="chart"/>.</summary>
     /// <exception cref="ArgumentException">The chart has no usable name or points; the message names the chart and the problem.</exception>
-    public static string ToVegaLite(Chart chart)
+    public static Plot ToPlot(Chart chart)
     {
         Validate(chart);
-        var bars = chart.Kind == ChartKind.GroupedBar;
-        var spec = new JsonObject
-        {
-            ["description"] = chart.Name,
-            ["title"] = new JsonObject { ["text"] = chart.Title },
-            ["width"] = 640,
-            ["height"] = 360,
-            ["data"] = new JsonObject { ["values"] = new JsonArray([.. chart.Points.Select(point => DataRow(chart.Kind, point))]) },
-            ["mark"] = bars ? new JsonObject { ["type"] = "bar" } : new JsonObject { ["type"] = "line", ["point"] = true },
-            ["encoding"] = Encoding(chart),
-            ["config"] = new JsonObject
-            {
-                ["font"] = "sans-serif",
-                ["title"] = new JsonObject { ["fontSize"] = 18, ["anchor"] = "start", ["offset"] = 12 },
-                ["axis"] = new JsonObject { ["labelFontSize"] = 13, ["titleFontSize"] = 14 },
-                // Series names such as "SignalR long polling" are the point of the legend; the default 160 px cuts them.
-                ["legend"] = new JsonObject { ["labelFontSize"] = 13, ["titleFontSize"] = 14, ["labelLimit"] = 320 },
-            },
-        };
+        var plot = new Plot();
+        plot.Title(chart.Title);
+        plot.XLabel(chart.XTitle);
+        plot.YLabel(chart.YTitle);
+        var palette = new ScottPlot.Palettes.Category10();
 
-        return spec.ToJsonString(SpecJsonOptions);
+        // Series and categories keep the order the report measured them in, not alphabetical.
+        var series = chart.Points.Select(p => p.Series).Distinct().ToList();
+        double Y(double value) => chart.LogScaleY ? Math.Log10(value) : value;
+        if (chart.Kind == ChartKind.GroupedBar)
+        {
+            var categories = chart.Points.Select(p => p.Category).Distinct().ToList();
+            var groupWidth = series.Count + 1;
+
+            // On a log axis a bar rises from the decade below the smallest value, not from 10^0.
+            var baseline = chart.LogScaleY ? Math.Floor(chart.Points.Min(p => Y(p.Y))) : 0;
+            for (var s = 0; s < series.Count; s++)
+            {
+                var color = palette.GetColor(s);
+                var bars = chart.Points.Where(p => p.Series == series[s]).Select(p => new Bar
+                {
+                    Position = (categories.IndexOf(p.Category) * groupWidth) + s,
+                    Value = Y(p.Y),
+                    ValueBase = baseline,
+                    FillColor = color,
+                }).ToList();
+                plot.Add.Bars(bars).LegendText = series[s];
+            }
+
+            plot.Axes.Bottom.TickGenerator = new NumericManual(
+                [.. categories.Select((_, c) => (c * groupWidth) + ((series.Count - 1) / 2.0))], [.. categories]);
+            plot.Axes.Margins(bottom: 0);
+        }
+        else
+        {
+            for (var s = 0; s < series.Count; s++)
+            {
+                var points = chart.Points.Where(p => p.Series == series[s]).ToList();
+                var line = plot.Add.Scatter(points.Select(p => p.X).ToArray(), points.Select(p => Y(p.Y)).ToArray(), palette.GetColor(s));
+                line.LegendText = series[s];
+                line.MarkerSize = 7;
+            }
+        }
+
+        if (chart.LogScaleY)
+        {
+            plot.Axes.Left.TickGenerator = new NumericAutomatic
+            {
+                MinorTickGenerator = new LogMinorTickGenerator(),
+                IntegerTicksOnly = true,
+                LabelFormatter = y => Math.Pow(10, y).ToString("G4", CultureInfo.InvariantCulture),
+            };
+        }
+
+        plot.ShowLegend(Alignment.UpperLeft);
+        return plot;
     }
 
-    /// <summary>
-    /// Writes <c>&lt;Name&gt;.vl.json</c> for every chart into <paramref name="outputDirectory"/>, then draws each as
-    /// <c>&lt;Name&gt;.svg</c> when Node.js is on PATH, installing vega and vega-lite with <c>npm ci</c> on first use.
-    /// </summary>
+    /// <summary>Draws every chart as <c>&lt;Name&gt;.png</c> and <c>&lt;Name&gt;.svg</c> in <paramref name="outputDirectory"/>.</summary>
     /// <exception cref="ArgumentException">A chart is invalid or two charts share a name; the message names the chart and the problem.</exception>
-    public async Task<ChartRenderResult> RenderAsync(IReadOnlyList<Chart> charts, string outputDirectory, CancellationToken cancellationToken)
+    public static async Task<ChartRenderResult> RenderAsync(IReadOnlyList<Chart> charts, string outputDirectory, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(charts);
         ArgumentException.ThrowIfNullOrWhiteSpace(outputDirectory);
-        var specs = charts.Select(ToVegaLite).ToList();
+        foreach (var chart in charts)
+        {
+            Validate(chart);
+        }
+
         var duplicate = charts.GroupBy(chart => chart.Name, StringComparer.OrdinalIgnoreCase).FirstOrDefault(group => group.Count() > 1);
         if (duplicate is not null)
         {
@@ -102,29 +101,27 @@ internal sealed class ChartRenderer
 
         outputDirectory = Path.GetFullPath(outputDirectory);
         Directory.CreateDirectory(outputDirectory);
-        var specFiles = new List<string>(charts.Count);
-        for (var i = 0; i < charts.Count; i++)
+        var written = new List<string>(charts.Count);
+        foreach (var chart in charts)
         {
-            var specFile = Path.Combine(outputDirectory, charts[i].Name + SpecExtension);
-            await File.WriteAllTextAsync(specFile, specs[i], cancellationToken);
-            // An SVG left from an earlier run would otherwise be reported as drawn by this one.
-            File.Delete(SvgFileOf(specFile));
-            specFiles.Add(specFile);
+            cancellationToken.ThrowIfCancellationRequested();
+            var png = Path.Combine(outputDirectory, chart.Name + ".png");
+            try
+            {
+                var plot = ToPlot(chart);
+                await File.WriteAllBytesAsync(png, plot.GetImageBytes(Width, Height, ImageFormat.Png), cancellationToken);
+                await File.WriteAllTextAsync(Path.ChangeExtension(png, ".svg"), plot.GetSvgXml(Width, Height), cancellationToken);
+            }
+            catch (Exception exception) when (exception is DllNotFoundException or TypeInitializationException)
+            {
+                // SkiaSharp's native library did not load (an unusual OS or architecture): the tables still stand.
+                return new ChartRenderResult(written, $"ScottPlot could not draw '{chart.Name}': {exception.GetBaseException().Message}");
+            }
+
+            written.Add(png);
         }
 
-        var problem = specFiles.Count == 0 ? null : await DrawAsync(specFiles, outputDirectory, cancellationToken);
-        var written = specFiles.Select(SvgFileOf).Where(File.Exists).ToList();
-        return new ChartRenderResult(specFiles, written, problem);
-    }
-
-    /// <summary>The full path of <paramref name="command"/> (for example <c>node</c>) on PATH, or <see langword="null"/> when it is not there.</summary>
-    public static string? FindOnPath(string command)
-    {
-        string[] extensions = OperatingSystem.IsWindows() ? [".exe", ".cmd"] : [""];
-        var path = Environment.GetEnvironmentVariable("PATH") ?? string.Empty;
-        return path.Split(Path.PathSeparator, StringSplitOptions.RemoveEmptyEntries)
-            .SelectMany(directory => extensions.Select(extension => Path.Combine(directory, command + extension)))
-            .FirstOrDefault(File.Exists);
+        return new ChartRenderResult(written, null);
     }
 
     private static void Validate(Chart chart)
@@ -166,196 +163,4 @@ internal sealed class ChartRenderer
 
     private static string Where(Chart chart, ChartPoint point) =>
         chart.Kind == ChartKind.GroupedBar ? $"category '{point.Category}'" : $"x = {point.X}";
-
-    private static JsonObject DataRow(ChartKind kind, ChartPoint point) => kind == ChartKind.GroupedBar
-        ? new JsonObject { ["series"] = point.Series, ["category"] = point.Category, ["y"] = point.Y }
-        : new JsonObject { ["series"] = point.Series, ["x"] = point.X, ["y"] = point.Y };
-
-    private static JsonObject Encoding(Chart chart)
-    {
-        var bars = chart.Kind == ChartKind.GroupedBar;
-        var (xField, xType) = bars ? ("category", "nominal") : ("x", "quantitative");
-        var x = new JsonObject { ["field"] = xField, ["type"] = xType, ["title"] = chart.XTitle };
-        var y = new JsonObject { ["field"] = "y", ["type"] = "quantitative", ["title"] = chart.YTitle };
-        // sort: null keeps categories and series in the order the report measured them, not alphabetical.
-        var color = new JsonObject { ["field"] = "series", ["type"] = "nominal", ["title"] = "Series", ["sort"] = null };
-        var encoding = new JsonObject { ["x"] = x };
-        if (bars)
-        {
-            x["sort"] = null;
-            x["axis"] = new JsonObject { ["labelAngle"] = 0 };
-            encoding["xOffset"] = new JsonObject { ["field"] = "series", ["type"] = "nominal", ["sort"] = null };
-            // Vega-Lite stacks bars from zero by default, which empties a log-scale bar chart; xOffset already sets them side by side.
-            y["stack"] = null;
-        }
-
-        if (chart.LogScaleY)
-        {
-            y["scale"] = new JsonObject { ["type"] = "log" };
-        }
-
-        encoding["y"] = y;
-        encoding["color"] = color;
-        encoding["tooltip"] = new JsonArray(
-            TooltipField("series", "nominal", "Series"),
-            TooltipField(xField, xType, chart.XTitle),
-            TooltipField("y", "quantitative", chart.YTitle));
-        return encoding;
-    }
-
-    private static JsonObject TooltipField(string field, string type, string title) =>
-        new() { ["field"] = field, ["type"] = type, ["title"] = title };
-
-    private static string SvgFileOf(string specFile) => specFile[..^SpecExtension.Length] + ".svg";
-
-    /// <summary>Draws the specs; returns why not when it could not.</summary>
-    private async Task<string?> DrawAsync(IReadOnlyList<string> specFiles, string outputDirectory, CancellationToken cancellationToken)
-    {
-        const string SpecsKept = "the Vega-Lite specs (*.vl.json) are in the report folder and render with any Vega-Lite tool";
-        var node = FindOnPath("node");
-        if (node is null)
-        {
-            return $"node is not installed (not on PATH); {SpecsKept}.";
-        }
-
-        if (!File.Exists(Path.Combine(rendererDirectory, RenderScript)))
-        {
-            return $"the chart renderer ({RenderScript}) is missing from {rendererDirectory}; {SpecsKept}.";
-        }
-
-        var (workingDirectory, installProblem) = await EnsurePackagesAsync(outputDirectory, cancellationToken);
-        if (workingDirectory is null)
-        {
-            return $"{installProblem}; {SpecsKept}.";
-        }
-
-        var render = await RunAsync(node, [RenderScript, .. specFiles], workingDirectory, RenderTimeout, cancellationToken);
-        return render.Succeeded ? null : $"node {RenderScript} {render.Failure}; {SpecsKept}.";
-    }
-
-    /// <summary>The folder whose node_modules hold vega and vega-lite, installing them there if needed; or why there is none.</summary>
-    private async Task<(string? Directory, string? Problem)> EnsurePackagesAsync(string outputDirectory, CancellationToken cancellationToken)
-    {
-        if (PackagesInstalled(rendererDirectory))
-        {
-            return (rendererDirectory, null);
-        }
-
-        var installDirectory = rendererDirectory;
-        if (!IsWritable(rendererDirectory))
-        {
-            // A read-only install (for example a packaged tool): keep a private copy beside the report instead.
-            installDirectory = Path.GetFullPath(Path.Combine(outputDirectory, "..", ".charts"));
-            Directory.CreateDirectory(installDirectory);
-            foreach (var file in RendererFiles.Where(file => File.Exists(Path.Combine(rendererDirectory, file))))
-            {
-                File.Copy(Path.Combine(rendererDirectory, file), Path.Combine(installDirectory, file), overwrite: true);
-            }
-
-            if (PackagesInstalled(installDirectory))
-            {
-                return (installDirectory, null);
-            }
-        }
-
-        var npm = FindOnPath("npm");
-        if (npm is null)
-        {
-            return (null, "npm is not installed (not on PATH), so vega and vega-lite cannot be installed");
-        }
-
-        var install = await RunAsync(npm, ["ci", "--no-audit", "--no-fund"], installDirectory, InstallTimeout, cancellationToken);
-        if (!install.Succeeded)
-        {
-            return (null, $"npm ci in {installDirectory} {install.Failure}");
-        }
-
-        File.Copy(Path.Combine(installDirectory, LockFile), Path.Combine(installDirectory, InstalledLockStamp), overwrite: true);
-        return (installDirectory, null);
-    }
-
-    private static bool PackagesInstalled(string directory)
-    {
-        var stamp = Path.Combine(directory, InstalledLockStamp);
-        return Directory.Exists(Path.Combine(directory, "node_modules", "vega-lite"))
-            && File.Exists(stamp)
-            && File.ReadAllBytes(stamp).AsSpan().SequenceEqual(File.ReadAllBytes(Path.Combine(directory, LockFile)));
-    }
-
-    private static bool IsWritable(string directory)
-    {
-        try
-        {
-            using (File.Create(Path.Combine(directory, $".write-check-{Environment.ProcessId}"), 1, FileOptions.DeleteOnClose))
-            {
-                return true;
-            }
-        }
-        catch (Exception exception) when (exception is UnauthorizedAccessException or IOException)
-        {
-            return false;
-        }
-    }
-
-    /// <summary>Runs a tool without a shell, capturing its output, killing it after <paramref name="timeout"/>.</summary>
-    private static async Task<ToolRun> RunAsync(string fileName, IEnumerable<string> arguments, string workingDirectory, TimeSpan timeout, CancellationToken cancellationToken)
-    {
-        var startInfo = new ProcessStartInfo(fileName)
-        {
-            WorkingDirectory = workingDirectory,
-            RedirectStandardOutput = true,
-            RedirectStandardError = true,
-            UseShellExecute = false,
-        };
-        foreach (var argument in arguments)
-        {
-            startInfo.ArgumentList.Add(argument);
-        }
-
-        using var process = new Process { StartInfo = startInfo };
-        try
-        {
-            process.Start();
-        }
-        catch (Win32Exception exception)
-        {
-            return new ToolRun(null, string.Empty, $"could not start {fileName}: {exception.Message}");
-        }
-
-        var output = process.StandardOutput.ReadToEndAsync(CancellationToken.None);
-        var error = process.StandardError.ReadToEndAsync(CancellationToken.None);
-        using var deadline = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-        deadline.CancelAfter(timeout);
-        try
-        {
-            await process.WaitForExitAsync(deadline.Token);
-        }
-        catch (OperationCanceledException)
-        {
-            process.Kill(entireProcessTree: true);
-            cancellationToken.ThrowIfCancellationRequested();
-            return new ToolRun(null, string.Empty, $"timed out after {timeout.TotalMinutes:0} minutes and was stopped");
-        }
-
-        return new ToolRun(process.ExitCode, await output, await error);
-    }
-
-    /// <summary>How a tool run ended; <see cref="ExitCode"/> is null when it never started or timed out.</summary>
-    private sealed record ToolRun(int? ExitCode, string Output, string Error)
-    {
-        public bool Succeeded => ExitCode == 0;
-
-        /// <summary>Completes "&lt;tool&gt; …" into a sentence saying how it failed.</summary>
-        public string Failure => ExitCode is { } code
-            ? $"failed with exit code {code}: {LastLines(Error.Length > 0 ? Error : Output)}"
-            : Error;
-
-        // npm prints a long log; its last lines hold the error.
-        private static string LastLines(string text)
-        {
-            const int Limit = 2000;
-            var trimmed = text.Trim();
-            return trimmed.Length <= Limit ? trimmed : "…" + trimmed[^Limit..];
-        }
-    }
 }

@@ -75,7 +75,7 @@ internal sealed class PerfReport(RunInfo info)
     {
         Directory.CreateDirectory(directory);
         var charts = Sections.SelectMany(s => s.Charts).ToList();
-        var rendered = await new ChartRenderer().RenderAsync(charts, directory, cancellationToken);
+        var rendered = await ChartRenderer.RenderAsync(charts, directory, cancellationToken);
         await File.WriteAllTextAsync(Path.Combine(directory, "report.md"), ToMarkdown(rendered), cancellationToken);
         await using var json = File.Create(Path.Combine(directory, "results.json"));
         await JsonSerializer.SerializeAsync(
@@ -142,10 +142,10 @@ internal sealed class PerfReport(RunInfo info)
 
             foreach (var chart in section.Charts)
             {
-                var svg = chart.Name + ".svg";
-                md.AppendLine(rendered?.Written.Any(w => Path.GetFileName(w) == svg) == true
-                    ? $"![{chart.Title}]({svg})"
-                    : $"Chart *{chart.Title}*: not drawn ({rendered?.Problem ?? "no renderer"}); its Vega-Lite spec is `{chart.Name}.vl.json`.");
+                var png = chart.Name + ".png";
+                md.AppendLine(rendered?.Written.Any(w => Path.GetFileName(w) == png) == true
+                    ? $"![{chart.Title}]({png})"
+                    : $"Chart *{chart.Title}*: not drawn ({rendered?.Problem ?? "no renderer"}).");
                 md.AppendLine();
             }
 

@@ -289,7 +289,7 @@ internal sealed class BroadcastScenario(PerfContext context, BroadcastSettings s
             _completedAt = new long[bursts + 1];
             _lastBurst = new int[clients];
             Array.Fill(_lastBurst, -1);
-            _latency = new LatencyRecorder(clients * Math.Min(bursts, 20));
+            _latency = new LatencyRecorder();
             Interlocked.Exchange(ref _outOfOrder, 0);
             _clients = clients;
 
@@ -300,7 +300,7 @@ internal sealed class BroadcastScenario(PerfContext context, BroadcastSettings s
                 return new BroadcastProbe(clients, bursts, false, 0, double.NaN, LatencySummary.Empty, $"the warm-up burst reached {Volatile.Read(ref _counts[0]):N0} of {clients:N0} clients in 60 s");
             }
 
-            _latency = new LatencyRecorder(clients * Math.Min(bursts, 20));
+            _latency = new LatencyRecorder();
             var start = Stopwatch.GetTimestamp() + Stopwatch.Frequency / 10;
             var periodTicks = (long)(period.TotalSeconds * Stopwatch.Frequency);
             double worst = 0;

@@ -179,7 +179,7 @@ internal sealed class CollaborationScenario(PerfContext context, CollaborationSe
         }
 
         var topics = Enumerable.Range(0, row.Topics).Select(t => new TopicState(row.ClientsPerTopic)).ToArray();
-        var latency = new LatencyRecorder(row.Topics * (row.ClientsPerTopic - 1) * settings.Iterations);
+        var latency = new LatencyRecorder();
         var members = new IPubSubClient[row.Topics][];
         var connected = 0;
         try

@@ -208,7 +208,7 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
     private async Task<ProxiesResult> MeasureAsync(
         string kind, int concurrency, int calls, long handshakesBefore, Func<string, CancellationToken, Task> call, CancellationToken cancellationToken)
     {
-        var latency = new LatencyRecorder(calls);
+        var latency = new LatencyRecorder();
         var next = -1;
         var statsBefore = await context.Server.GetStatsAsync(cancellationToken);
         var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);

@@ -1,48 +1,28 @@
 using System.Diagnostics;
+using HdrHistogram;
 
 namespace ChannelPool.Perf.Stats;
 
-/// <summary>Collects latencies from many threads; <see cref="Summarize"/> turns them into the figures the report shows.</summary>
+/// <summary>
+/// Collects latencies from many threads into an HdrHistogram: constant memory however many samples a run takes, and
+/// percentiles to three significant digits. <see cref="Summarize"/> turns it into the figures the report shows.
+/// </summary>
 internal sealed class LatencyRecorder
 {
-    private readonly Lock _lock = new();
-    private readonly List<long> _ticks;
+    // Stopwatch ticks up to an hour; a longer latency is recorded as an hour, which no scenario comes near.
+    private static readonly long Highest = Stopwatch.Frequency * 3600;
 
-    public LatencyRecorder(int expected = 1024) => _ticks = new List<long>(expected);
+    private readonly LongConcurrentHistogram _histogram = new(1, Highest, 3);
 
-    public int Count
-    {
-        get
-        {
-            using (_lock.EnterScope())
-            {
-                return _ticks.Count;
-            }
-        }
-    }
+    public int Count => (int)_histogram.TotalCount;
 
     /// <summary>Records the time since <paramref name="startTimestamp"/> (a <see cref="Stopwatch.GetTimestamp"/> value).</summary>
     public void RecordSince(long startTimestamp) => Record(Stopwatch.GetTimestamp() - startTimestamp);
 
     /// <summary>Records one latency, in <see cref="Stopwatch"/> ticks.</summary>
-    public void Record(long ticks)
-    {
-        using (_lock.EnterScope())
-        {
-            _ticks.Add(Math.Max(0, ticks));
-        }
-    }
+    public void Record(long ticks) => _histogram.RecordValue(Math.Clamp(ticks, 0, Highest));
 
-    public LatencySummary Summarize()
-    {
-        long[] sorted;
-        using (_lock.EnterScope())
-        {
-            sorted = [.. _ticks];
-        }
-
-        return LatencySummary.From(sorted);
-    }
+    public LatencySummary Summarize() => LatencySummary.From(_histogram);
 }
 
 /// <summary>A latency distribution, in milliseconds.</summary>
@@ -50,32 +30,20 @@ internal sealed record LatencySummary(int Count, double MeanMs, double MedianMs,
 {
     public static LatencySummary Empty { get; } = new(0, 0, 0, 0, 0, 0, 0, 0);
 
-    /// <summary>Summarizes <paramref name="ticks"/> (Stopwatch ticks), sorting the array in place.</summary>
-    public static LatencySummary From(long[] ticks)
+    /// <summary>Summarizes <paramref name="histogram"/>, whose values are <see cref="Stopwatch"/> ticks.</summary>
+    public static LatencySummary From(HistogramBase histogram)
     {
-        if (ticks.Length == 0)
+        var count = histogram.TotalCount;
+        if (count == 0)
         {
             return Empty;
         }
 
-        Array.Sort(ticks);
         var toMs = 1000.0 / Stopwatch.Frequency;
-        double sum = 0;
-        foreach (var t in ticks)
-        {
-            sum += t;
-        }
 
-        var mean = sum / ticks.Length;
-        double squares = 0;
-        foreach (var t in ticks)
-        {
-            squares += (t - mean) * (t - mean);
-        }
-
-        var stdev = ticks.Length > 1 ? Math.Sqrt(squares / (ticks.Length - 1)) : 0;
-        // Nearest-rank percentile: the smallest value with at least that fraction of values at or below it.
-        double At(double quantile) => ticks[Math.Clamp((int)Math.Ceiling(quantile * ticks.Length) - 1, 0, ticks.Length - 1)] * toMs;
-        return new LatencySummary(ticks.Length, mean * toMs, At(0.5), stdev * toMs, At(0.5), At(0.95), At(0.99), ticks[^1] * toMs);
+        // HdrHistogram gives the population deviation; the report has always shown the sample one.
+        var stdev = count > 1 ? histogram.GetStdDeviation() * Math.Sqrt(count / (count - 1.0)) : 0;
+        double At(double percentile) => histogram.GetValueAtPercentile(percentile) * toMs;
+        return new LatencySummary((int)count, histogram.GetMean() * toMs, At(50), stdev * toMs, At(50), At(95), At(99), histogram.GetMaxValue() * toMs);
     }
 }

@@ -1,6 +1,8 @@
 using System.Collections.Concurrent;
 using System.Net.Sockets;
 using ChannelPool.Samples.Tls;
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Testing;
 using Polly.CircuitBreaker;
 
 namespace ChannelPool.Tests.Integration;
@@ -15,13 +17,15 @@ public class TlsLoopbackTests
     private FakeTimeProvider _time = null!;
     private LoopbackTlsServer _server = null!;
     private RecordingFactory _factory = null!;
-    private RecordingLoggerFactory _log = null!;
+    private FakeLogCollector _logs = null!;
+    private LoggerFactory _log = null!;
 
     [SetUp]
     public void StartServer()
     {
         _time = new FakeTimeProvider();
-        _log = new RecordingLoggerFactory();
+        _logs = new FakeLogCollector();
+        _log = new LoggerFactory([new FakeLoggerProvider(_logs)]);
         _server = LoopbackTlsServer.Start();
         _factory = new RecordingFactory(new TlsChannelFactory(_server.EndPoint, _server.Certificate));
     }
@@ -31,7 +35,7 @@ public class TlsLoopbackTests
     {
         if (TestContext.CurrentContext.Result.Outcome.Status == NUnit.Framework.Interfaces.TestStatus.Failed)
         {
-            await TestContext.Out.WriteLineAsync("Pool log:\n" + string.Join("\n", _log.Entries));
+            await TestContext.Out.WriteLineAsync("Pool log:\n" + string.Join("\n", _logs.GetSnapshot()));
         }
 
         await _server.DisposeAsync();

@@ -1,43 +1,59 @@
-using System.Collections.Concurrent;
 using System.Diagnostics.Metrics;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 
 namespace ChannelPool.Tests.Telemetry;
 
 public class MetricsTests : PoolTestBase
 {
-    private readonly ConcurrentQueue<(string Instrument, string? Unit, double Value, Dictionary<string, object?> Tags)> _measurements = new();
-    private MeterListener _listener = null!;
+    private static readonly string[] Histograms =
+        ["channelpool.channel.create_time", "channelpool.channel.wait_time", "channelpool.channel.use_time"];
+
+    private static readonly string[] Counters =
+        ["channelpool.channel.timeouts", "channelpool.channel.evictions", "channelpool.channel.open_failures"];
+
+    private static readonly string[] Gauges =
+    [
+        "channelpool.channel.count", "channelpool.channel.max", "channelpool.channel.idle.max", "channelpool.channel.idle.min",
+        "channelpool.channel.pending_requests",
+    ];
+
+    private ServiceProvider _services = null!;
+    private Dictionary<string, MetricCollector<double>> _histograms = null!;
+    private Dictionary<string, MetricCollector<long>> _counters = null!;
+    private Dictionary<string, MetricCollector<int>> _gauges = null!;
 
     [SetUp]
     public void Listen()
     {
-        // NUnit reuses one fixture instance for every test in the class.
-        _measurements.Clear();
-        var poolName = TestContext.CurrentContext.Test.Name;
-        _listener = new MeterListener
-        {
-            InstrumentPublished = (instrument, listener) =>
-            {
-                if (instrument.Meter.Name == ChannelPoolTelemetry.MeterName
-                    && instrument.Meter.Tags?.Any(t => t.Key == ChannelPoolTelemetry.PoolNameTag && Equals(t.Value, poolName)) == true)
-                {
-                    listener.EnableMeasurementEvents(instrument);
-                }
-            },
-        };
-        _listener.SetMeasurementEventCallback<double>((i, v, tags, _) => Record(i, v, tags));
-        _listener.SetMeasurementEventCallback<long>((i, v, tags, _) => Record(i, v, tags));
-        _listener.SetMeasurementEventCallback<int>((i, v, tags, _) => Record(i, v, tags));
-        _listener.Start();
+        // The pool gets a meter factory of its own, as in a host, so the collectors see this test's pool and no other.
+        _services = new ServiceCollection().AddMetrics().BuildServiceProvider();
+        var meters = _services.GetRequiredService<IMeterFactory>();
+        _histograms = Histograms.ToDictionary(name => name, name => new MetricCollector<double>(meters, ChannelPoolTelemetry.MeterName, name));
+        _counters = Counters.ToDictionary(name => name, name => new MetricCollector<long>(meters, ChannelPoolTelemetry.MeterName, name));
+        _gauges = Gauges.ToDictionary(name => name, name => new MetricCollector<int>(meters, ChannelPoolTelemetry.MeterName, name));
     }
 
     [TearDown]
-    public void StopListening() => _listener.Dispose();
+    public void EveryMeasurement_CarriesThePoolName()
+    {
+        var untagged = _histograms.Values.SelectMany(Untagged)
+            .Concat(_counters.Values.SelectMany(Untagged))
+            .Concat(_gauges.Values.SelectMany(Untagged))
+            .ToList();
+        foreach (var collector in _histograms.Values.Cast<IDisposable>().Concat(_counters.Values).Concat(_gauges.Values))
+        {
+            collector.Dispose();
+        }
+
+        _services.Dispose();
+        Assert.That(untagged, Is.Empty, "instruments whose measurements lack the pool name");
+    }
 
     [Test]
     public async Task Histograms_RecordCreateWaitAndUseTime_InSeconds_TaggedWithThePoolName()
     {
-        var pool = CreatePool(o => o.PoolSize = 3);
+        var pool = MeteredPool(o => o.PoolSize = 3);
         await pool.WarmUpAsync().Within();
 
         await using (await pool.AcquireAsync())
@@ -45,19 +61,21 @@ public class MetricsTests : PoolTestBase
             Time.Advance(TimeSpan.FromMilliseconds(250));
         }
 
-        Assert.That(Measured("channelpool.channel.create_time"), Has.Count.EqualTo(3));
-        Assert.That(Measured("channelpool.channel.wait_time"), Has.Count.EqualTo(1));
-        var use = Measured("channelpool.channel.use_time");
+        Assert.That(_histograms["channelpool.channel.create_time"].GetMeasurementSnapshot(), Has.Count.EqualTo(3));
+        Assert.That(_histograms["channelpool.channel.wait_time"].GetMeasurementSnapshot(), Has.Count.EqualTo(1));
+        var use = _histograms["channelpool.channel.use_time"].GetMeasurementSnapshot();
         Assert.That(use, Has.Count.EqualTo(1));
         Assert.That(use[0].Value, Is.EqualTo(0.25).Within(1e-9), "use time follows the (fake) clock");
-        Assert.That(_measurements.Where(m => m.Instrument.EndsWith("_time", StringComparison.Ordinal)), Has.All.Matches<(string, string? Unit, double, Dictionary<string, object?> Tags)>(
-            m => m.Unit == "s" && Equals(m.Tags[ChannelPoolTelemetry.PoolNameTag], pool.Name)));
+        Assert.That(_histograms.Values.Select(c => c.Instrument?.Unit), Has.All.EqualTo("s"));
+        Assert.That(
+            _histograms.Values.SelectMany(c => c.GetMeasurementSnapshot()),
+            Has.All.Matches<CollectedMeasurement<double>>(m => Equals(m.Tags[ChannelPoolTelemetry.PoolNameTag], pool.Name)));
     }
 
     [Test]
     public async Task ChannelCount_ReportsIdleUsedAndOpening_AndTheLimits()
     {
-        var pool = CreatePool(o =>
+        var pool = MeteredPool(o =>
         {
             o.PoolSize = 4;
             o.MaxChannels = 8;
@@ -65,21 +83,25 @@ public class MetricsTests : PoolTestBase
         await pool.WarmUpAsync().Within();
         await using var lease = await pool.AcquireAsync();
 
-        _listener.RecordObservableInstruments();
+        foreach (var gauge in _gauges.Values)
+        {
+            gauge.RecordObservableInstruments();
+        }
 
-        var counts = Measured("channelpool.channel.count").ToDictionary(m => (string)m.Tags[ChannelPoolTelemetry.StateTag]!, m => m.Value);
-        Assert.That(counts, Is.EquivalentTo(new Dictionary<string, double> { ["idle"] = 3, ["used"] = 1, ["opening"] = 0 }));
-        Assert.That(Measured("channelpool.channel.max").Single().Value, Is.EqualTo(8));
-        Assert.That(Measured("channelpool.channel.idle.max").Single().Value, Is.EqualTo(4));
-        Assert.That(Measured("channelpool.channel.idle.min").Single().Value, Is.EqualTo(2));
-        Assert.That(Measured("channelpool.channel.pending_requests").Single().Value, Is.EqualTo(0));
-        Assert.That(Measured("channelpool.channel.count").Select(m => m.Unit), Has.All.EqualTo("{channel}"));
+        var counts = _gauges["channelpool.channel.count"].GetMeasurementSnapshot()
+            .ToDictionary(m => (string)m.Tags[ChannelPoolTelemetry.StateTag]!, m => m.Value);
+        Assert.That(counts, Is.EquivalentTo(new Dictionary<string, int> { ["idle"] = 3, ["used"] = 1, ["opening"] = 0 }));
+        Assert.That(_gauges["channelpool.channel.max"].GetMeasurementSnapshot().Single().Value, Is.EqualTo(8));
+        Assert.That(_gauges["channelpool.channel.idle.max"].GetMeasurementSnapshot().Single().Value, Is.EqualTo(4));
+        Assert.That(_gauges["channelpool.channel.idle.min"].GetMeasurementSnapshot().Single().Value, Is.EqualTo(2));
+        Assert.That(_gauges["channelpool.channel.pending_requests"].GetMeasurementSnapshot().Single().Value, Is.EqualTo(0));
+        Assert.That(_gauges["channelpool.channel.count"].Instrument?.Unit, Is.EqualTo("{channel}"));
     }
 
     [Test]
     public async Task Evictions_AreCountedByReason()
     {
-        var pool = CreatePool(o => o.PoolSize = 2);
+        var pool = MeteredPool(o => o.PoolSize = 2);
         await pool.WarmUpAsync().Within();
 
         await using (var lease = await pool.AcquireAsync())
@@ -94,7 +116,8 @@ public class MetricsTests : PoolTestBase
 
         await pool.DrainAsync().Within();
 
-        var reasons = Measured("channelpool.channel.evictions").Select(m => (string)m.Tags[ChannelPoolTelemetry.EvictionReasonTag]!).ToList();
+        var reasons = _counters["channelpool.channel.evictions"].GetMeasurementSnapshot()
+            .Select(m => (string)m.Tags[ChannelPoolTelemetry.EvictionReasonTag]!).ToList();
         Assert.That(reasons, Has.Exactly(1).EqualTo("broken"));
         Assert.That(reasons, Has.Exactly(1).EqualTo("unusable"));
         Assert.That(reasons.Count(r => r == "shutdown"), Is.EqualTo(Factory.Opened - 2));
@@ -104,7 +127,7 @@ public class MetricsTests : PoolTestBase
     public async Task TimeoutsAndOpenFailures_AreCounted()
     {
         Factory.OpenFailure = () => new IOException("connection refused");
-        var pool = CreatePool(o =>
+        var pool = MeteredPool(o =>
         {
             o.PoolSize = 1;
             o.MaxConcurrentOpens = 1;
@@ -117,25 +140,22 @@ public class MetricsTests : PoolTestBase
         Time.Advance(TimeSpan.FromSeconds(1));
         Assert.ThrowsAsync<ChannelPoolTimeoutException>(() => waiting.Within());
 
-        Assert.That(Measured("channelpool.channel.timeouts").Sum(m => m.Value), Is.EqualTo(1));
-        var failures = Measured("channelpool.channel.open_failures");
+        Assert.That(_counters["channelpool.channel.timeouts"].GetMeasurementSnapshot().EvaluateAsCounter(), Is.EqualTo(1));
+        var failures = _counters["channelpool.channel.open_failures"].GetMeasurementSnapshot();
         Assert.That(failures, Has.Count.GreaterThanOrEqualTo(1));
         Assert.That(failures.Select(f => f.Tags[ChannelPoolTelemetry.ErrorTypeTag]), Has.All.EqualTo("System.IO.IOException"));
     }
 
-    private List<(string Instrument, string? Unit, double Value, Dictionary<string, object?> Tags)> Measured(string instrument) =>
-        _measurements.Where(m => m.Instrument == instrument).ToList();
+    private static IEnumerable<string> Untagged<T>(MetricCollector<T> collector)
+        where T : struct =>
+        collector.GetMeasurementSnapshot()
+            .Where(m => !m.Tags.ContainsKey(ChannelPoolTelemetry.PoolNameTag))
+            .Select(_ => collector.Instrument!.Name);
 
-    private void Record<T>(Instrument instrument, T value, ReadOnlySpan<KeyValuePair<string, object?>> tags)
-        where T : struct
+    private ChannelPool<FakeChannel> MeteredPool(Action<ChannelPoolOptions> configure)
     {
-        var tagMap = new Dictionary<string, object?>();
-        foreach (var tag in tags)
-        {
-            tagMap[tag.Key] = tag.Value;
-        }
-
-        Assert.That(tagMap, Does.ContainKey(ChannelPoolTelemetry.PoolNameTag), $"{instrument.Name} carries the pool name");
-        _measurements.Enqueue((instrument.Name, instrument.Unit, Convert.ToDouble(value, System.Globalization.CultureInfo.InvariantCulture), tagMap));
+        var options = SmallPool();
+        configure(options);
+        return CreatePool(options, meterFactory: _services.GetRequiredService<IMeterFactory>());
     }
 }

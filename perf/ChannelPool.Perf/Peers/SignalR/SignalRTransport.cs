@@ -1,23 +1,24 @@
-using System.Net;
+using System.Runtime.InteropServices;
 using System.Text.Json;
 using ChannelPool.Perf.Clients;
-using Microsoft.AspNetCore.SignalR;
+using Microsoft.AspNetCore.Http.Connections;
+using Microsoft.AspNetCore.SignalR.Client;
 
 namespace ChannelPool.Perf.Peers.SignalR;
 
 /// <summary>
-/// Simulated clients of <see cref="SignalRPubSubHub"/> that speak SignalR's raw protocol: negotiate, then long polling
-/// or a WebSocket, the JSON hub protocol on top. The official client package cannot be restored here, and a raw client
-/// is also lighter, which matters at 15,000 clients in one process. Every client goes through the caller's handler.
+/// Simulated clients of <see cref="SignalRPubSubHub"/> built with the official .NET client
+/// (Microsoft.AspNetCore.SignalR.Client): what a user would pick instead of our polling duplex. Each client is one
+/// <see cref="HubConnection"/> with the JSON hub protocol over long polling or WebSockets, SignalR's defaults otherwise.
 /// </summary>
 internal sealed class SignalRTransport : IPubSubTransport
 {
-    private SignalRKeepAlive? _keepAlive;
+    private readonly HttpMessageInvoker _http;
 
     /// <summary>Initializes the transport.</summary>
     /// <param name="hubUri">The hub's address, for example <c>http://127.0.0.1:5000/signalr</c>.</param>
     /// <param name="kind">Long polling or WebSockets.</param>
-    /// <param name="handler">The handler every request and WebSocket goes through; shared, never disposed here.</param>
+    /// <param name="handler">The handler every HTTP request goes through; shared by all clients, never disposed here.</param>
     /// <param name="httpVersion">The HTTP version to ask for (HTTP/1.1 unless given); the server may answer with a lower one.</param>
     /// <exception cref="ArgumentException"><paramref name="hubUri"/> is not an absolute HTTP or HTTPS address without a query.</exception>
     public SignalRTransport(Uri hubUri, SignalRTransportKind kind, HttpMessageHandler handler, Version? httpVersion = null)
@@ -31,11 +32,8 @@ internal sealed class SignalRTransport : IPubSubTransport
 
         HubUri = new Uri(hubUri.GetLeftPart(UriPartial.Path).TrimEnd('/'));
         Kind = kind;
-        Http = new HttpMessageInvoker(handler, disposeHandler: false);
+        _http = new HttpMessageInvoker(handler, disposeHandler: false);
         HttpVersion = httpVersion ?? System.Net.HttpVersion.Version11;
-
-        // Long polling needs no pings: SignalR treats it as kept alive by its polls and applies no client timeout.
-        _keepAlive = kind == SignalRTransportKind.WebSockets ? new SignalRKeepAlive() : null;
     }
 
     /// <inheritdoc/>
@@ -48,112 +46,53 @@ internal sealed class SignalRTransport : IPubSubTransport
     public SignalRTransportKind Kind { get; }
 
     /// <summary>
-    /// Gets the longest a WebSocket client stays silent before it pings the server: 15 s unless set, as SignalR's own
-    /// clients do. <see cref="Timeout.InfiniteTimeSpan"/> turns pings off; the server then never arms its client timeout.
-    /// Long polling clients never ping.
+    /// Gets the longest a client stays silent before it pings the server (<see cref="HubConnection.KeepAliveInterval"/>):
+    /// 15 s unless set, SignalR's default. The client sends no pings over long polling, whose polls keep it alive.
     /// </summary>
-    public TimeSpan PingInterval
-    {
-        get => _keepAlive?.PingInterval ?? Timeout.InfiniteTimeSpan;
-        init
-        {
-            if (value == Timeout.InfiniteTimeSpan)
-            {
-                _keepAlive?.Dispose();
-                _keepAlive = null;
-                return;
-            }
-
-            ArgumentOutOfRangeException.ThrowIfLessThanOrEqual(value, TimeSpan.Zero);
-            if (_keepAlive is not null)
-            {
-                _keepAlive.PingInterval = value;
-            }
-        }
-    }
-
-    /// <summary>Gets how many WebSocket clients the shared keep-alive pings.</summary>
-    internal int KeptAlive => _keepAlive?.Count ?? 0;
-
-    /// <summary>Gets the invoker over the caller's handler.</summary>
-    internal HttpMessageInvoker Http { get; }
+    public TimeSpan PingInterval { get; init; } = TimeSpan.FromSeconds(15);
 
     /// <summary>Gets the HTTP version requests ask for.</summary>
     internal Version HttpVersion { get; }
 
     /// <inheritdoc/>
-    /// <exception cref="HttpRequestException">The negotiate request failed.</exception>
-    /// <exception cref="HubException">The server refused the negotiation or the handshake; the message is the server's.</exception>
-    /// <exception cref="IOException">The transport failed to open.</exception>
     public async Task<IPubSubClient> ConnectAsync(NotificationHandler onNotification, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(onNotification);
-        var (connectionId, connectionToken) = await NegotiateAsync(cancellationToken).ConfigureAwait(false);
-        var connectionUri = new Uri($"{HubUri}?id={Uri.EscapeDataString(connectionToken)}");
-        SignalRClient client = Kind == SignalRTransportKind.LongPolling
-            ? new LongPollingSignalRClient(this, connectionId, connectionUri, onNotification)
-            : new WebSocketSignalRClient(this, connectionId, connectionUri, onNotification, _keepAlive);
+        var connection = new HubConnectionBuilder()
+            .WithUrl(HubUri, Kind == SignalRTransportKind.LongPolling ? HttpTransportType.LongPolling : HttpTransportType.WebSockets, options =>
+            {
+                // Every client's requests share the caller's handler (and its connection pool), as the raw clients did.
+                options.HttpMessageHandlerFactory = _ => new SharedHandler(this);
+            })
+            .Build();
+        connection.KeepAliveInterval = PingInterval;
+
+        // The JSON protocol hands the data over as a JsonElement; its raw UTF-8 is the published value, not a copy.
+        connection.On<string, JsonElement>(SignalRPubSubHub.NotifyMethod, (_, data) => onNotification(JsonMarshal.GetRawUtf8Value(data)));
         try
         {
-            await client.StartAsync(cancellationToken).ConfigureAwait(false);
-            return client;
+            await connection.StartAsync(cancellationToken).ConfigureAwait(false);
+            return new SignalRClient(connection);
         }
         catch
         {
-            await client.DisposeAsync().ConfigureAwait(false);
+            await connection.DisposeAsync().ConfigureAwait(false);
             throw;
         }
     }
 
-    /// <summary>Stops the shared keep-alive. Clients still connected stay usable but are no longer pinged.</summary>
+    /// <summary>Nothing to stop: each client owns its connection, and the handler belongs to the caller.</summary>
     /// <returns>A completed task.</returns>
-    public ValueTask DisposeAsync()
+    public ValueTask DisposeAsync() => ValueTask.CompletedTask;
+
+    /// <summary>One client's handler: forwards to the shared one, which a client's disposal must leave alone.</summary>
+    private sealed class SharedHandler(SignalRTransport transport) : HttpMessageHandler
     {
-        // The invoker stays undisposed: it only wraps the caller's handler, and clients may outlive the transport.
-        _keepAlive?.Dispose();
-        return ValueTask.CompletedTask;
-    }
-
-    /// <summary>Creates a request with the transport's HTTP version.</summary>
-    /// <param name="method">The method.</param>
-    /// <param name="uri">The address.</param>
-    /// <returns>The request.</returns>
-    internal HttpRequestMessage CreateRequest(HttpMethod method, Uri uri) =>
-        new(method, uri) { Version = HttpVersion, VersionPolicy = HttpVersionPolicy.RequestVersionOrLower };
-
-    private async Task<(string ConnectionId, string ConnectionToken)> NegotiateAsync(CancellationToken cancellationToken)
-    {
-        var uri = new Uri($"{HubUri}/negotiate?negotiateVersion=1");
-        using var request = CreateRequest(HttpMethod.Post, uri);
-        using var response = await Http.SendAsync(request, cancellationToken).ConfigureAwait(false);
-        if (response.StatusCode != HttpStatusCode.OK)
+        protected override Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)
         {
-            throw new HttpRequestException(
-                $"Negotiating with {uri} failed: HTTP {(int)response.StatusCode} {response.ReasonPhrase}.", inner: null, response.StatusCode);
+            request.Version = transport.HttpVersion;
+            request.VersionPolicy = HttpVersionPolicy.RequestVersionOrLower;
+            return transport._http.SendAsync(request, cancellationToken);
         }
-
-        var body = await response.Content.ReadAsByteArrayAsync(cancellationToken).ConfigureAwait(false);
-        using var negotiation = JsonDocument.Parse(body);
-        var root = negotiation.RootElement;
-        if (root.TryGetProperty("error", out var error))
-        {
-            throw new HubException($"The server at {uri} refused to negotiate: {error.GetString()}");
-        }
-
-        var transport = Kind.ToString();
-        var offered = root.TryGetProperty("availableTransports", out var transports)
-            && transports.EnumerateArray().Any(t => t.TryGetProperty("transport", out var name) && name.ValueEquals(transport));
-        if (!offered)
-        {
-            throw new HubException($"The hub at {HubUri} does not offer the {transport} transport.");
-        }
-
-        // negotiateVersion 1: the token addresses the connection and stays private; the id is public, for messages.
-        if (!root.TryGetProperty("connectionToken", out var token) || !root.TryGetProperty("connectionId", out var id))
-        {
-            throw new HubException($"The negotiate response of {uri} has no connection token; is it a SignalR hub of ASP.NET Core 3.0 or later?");
-        }
-
-        return (id.GetString()!, token.GetString()!);
     }
 }
