@@ -28,7 +28,7 @@ public class LifecycleTests
         await start.Within();
 
         Assert.That(observer.OpenChannelsWhenStarted, Is.GreaterThanOrEqualTo(3));
-        Assert.That(host.Log.Entries.Select(e => e.Message), Has.One.Matches<string>(m => m.StartsWith("Channel pool 'orders' is warm: ", StringComparison.Ordinal)
+        Assert.That(host.Log.GetSnapshot().Select(e => e.Message), Has.One.Matches<string>(m => m.StartsWith("Channel pool 'orders' is warm: ", StringComparison.Ordinal)
             && m.Contains("start-up waited for 3;", StringComparison.Ordinal) && !m.Contains("is warm: 0 ", StringComparison.Ordinal)));
         await host.Host.StopAsync().Within();
     }
@@ -44,8 +44,8 @@ public class LifecycleTests
         var pool = host.Services.GetRequiredKeyedService<IChannelPool>("orders");
         Assert.That(pool.GetSnapshot().Idle, Is.EqualTo(0), "started before any channel opened");
         Assert.That(pool.GetSnapshot().Opening, Is.GreaterThan(0), "the warm-up runs in the background");
-        Assert.That(host.Log.Entries.Select(e => e.Message), Has.None.Contains("is warm"), "nothing is open yet, so the log must not say warm");
-        Assert.That(host.Log.Entries.Select(e => e.Message), Has.One.Contains("Channel pool 'orders' is filling to 4 channel(s) in the background"));
+        Assert.That(host.Log.GetSnapshot().Select(e => e.Message), Has.None.Contains("is warm"), "nothing is open yet, so the log must not say warm");
+        Assert.That(host.Log.GetSnapshot().Select(e => e.Message), Has.One.Contains("Channel pool 'orders' is filling to 4 channel(s) in the background"));
 
         factory.StopHoldingOpens();
         await Eventually.That(() => pool.GetSnapshot().Idle == 4, "the pool filled after start-up");

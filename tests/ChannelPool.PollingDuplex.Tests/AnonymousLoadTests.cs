@@ -1,3 +1,4 @@
+using Microsoft.Extensions.Time.Testing;
 using ChannelPool.PollingDuplex.PubSub;
 using Microsoft.Extensions.Logging.Abstractions;
 
