@@ -58,6 +58,7 @@ internal static class PerfCli
                 Calls = Pick(parse, options.Calls, quick, 40),
                 Concurrency = Pick(parse, options.Concurrency, quick, [1, 8]),
                 Bindings = options.Bindings(parse),
+                Kinds = options.Kinds(parse),
                 Rounds = Pick(parse, options.Rounds, quick, 1),
             };
             await RunProxiesAsync(context, settings, token);
@@ -267,6 +268,10 @@ internal static class PerfCli
             try
             {
                 await body(context);
+                if (report.Sections.Count > 1)
+                {
+                    context.PrintSummary(report.Sections);
+                }
             }
             catch (Exception ex) when (ex is not OperationCanceledException || !cancellationToken.IsCancellationRequested)
             {
@@ -413,8 +418,15 @@ internal static class PerfCli
             AllowMultipleArgumentsPerToken = true,
         };
 
+        private Option<string[]> Kind { get; } = new("--kind")
+        {
+            Description = $"Kinds of proxy to run: {string.Join(", ", ProxiesScenario.AllKinds.Select(k => $"'{k}'"))}. Default: all.",
+            AllowMultipleArgumentsPerToken = true,
+        };
+
         public void AddTo(Command command, bool withConcurrency)
         {
+            Kind.AcceptOnlyFromAmong(ProxiesScenario.AllKinds);
             Concurrency.Validators.Add(r =>
             {
                 foreach (var value in r.GetValueOrDefault<int[]>() ?? [])
@@ -441,8 +453,11 @@ internal static class PerfCli
             {
                 command.Add(Concurrency);
                 command.Add(Rounds);
+                command.Add(Kind);
             }
         }
+
+        public string[] Kinds(ParseResult parse) => parse.GetValue(Kind) is { Length: > 0 } kinds ? [.. ProxiesScenario.AllKinds.Where(kinds.Contains)] : ProxiesScenario.AllKinds;
 
         public string[] Bindings(ParseResult parse)
         {
