@@ -75,6 +75,16 @@ public class PerfConsoleTests
         }
     }
 
+    [Test]
+    public async Task Original_PutsOurTimesBesideThe2007Figures()
+    {
+        var (exit, console) = await RunAsync("original", "--quick", "--binding", "nettcp", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        var markdown = await File.ReadAllTextAsync(Path.Combine(Directory.GetDirectories(_output).Single(), "report.md"));
+        Assert.That(markdown, Does.Contain("| 2007 pool, wsHttpBinding (the original's figures) | 6:31 | 4:48 | 1:05 |").And.Contain("| net.tcp TLS | "));
+    }
+
     [TestCase("proxies --calls 0", "--calls must be at least 1; got 0.")]
     [TestCase("proxies --concurrency 8 0", "--concurrency values must be from 1 to 1024; got 0.")]
     [TestCase("proxies --binding carrier-pigeon", "Unknown --binding 'carrier-pigeon'")]

@@ -181,7 +181,7 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
 
         foreach (var binding in results.Select(r => r.Binding).Distinct())
         {
-            var name = results.First(r => r.Binding == binding).Binding switch
+            var name = binding switch
             {
                 var d when d.StartsWith("net.tcp", StringComparison.Ordinal) => WcfBinding.NetTcp,
                 var d when d.StartsWith("Basic", StringComparison.Ordinal) => WcfBinding.BasicHttps,
