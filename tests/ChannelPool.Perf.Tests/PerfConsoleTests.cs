@@ -29,18 +29,24 @@ public class PerfConsoleTests
         var sections = json.RootElement.GetProperty("sections").EnumerateArray().ToDictionary(s => s.GetProperty("id").GetString()!, s => s.GetProperty("results"));
         Assert.That(sections.Keys, Is.EquivalentTo(new[] { "proxies", "poll-modes", "broadcast", "collaboration" }));
 
-        // The figures come from real work: per-call pays a handshake per call, a warm reuse pool none.
+        // The figures come from real WCF calls: a per-call proxy pays a TLS handshake per call on every binding (a new
+        // ClientBase builds a new factory, and with it a new connection); a warm net.tcp reuse pool pays none.
         var proxies = sections["proxies"].EnumerateArray().ToList();
-        Assert.That(proxies, Has.Count.EqualTo(8), "four kinds at concurrency 1 and 8");
+        Assert.That(proxies, Has.Count.EqualTo(30), "five kinds on three bindings at concurrency 1 and 8");
         foreach (var cell in proxies)
         {
             Assert.That(cell.GetProperty("callsPerSecond").GetDouble(), Is.GreaterThan(0));
-            Assert.That(cell.GetProperty("latency").GetProperty("count").GetInt32(), Is.EqualTo(100));
+            Assert.That(cell.GetProperty("latency").GetProperty("count").GetInt32(), Is.EqualTo(40));
+            Assert.That(cell.GetProperty("duringCalls").GetProperty("calls").GetInt64(), Is.EqualTo(40), "the server saw every call");
         }
 
-        Assert.That(proxies.Where(c => c.GetProperty("kind").GetString() == "per-call").Select(c => c.GetProperty("handshakesDuringCalls").GetInt64()), Is.All.GreaterThanOrEqualTo(100));
-        Assert.That(proxies.Where(c => c.GetProperty("kind").GetString() == "pooled reuse").Select(c => c.GetProperty("handshakesDuringCalls").GetInt64()), Is.All.EqualTo(0));
-        Assert.That(proxies.Where(c => c.GetProperty("kind").GetString() == "pooled reuse").Select(c => c.GetProperty("handshakesBeforeCalls").GetInt64()), Is.All.GreaterThan(0), "the pool's warm-up paid the handshakes");
+        static long Handshakes(JsonElement cell, string when) => cell.GetProperty(when).GetProperty("tlsHandshakes").GetInt64();
+        var perCall = proxies.Where(c => c.GetProperty("kind").GetString() == "per-call").ToList();
+        Assert.That(perCall.Select(c => Handshakes(c, "duringCalls")), Is.All.GreaterThanOrEqualTo(40));
+        var netTcpReuse = proxies.Where(c => c.GetProperty("kind").GetString() == "pooled reuse" && c.GetProperty("binding").GetString()!.StartsWith("net.tcp", StringComparison.Ordinal)).ToList();
+        Assert.That(netTcpReuse, Has.Count.EqualTo(2));
+        Assert.That(netTcpReuse.Select(c => Handshakes(c, "duringCalls")), Is.All.EqualTo(0));
+        Assert.That(netTcpReuse.Select(c => Handshakes(c, "warmUp")), Is.All.GreaterThan(0), "the pool's warm-up paid the handshakes");
 
         var pollModes = sections["poll-modes"].EnumerateArray().ToList();
         Assert.That(pollModes, Has.Count.EqualTo(6));
@@ -61,14 +67,25 @@ public class PerfConsoleTests
 
         // Every chart is drawn in-process, as PNG with SVG beside it, and the report embeds each PNG.
         var pngs = Directory.GetFiles(run, "*.png");
-        Assert.That(pngs, Has.Length.GreaterThanOrEqualTo(5));
+        Assert.That(pngs, Has.Length.GreaterThanOrEqualTo(9), "two per binding for proxies, and the other scenarios'");
         Assert.That(pngs.Select(png => Path.ChangeExtension(png, ".svg")), Has.All.Matches<string>(File.Exists), console);
         Assert.That(pngs.Select(png => $"({Path.GetFileName(png)})"), Has.All.Matches<string>(markdown.Contains), "the report embeds every chart");
     }
 
+    [Test]
+    public async Task Original_PutsOurTimesBesideThe2007Figures()
+    {
+        var (exit, console) = await RunAsync("original", "--quick", "--binding", "nettcp", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        var markdown = await File.ReadAllTextAsync(Path.Combine(Directory.GetDirectories(_output).Single(), "report.md"));
+        Assert.That(markdown, Does.Contain("| 2007 pool, wsHttpBinding (the original's figures) | 6:31 | 4:48 | 1:05 |").And.Contain("| net.tcp TLS | "));
+    }
+
     [TestCase("proxies --calls 0", "--calls must be at least 1; got 0.")]
     [TestCase("proxies --concurrency 8 0", "--concurrency values must be from 1 to 1024; got 0.")]
-    [TestCase("proxies --endpoint nohost", "--endpoint must be host:port")]
+    [TestCase("proxies --binding carrier-pigeon", "Unknown --binding 'carrier-pigeon'")]
+    [TestCase("original --calls 0", "--calls must be at least 1; got 0.")]
     [TestCase("broadcast --periods 0", "--periods must be seconds above 0")]
     [TestCase("broadcast --transport carrier-pigeon", "Unknown --transport 'carrier-pigeon'")]
     [TestCase("broadcast --start-clients 500 --max-clients 100", "--start-clients (500) must not exceed --max-clients (100).")]

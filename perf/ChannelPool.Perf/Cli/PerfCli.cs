@@ -1,14 +1,12 @@
 using System.CommandLine;
 using System.CommandLine.Parsing;
 using System.Globalization;
-using System.Net;
 using ChannelPool.Perf.Clients;
 using ChannelPool.Perf.Peers.SignalR;
 using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Scenarios;
 using ChannelPool.Perf.Servers;
 using ChannelPool.PollingDuplex;
-using ChannelPool.Samples.Tls;
 using Spectre.Console;
 
 namespace ChannelPool.Perf.Cli;
@@ -35,6 +33,7 @@ internal static class PerfCli
         root.SetAction((parse, token) => RunAsync(parse, common, "suite", context => RunSuiteAsync(context, parse, common, token), token));
 
         root.Add(BuildProxies(common));
+        root.Add(BuildOriginal(common));
         root.Add(BuildBroadcast(common, "broadcast", "The original's broadcast script: the largest M clients on one topic for which every one of K bursts, one every P seconds, arrives before the next.", [PollingDuplex]));
         root.Add(BuildCollaboration(common, "collaboration", "The original's collaboration script: T topics × N clients, one publishes and the rest receive, every D; publish-to-receipt latency.", [PollingDuplex]));
         root.Add(BuildPollModes(common));
@@ -45,39 +44,48 @@ internal static class PerfCli
 
     private static Command BuildProxies(CommonOptions common)
     {
-        var calls = PositiveInt("--calls", "Calls per cell.", 20_000);
-        var concurrency = new Option<int[]>("--concurrency") { Description = "Concurrent callers; one cell per value.", DefaultValueFactory = _ => [1, 8, 32], AllowMultipleArgumentsPerToken = true };
-        concurrency.Validators.Add(r =>
-        {
-            foreach (var value in r.GetValueOrDefault<int[]>() ?? [])
-            {
-                if (value is < 1 or > 1024)
-                {
-                    r.AddError($"--concurrency values must be from 1 to 1024; got {value}.");
-                }
-            }
-        });
-        var endpoint = new Option<string?>("--endpoint") { Description = "A remote TLS echo service, host:port, instead of the embedded one. Its certificate must be trusted by this machine." };
-        endpoint.Validators.Add(r =>
-        {
-            if (r.GetValueOrDefault<string?>() is { } value && !TryParseHostPort(value, out _, out _))
-            {
-                r.AddError($"--endpoint must be host:port (for example echo.example.com:9443); got '{value}'.");
-            }
-        });
-        var command = new Command("proxies", "Per-call, pooled single-use, pooled reuse and singleton channels at several concurrencies: calls/s, latency percentiles, bytes per call, server handshakes.")
-        {
-            calls, concurrency, endpoint,
-        };
+        var options = new ProxiesOptions();
+        var command = new Command(
+            "proxies",
+            "Per-call, per-call with a cached factory, pooled single-use, pooled reuse and singleton WCF proxies on net.tcp (TLS), BasicHttps and WSHttp with UserName, " +
+            "at several concurrencies: calls/s, latency percentiles, CPU and bytes per call, server handshakes and sessions.");
+        options.AddTo(command, withConcurrency: true);
         command.SetAction((parse, token) => RunAsync(parse, common, "proxies", async context =>
+        {
+            var quick = common.IsQuick(parse);
+            var settings = new ProxiesSettings
+            {
+                Calls = Pick(parse, options.Calls, quick, 40),
+                Concurrency = Pick(parse, options.Concurrency, quick, [1, 8]),
+                Bindings = options.Bindings(parse),
+                Kinds = options.Kinds(parse),
+                Rounds = Pick(parse, options.Rounds, quick, 1),
+            };
+            await RunProxiesAsync(context, settings, token);
+        }, token));
+        return command;
+    }
+
+    private static Command BuildOriginal(CommonOptions common)
+    {
+        var options = new ProxiesOptions();
+        var command = new Command(
+            "original",
+            "The original 2007 pool's run, redone: 20,000 calls by one caller through per-call, pooled single-use and singleton WCF proxies, timed beside its 6:31, 4:48 and 1:05.");
+        options.AddTo(command, withConcurrency: false);
+        command.SetAction((parse, token) => RunAsync(parse, common, "original", async context =>
         {
             var settings = new ProxiesSettings
             {
-                Calls = Pick(parse, calls, common.IsQuick(parse), 100),
-                Concurrency = Pick(parse, concurrency, common.IsQuick(parse), [1, 8]),
+                Calls = Pick(parse, options.Calls, common.IsQuick(parse), 40),
+                Concurrency = [1],
+                Bindings = options.Bindings(parse),
+                Kinds = [ProxiesScenario.PerCall, ProxiesScenario.PooledSingleUse, ProxiesScenario.Singleton],
+                Rounds = 1,
+                Original = true,
             };
-            await RunProxiesAsync(context, settings, parse.GetValue(endpoint), token);
-        }, token, remoteTls: parse.GetValue(endpoint) is not null));
+            await RunProxiesAsync(context, settings, token);
+        }, token));
         return command;
     }
 
@@ -162,11 +170,11 @@ internal static class PerfCli
     {
         var pollTimeout = PositiveDouble("--poll-timeout", "Seconds a long poll is held.", 15);
         var floodWindow = PositiveInt("--flood-window", "The flood endpoint's MaxPendingMessagesPerSession.", 256);
-        var tls = new Option<bool>("--tls") { Description = "Start the TLS echo server.", DefaultValueFactory = _ => true };
-        var command = new Command("serve", "Runs the embedded servers for another perf console process (used internally).") { pollTimeout, floodWindow, tls };
+        var wcf = new Option<bool>("--wcf") { Description = "Start the WCF test services.", DefaultValueFactory = _ => true };
+        var command = new Command("serve", "Runs the embedded servers for another perf console process (used internally).") { pollTimeout, floodWindow, wcf };
         command.Hidden = true;
         command.SetAction((parse, _) => ServerProcess.ServeAsync(
-            new PerfServerSettings { PollTimeout = TimeSpan.FromSeconds(parse.GetValue(pollTimeout)), FloodWindow = parse.GetValue(floodWindow), Tls = parse.GetValue(tls) },
+            new PerfServerSettings { PollTimeout = TimeSpan.FromSeconds(parse.GetValue(pollTimeout)), FloodWindow = parse.GetValue(floodWindow), Wcf = parse.GetValue(wcf) },
             Console.In,
             Console.Out));
         return command;
@@ -176,7 +184,7 @@ internal static class PerfCli
     private static async Task RunSuiteAsync(PerfContext context, ParseResult parse, CommonOptions common, CancellationToken cancellationToken)
     {
         var quick = common.IsQuick(parse);
-        await RunProxiesAsync(context, new ProxiesSettings { Calls = quick ? 100 : 2_000, Concurrency = quick ? [1, 8] : [1, 8, 32] }, null, cancellationToken);
+        await RunProxiesAsync(context, quick ? ProxiesOptions.QuickSettings : ProxiesOptions.SuiteSettings, cancellationToken);
         await RunPollModesAsync(
             context,
             new PollModesSettings { Duration = TimeSpan.FromSeconds(quick ? 1 : 2), WarmUp = TimeSpan.FromSeconds(quick ? 0.3 : 1), Streams = quick ? 2 : 4, Rounds = quick ? 1 : 3 },
@@ -187,28 +195,10 @@ internal static class PerfCli
         await RunCollaborationAsync(context, quick ? CollaborationOptions.QuickSettings : CollaborationOptions.SuiteSettings, transports, cancellationToken);
     }
 
-    private static async Task RunProxiesAsync(PerfContext context, ProxiesSettings settings, string? remote, CancellationToken cancellationToken)
+    private static async Task RunProxiesAsync(PerfContext context, ProxiesSettings settings, CancellationToken cancellationToken)
     {
-        TlsChannelFactory factory;
-        string binding;
-        if (remote is not null && TryParseHostPort(remote, out var host, out var port))
-        {
-            factory = new TlsChannelFactory(new DnsEndPoint(host, port), host);
-            binding = $"tls to {remote}";
-        }
-        else if (context.Server.Endpoints is { Tls: { } tls, TlsCertificate: not null } endpoints)
-        {
-            using var certificate = endpoints.LoadTlsCertificate()!;
-            factory = new TlsChannelFactory(tls, certificate);
-            binding = "tls (net.tcp stand-in)";
-        }
-        else
-        {
-            throw new InvalidOperationException("The proxies scenario needs a TLS echo server: run against the embedded servers, or give --endpoint host:port.");
-        }
-
-        var results = await new ProxiesScenario(context, settings, factory, binding).RunAsync(cancellationToken);
-        Add(context, ProxiesScenario.Describe(results, settings, context.Server.Kind != "remote" && remote is null));
+        var results = await new ProxiesScenario(context, settings).RunAsync(cancellationToken);
+        Add(context, ProxiesScenario.Describe(results, settings, context.Server.Kind));
     }
 
     private static async Task RunPollModesAsync(PerfContext context, PollModesSettings settings, int floodWindow, CancellationToken cancellationToken)
@@ -236,7 +226,7 @@ internal static class PerfCli
     }
 
     /// <summary>Starts the servers, runs <paramref name="body"/>, and writes the report; returns the exit code.</summary>
-    private static async Task<int> RunAsync(ParseResult parse, CommonOptions common, string name, Func<PerfContext, Task> body, CancellationToken cancellationToken, bool remoteTls = false)
+    private static async Task<int> RunAsync(ParseResult parse, CommonOptions common, string name, Func<PerfContext, Task> body, CancellationToken cancellationToken)
     {
         var output = parse.InvocationConfiguration.Output;
         var console = ReferenceEquals(output, Console.Out)
@@ -252,9 +242,9 @@ internal static class PerfCli
         var serverSettings = new PerfServerSettings { FloodWindow = common.FloodWindow(parse), PollTimeout = TimeSpan.FromSeconds(parse.GetValue(common.PollTimeout)) };
         IPerfServer server;
         var remote = parse.GetValue(common.Endpoint);
-        if (remote is not null && !remoteTls)
+        if (remote is not null)
         {
-            server = new RemotePerfServer(new PerfEndpoints(remote, null, null));
+            server = new RemotePerfServer(new PerfEndpoints(remote, null));
         }
         else
         {
@@ -278,6 +268,10 @@ internal static class PerfCli
             try
             {
                 await body(context);
+                if (report.Sections.Count > 1)
+                {
+                    context.PrintSummary(report.Sections);
+                }
             }
             catch (Exception ex) when (ex is not OperationCanceledException || !cancellationToken.IsCancellationRequested)
             {
@@ -341,20 +335,6 @@ internal static class PerfCli
         return option;
     }
 
-    private static bool TryParseHostPort(string value, out string host, out int port)
-    {
-        host = string.Empty;
-        port = 0;
-        var colon = value.LastIndexOf(':');
-        if (colon <= 0 || !int.TryParse(value.AsSpan(colon + 1), NumberStyles.None, CultureInfo.InvariantCulture, out port) || port is < 1 or > 65535)
-        {
-            return false;
-        }
-
-        host = value[..colon].Trim('[', ']');
-        return Uri.CheckHostName(host) != UriHostNameType.Unknown;
-    }
-
     /// <summary>Options every command takes.</summary>
     private sealed class CommonOptions
     {
@@ -414,6 +394,75 @@ internal static class PerfCli
             root.Add(LoopbackAddresses);
             root.Add(PollTimeout);
             root.Add(FloodWindowOption);
+        }
+    }
+
+    /// <summary>The options of the proxies and original commands, and the suite's proxies settings.</summary>
+    private sealed class ProxiesOptions
+    {
+        /// <summary>The suite's proxies: every binding and kind at 1, 8 and 32, two interleaved rounds of at most 1.5 s per cell.</summary>
+        public static ProxiesSettings SuiteSettings { get; } = new() { Calls = 4_000, Rounds = 2, MaxRoundTime = TimeSpan.FromSeconds(1.5) };
+
+        public static ProxiesSettings QuickSettings { get; } = new() { Calls = 40, Concurrency = [1, 8], Rounds = 1 };
+
+        public Option<int> Calls { get; } = PositiveInt("--calls", "Calls per cell.", 20_000);
+
+        public Option<int> Rounds { get; } = PositiveInt("--rounds", "Interleaved rounds each cell's calls are split into; the kinds take turns, in reverse order every other round.", 2, max: 100);
+
+        public Option<int[]> Concurrency { get; } = new("--concurrency") { Description = "Concurrent callers; one cell per value. Default: 1 8 32.", DefaultValueFactory = _ => [1, 8, 32], AllowMultipleArgumentsPerToken = true };
+
+        private Option<string[]> Binding { get; } = new("--binding")
+        {
+            Description = $"Bindings to run: {string.Join(", ", WcfBinding.All)}, or all (default).",
+            DefaultValueFactory = _ => ["all"],
+            AllowMultipleArgumentsPerToken = true,
+        };
+
+        private Option<string[]> Kind { get; } = new("--kind")
+        {
+            Description = $"Kinds of proxy to run: {string.Join(", ", ProxiesScenario.AllKinds.Select(k => $"'{k}'"))}. Default: all.",
+            AllowMultipleArgumentsPerToken = true,
+        };
+
+        public void AddTo(Command command, bool withConcurrency)
+        {
+            Kind.AcceptOnlyFromAmong(ProxiesScenario.AllKinds);
+            Concurrency.Validators.Add(r =>
+            {
+                foreach (var value in r.GetValueOrDefault<int[]>() ?? [])
+                {
+                    if (value is < 1 or > 1024)
+                    {
+                        r.AddError($"--concurrency values must be from 1 to 1024; got {value}.");
+                    }
+                }
+            });
+            Binding.Validators.Add(r =>
+            {
+                foreach (var name in r.GetValueOrDefault<string[]>() ?? [])
+                {
+                    if (name != "all" && !WcfBinding.All.Contains(name))
+                    {
+                        r.AddError($"Unknown --binding '{name}'; use {string.Join(", ", WcfBinding.All)} or all.");
+                    }
+                }
+            });
+            command.Add(Calls);
+            command.Add(Binding);
+            if (withConcurrency)
+            {
+                command.Add(Concurrency);
+                command.Add(Rounds);
+                command.Add(Kind);
+            }
+        }
+
+        public string[] Kinds(ParseResult parse) => parse.GetValue(Kind) is { Length: > 0 } kinds ? [.. ProxiesScenario.AllKinds.Where(kinds.Contains)] : ProxiesScenario.AllKinds;
+
+        public string[] Bindings(ParseResult parse)
+        {
+            var names = parse.GetValue(Binding)!;
+            return names.Contains("all") ? WcfBinding.All : [.. WcfBinding.All.Where(names.Contains)];
         }
     }
 

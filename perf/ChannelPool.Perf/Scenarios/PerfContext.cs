@@ -51,11 +51,27 @@ internal sealed class PerfContext : IAsyncDisposable
     }
 
     /// <summary>Prints a finished section's tables and target checks.</summary>
-    public void Print(ReportSection section)
+    public void Print(ReportSection section) => Print(section, section.Tables);
+
+    /// <summary>
+    /// Prints, once every section has run, each section's first table (its answer) and every target check again, so
+    /// that the end of a long run shows the whole result without scrolling back or opening the report.
+    /// </summary>
+    public void PrintSummary(IReadOnlyList<ReportSection> sections)
+    {
+        Console.WriteLine();
+        Console.Write(new Rule("[bold]Summary[/]").LeftJustified());
+        foreach (var section in sections)
+        {
+            Print(section, section.Tables.Take(1));
+        }
+    }
+
+    private void Print(ReportSection section, IEnumerable<ReportTable> tables)
     {
         Console.WriteLine();
         Console.Write(new Rule($"[bold]{Markup.Escape(section.Title)}[/]").LeftJustified());
-        foreach (var table in section.Tables)
+        foreach (var table in tables)
         {
             var grid = new Table().Title(Markup.Escape(table.Title)).Border(TableBorder.Rounded);
             foreach (var column in table.Columns)

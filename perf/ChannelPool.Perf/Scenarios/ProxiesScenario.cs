@@ -1,8 +1,12 @@
 using System.Diagnostics;
 using System.Globalization;
+using System.ServiceModel;
+using ChannelPool.Perf.Clients;
 using ChannelPool.Perf.Reporting;
+using ChannelPool.Perf.Servers;
 using ChannelPool.Perf.Stats;
-using ChannelPool.Samples.Tls;
+using ChannelPool.ServiceModel;
+using ChannelPool.ServiceModel.TestServices;
 using Spectre.Console;
 
 namespace ChannelPool.Perf.Scenarios;
@@ -10,231 +14,363 @@ namespace ChannelPool.Perf.Scenarios;
 /// <summary>The proxies scenario's settings.</summary>
 internal sealed record ProxiesSettings
 {
-    /// <summary>Gets the calls per cell (the original: 20,000).</summary>
+    /// <summary>Gets the calls per cell (the original: 20,000), split evenly over the rounds.</summary>
     public int Calls { get; init; } = 20_000;
 
     public IReadOnlyList<int> Concurrency { get; init; } = [1, 8, 32];
+
+    public IReadOnlyList<string> Bindings { get; init; } = WcfBinding.All;
+
+    public IReadOnlyList<string> Kinds { get; init; } = ProxiesScenario.AllKinds;
+
+    /// <summary>Gets how many times each cell runs; the kinds run in turn, in reverse order every other round, and each cell sums its rounds.</summary>
+    public int Rounds { get; init; } = 2;
+
+    /// <summary>Gets the longest one round of one cell may run before it stops early; <see langword="null"/> for no limit.</summary>
+    public TimeSpan? MaxRoundTime { get; init; }
+
+    /// <summary>Gets whether this is the original's 20,000-call run, reported as times beside the original's.</summary>
+    public bool Original { get; init; }
 }
 
-/// <summary>One cell: a kind of proxy, at one concurrency.</summary>
+/// <summary>One cell: a kind of proxy, on one binding, at one concurrency.</summary>
 internal sealed record ProxiesResult(
-    string Binding, string Kind, int Concurrency, int Calls, double Seconds, double CallsPerSecond, LatencySummary Latency, double AllocatedBytesPerCall,
-    long HandshakesBeforeCalls, long HandshakesDuringCalls);
+    string Binding, string Kind, int Concurrency, int Calls, double Seconds, double CallsPerSecond, LatencySummary Latency, double CpuMicrosPerCall,
+    double AllocatedBytesPerCall, ServerCountsSnapshot WarmUp, ServerCountsSnapshot DuringCalls);
 
 /// <summary>
-/// Per-call, pooled single-use, pooled reuse and singleton channels, on the same calls at concurrency 1, 8 and 32,
-/// against the TLS echo server: the net.tcp-with-TLS stand-in, where every channel open is a full TLS handshake. The
-/// WCF bindings (wsHttp with secure conversation, net.tcp, basicHttps) need the WCF packages, which this machine's
-/// package source does not have (issue 3); they join this table when those restore.
+/// Per-call, per-call with the WCF factory cache, pooled single-use, pooled reuse and singleton WCF proxies, making
+/// the same echo calls on each binding the WCF test services serve, at several concurrencies. The test services run in
+/// the server process and count connections, TLS handshakes and sessions, so each cell shows where its opens happened.
 /// </summary>
-internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings settings, TlsChannelFactory factory, string binding)
+internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings settings)
 {
     public const string PerCall = "per-call";
+    public const string PerCallCached = "per-call, cached factory";
     public const string PooledSingleUse = "pooled single-use";
     public const string PooledReuse = "pooled reuse";
     public const string Singleton = "singleton";
 
+    public static readonly string[] AllKinds = [PerCall, PerCallCached, PooledSingleUse, PooledReuse, Singleton];
+
+    private static readonly (string Kind, string Minutes)[] OriginalTimes = [(PerCall, "6:31"), (PooledSingleUse, "4:48"), (Singleton, "1:05")];
+
     public async Task<IReadOnlyList<ProxiesResult>> RunAsync(CancellationToken cancellationToken)
     {
-        // An unreported pass first, so JIT and TLS start-up costs land on no kind in particular.
-        await MeasureAsync("warm-up", 2, Math.Min(200, settings.Calls), 0, PerCallAsync, cancellationToken);
-
+        var endpoints = context.Server.Endpoints.Wcf
+            ?? throw new InvalidOperationException("The proxies scenario needs the WCF test services; run it against the embedded servers.");
         var results = new List<ProxiesResult>();
-        foreach (var concurrency in settings.Concurrency)
+        foreach (var name in settings.Bindings)
         {
-            results.Add(await RunKindAsync(PerCall, concurrency, cancellationToken));
-            results.Add(await RunKindAsync(PooledSingleUse, concurrency, cancellationToken));
-            results.Add(await RunKindAsync(PooledReuse, concurrency, cancellationToken));
-            results.Add(await RunKindAsync(Singleton, concurrency, cancellationToken));
+            var binding = new WcfBinding(name, endpoints);
+
+            // An unreported pass of every kind first, so JIT and start-up costs land on no kind in particular.
+            foreach (var kind in settings.Kinds)
+            {
+                await RunRoundAsync(binding, kind, 2, Math.Min(100, settings.Calls), new Cell(), "warm-up", cancellationToken);
+            }
+
+            foreach (var concurrency in settings.Concurrency)
+            {
+                var cells = settings.Kinds.ToDictionary(kind => kind, _ => new Cell());
+                for (var round = 0; round < settings.Rounds; round++)
+                {
+                    var calls = (settings.Calls / settings.Rounds) + (round < settings.Calls % settings.Rounds ? 1 : 0);
+                    var order = round % 2 == 0 ? settings.Kinds : settings.Kinds.Reverse();
+                    foreach (var kind in order)
+                    {
+                        await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", cancellationToken);
+                    }
+                }
+
+                foreach (var kind in settings.Kinds)
+                {
+                    var result = cells[kind].ToResult(binding.Description, kind, concurrency);
+                    results.Add(result);
+                    context.Console.MarkupLine(Markup.Escape(
+                        $"  {binding.Description}, concurrency {concurrency}, {kind}: {result.CallsPerSecond:N0} calls/s, p50 {result.Latency.P50Ms:0.000} ms, " +
+                        $"p99 {result.Latency.P99Ms:0.000} ms, {result.CpuMicrosPerCall:N0} µs CPU/call, {result.AllocatedBytesPerCall:N0} B/call, " +
+                        $"{result.DuringCalls.TlsHandshakes:N0} handshakes during calls ({result.WarmUp.TlsHandshakes:N0} in warm-up)"));
+                }
+            }
         }
 
         return results;
     }
 
-    public static ReportSection Describe(IReadOnlyList<ProxiesResult> results, ProxiesSettings settings, bool serverStatsKnown)
+    private async Task RunRoundAsync(WcfBinding binding, string kind, int concurrency, int calls, Cell cell, string round, CancellationToken cancellationToken)
     {
-        var binding = results.Count > 0 ? results[0].Binding : "tls";
-        var section = new ReportSection(
-            "proxies",
-            "Proxies: per-call, pooled and singleton channels",
-            $"{settings.Calls:N0} echo calls per cell on `{binding}`, where every new channel costs a full TLS handshake (no resumption). Per-call opens, calls and closes a channel " +
-            "every time; pooled channels are pre-opened by the pool's background worker (library defaults: 50 idle, refill at 25, 4 opens at a time) and either closed after " +
-            "one lease (single-use, the original's semantics) or reused; the singleton is one channel every caller queues for. The WCF bindings of the issue are not here: " +
-            "the WCF packages do not restore on this machine (issue 3).")
-        {
-            Results = results,
-        };
-        section.Tables.Add(new ReportTable(
-            "Figures",
-            ["Concurrency", "Kind", "Calls/s", "p50 ms", "p95 ms", "p99 ms", "Bytes/call", "Handshakes (warm-up)", "Handshakes (calls)"],
-            [.. results.Select(r => (IReadOnlyList<string>)[
-                Num(r.Concurrency), r.Kind, Num(r.CallsPerSecond), Num(r.Latency.P50Ms, "0.000"), Num(r.Latency.P95Ms, "0.000"), Num(r.Latency.P99Ms, "0.000"),
-                Num(r.AllocatedBytesPerCall), serverStatsKnown ? Num(r.HandshakesBeforeCalls) : "—", serverStatsKnown ? Num(r.HandshakesDuringCalls) : "—"])]));
-        section.Tables.Add(new ReportTable(
-            "Ratio to the singleton (throughput: higher is better; latency and bytes: lower is better)",
-            ["Concurrency", "Kind", "Calls/s", "p50", "p95", "p99", "Bytes/call"],
-            [.. results.Select(r =>
-            {
-                var s = results.Single(x => x.Concurrency == r.Concurrency && x.Kind == Singleton);
-                return (IReadOnlyList<string>)[
-                    Num(r.Concurrency), r.Kind, Ratio(r.CallsPerSecond, s.CallsPerSecond), Ratio(r.Latency.P50Ms, s.Latency.P50Ms), Ratio(r.Latency.P95Ms, s.Latency.P95Ms),
-                    Ratio(r.Latency.P99Ms, s.Latency.P99Ms), Ratio(r.AllocatedBytesPerCall, s.AllocatedBytesPerCall)];
-            })]));
-        section.Charts.Add(new Chart(
-            "proxies-throughput",
-            $"Proxies on {binding}: calls per second",
-            ChartKind.GroupedBar,
-            "Concurrency",
-            "Calls per second",
-            [.. results.Select(r => new ChartPoint(r.Kind, $"concurrency {r.Concurrency}", r.Concurrency, r.CallsPerSecond))],
-            LogScaleY: true));
-        section.Charts.Add(new Chart(
-            "proxies-p99",
-            $"Proxies on {binding}: p99 latency",
-            ChartKind.GroupedBar,
-            "Concurrency",
-            "p99 latency (ms)",
-            [.. results.Select(r => new ChartPoint(r.Kind, $"concurrency {r.Concurrency}", r.Concurrency, Math.Max(r.Latency.P99Ms, 0.001)))],
-            LogScaleY: true));
-
-        foreach (var concurrency in results.Select(r => r.Concurrency).Distinct())
-        {
-            var cell = results.Where(r => r.Concurrency == concurrency).ToDictionary(r => r.Kind);
-            var reuseVsSingleton = cell[PooledReuse].CallsPerSecond / cell[Singleton].CallsPerSecond;
-            var reuseVsPerCall = cell[PooledReuse].CallsPerSecond / cell[PerCall].CallsPerSecond;
-            var singleUseVsPerCall = cell[PooledSingleUse].CallsPerSecond / cell[PerCall].CallsPerSecond;
-            var where = $"{binding} stand-in for wsHttp, concurrency {concurrency}";
-            section.Targets.Add(Check($"Pooled reuse ≥ 0.95× singleton throughput ({where})", reuseVsSingleton, 0.95));
-            section.Targets.Add(Check($"Pooled reuse ≥ 3× per-call throughput ({where})", reuseVsPerCall, 3));
-            section.Targets.Add(Check($"Pooled single-use > 1.36× per-call, the original's figure ({where})", singleUseVsPerCall, 1.36));
-        }
-
-        section.Notes.Add("Bytes/call is what the client process allocated per call, the pool's background opens included; the server runs in its own process and is not counted.");
-        return section;
-    }
-
-    private static TargetCheck Check(string target, double ratio, double goal) =>
-        new(target, ratio.ToString("0.00×", CultureInfo.InvariantCulture), ratio >= goal, ratio >= goal ? null : $"{(goal - ratio) / goal:P0} below {goal:0.##}×");
-
-    private async Task<ProxiesResult> RunKindAsync(string kind, int concurrency, CancellationToken cancellationToken)
-    {
-        var label = $"proxies: {kind}, concurrency {concurrency}";
-        ProxiesResult result = null!;
+        var label = $"proxies: {binding.Description}, concurrency {concurrency}, {kind} ({round})";
         await context.Console.Status().StartAsync(Markup.Escape(label), async status =>
         {
             var before = await context.Server.GetStatsAsync(cancellationToken);
+            await using var proxies = await ProxyKind.StartAsync(kind, binding, concurrency, cancellationToken);
+            var warm = await context.Server.GetStatsAsync(cancellationToken);
+            cell.WarmUp = Add(cell.WarmUp, binding.CountersOf(warm) - binding.CountersOf(before));
+
+            var cpuBefore = Environment.CpuUsage.TotalTime;
+            var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);
+            var started = Stopwatch.GetTimestamp();
+            var done = 0;
+            var next = -1;
+            var deadline = settings.MaxRoundTime is { } limit ? started + (long)(limit.TotalSeconds * Stopwatch.Frequency) : long.MaxValue;
+            var workers = Enumerable.Range(0, concurrency).Select(_ => Task.Run(
+                async () =>
+                {
+                    for (var i = Interlocked.Increment(ref next); i < calls && Stopwatch.GetTimestamp() < deadline; i = Interlocked.Increment(ref next))
+                    {
+                        var callStarted = Stopwatch.GetTimestamp();
+                        await proxies.CallAsync("ping " + i.ToString(CultureInfo.InvariantCulture), cancellationToken);
+                        cell.Latency.RecordSince(callStarted);
+                        Interlocked.Increment(ref done);
+                    }
+                },
+                cancellationToken));
+            await Task.WhenAll(workers);
+            cell.Seconds += Stopwatch.GetElapsedTime(started).TotalSeconds;
+            cell.CpuSeconds += (Environment.CpuUsage.TotalTime - cpuBefore).TotalSeconds;
+            cell.AllocatedBytes += GC.GetTotalAllocatedBytes(precise: true) - allocatedBefore;
+            cell.Calls += done;
+            var after = await context.Server.GetStatsAsync(cancellationToken);
+            cell.DuringCalls = Add(cell.DuringCalls, binding.CountersOf(after) - binding.CountersOf(warm));
+            status.Status(Markup.Escape($"{label}: closing"));
+        });
+    }
+
+    public static ReportSection Describe(IReadOnlyList<ProxiesResult> results, ProxiesSettings settings, string serverKind)
+    {
+        var section = new ReportSection(
+            "proxies",
+            "Proxies: per-call, pooled and singleton WCF proxies",
+            $"Echo calls through real WCF proxies (System.ServiceModel 10.1.0), up to {settings.Calls:N0} per cell in {settings.Rounds} interleaved round(s)" +
+            (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.#} s each" : string.Empty) +
+            ", against the WCF test services on 127.0.0.1 (net.tcp with TLS: our [MC-NMF] host; HTTPS: SoapCore on Kestrel). " +
+            "Per-call: a new `ClientBase<T>(binding, address)` per call, opened, called and closed; cached factory: the same with `CacheSetting.AlwaysOn`; " +
+            "pooled: a new `PooledClientBase<T>` proxy per call over `ServiceChannelPool` with library defaults (50 channels, refill at 25, 4 opens at a time), " +
+            "single-use (closes the channel after the call) or reuse; singleton: one opened `ClientBase<T>` every caller shares. Every call is `await EchoAsync`.")
+        {
+            Results = results,
+        };
+
+        section.Tables.Add(new ReportTable(
+            "Calls per second, and the ratios the targets are about",
+            ["Binding", "Concurrency", .. settings.Kinds, "reuse / singleton", "reuse / per-call", "single-use / per-call"],
+            [.. Groups(results).Select(g => (IReadOnlyList<string>)[
+                g.Key.Binding, Num(g.Key.Concurrency), .. settings.Kinds.Select(k => g.Cell(k) is { } r ? Num(r.CallsPerSecond) : "—"),
+                g.Ratio(PooledReuse, Singleton), g.Ratio(PooledReuse, PerCall), g.Ratio(PooledSingleUse, PerCall)])]));
+
+        section.Tables.Add(new ReportTable(
+            "Figures",
+            ["Binding", "Concurrency", "Kind", "Calls", "Calls/s", "p50 ms", "p99 ms", "CPU µs/call", "Bytes/call", "Handshakes warm-up", "Handshakes calls", "Sessions warm-up", "Sessions calls"],
+            [.. results.Select(r => (IReadOnlyList<string>)[
+                r.Binding, Num(r.Concurrency), r.Kind, Num(r.Calls), Num(r.CallsPerSecond), Num(r.Latency.P50Ms, "0.000"), Num(r.Latency.P99Ms, "0.000"),
+                Num(r.CpuMicrosPerCall), Num(r.AllocatedBytesPerCall), Num(r.WarmUp.TlsHandshakes), Num(r.DuringCalls.TlsHandshakes),
+                Num(r.WarmUp.SessionsStarted), Num(r.DuringCalls.SessionsStarted)])]));
+
+        if (settings.Original)
+        {
+            section.Tables.Add(new ReportTable(
+                $"The original's run: {settings.Calls:N0} calls, one caller (minutes:seconds)",
+                ["Binding", .. OriginalTimes.Select(o => o.Kind)],
+                [
+                    ["2007 pool, wsHttpBinding (the original's figures)", .. OriginalTimes.Select(o => o.Minutes)],
+                    .. Groups(results).Where(g => g.Key.Concurrency == 1).Select(g => (IReadOnlyList<string>)[
+                        g.Key.Binding, .. OriginalTimes.Select(o => g.Cell(o.Kind) is { } r ? Minutes(r.Seconds) : "—")]),
+                ]));
+        }
+
+        foreach (var binding in results.Select(r => r.Binding).Distinct())
+        {
+            var name = binding switch
+            {
+                var d when d.StartsWith("net.tcp", StringComparison.Ordinal) => WcfBinding.NetTcp,
+                var d when d.StartsWith("Basic", StringComparison.Ordinal) => WcfBinding.BasicHttps,
+                _ => WcfBinding.WsHttpUserName,
+            };
+            var cells = results.Where(r => r.Binding == binding).ToList();
+            section.Charts.Add(new Chart(
+                $"proxies-{name}-throughput",
+                $"{binding}: calls per second",
+                ChartKind.GroupedBar,
+                "Concurrency",
+                "Calls per second",
+                [.. cells.Select(r => new ChartPoint(r.Kind, $"concurrency {r.Concurrency}", r.Concurrency, r.CallsPerSecond))],
+                LogScaleY: true));
+            section.Charts.Add(new Chart(
+                $"proxies-{name}-p99",
+                $"{binding}: p99 latency",
+                ChartKind.GroupedBar,
+                "Concurrency",
+                "p99 latency (ms)",
+                [.. cells.Select(r => new ChartPoint(r.Kind, $"concurrency {r.Concurrency}", r.Concurrency, Math.Max(r.Latency.P99Ms, 0.001)))],
+                LogScaleY: true));
+        }
+
+        foreach (var g in Groups(results))
+        {
+            var where = $"{g.Key.Binding}, concurrency {g.Key.Concurrency}";
+            AddCheck(section, $"Pooled reuse ≥ 0.95× singleton ({where})", g, PooledReuse, Singleton, 0.95, strict: false);
+            if (g.Key.Binding.StartsWith("net.tcp", StringComparison.Ordinal))
+            {
+                AddCheck(section, $"Pooled reuse ≥ 3× per-call ({where})", g, PooledReuse, PerCall, 3, strict: false);
+                AddCheck(section, $"Pooled single-use > 1.36× per-call, the original's ratio ({where})", g, PooledSingleUse, PerCall, 1.36, strict: true);
+            }
+        }
+
+        section.Notes.Add(
+            "CPU µs/call and Bytes/call are the client process's, the pool's background opens and closes included" +
+            (serverKind == "in-process" ? "; with --server in-process they include the servers' work too." : "; the servers run in their own process and are not counted."));
+        section.Notes.Add("Handshakes and sessions are the test services' own counts (TLS handshakes completed; net.tcp sessions started; HTTP has no sessions), during the proxy's set-up (pool warm-up, singleton open) and during the calls.");
+        return section;
+    }
+
+    private static void AddCheck(ReportSection section, string target, Group g, string kind, string baseline, double goal, bool strict)
+    {
+        if (g.Cell(kind) is not { } a || g.Cell(baseline) is not { } b || b.CallsPerSecond <= 0)
+        {
+            return;
+        }
+
+        var ratio = a.CallsPerSecond / b.CallsPerSecond;
+        var met = strict ? ratio > goal : ratio >= goal;
+        section.Targets.Add(new TargetCheck(target, ratio.ToString("0.00×", CultureInfo.InvariantCulture), met, met ? null : $"{(goal - ratio) / goal:P0} below {goal:0.##}×"));
+    }
+
+    private static IEnumerable<Group> Groups(IReadOnlyList<ProxiesResult> results) =>
+        results.GroupBy(r => (r.Binding, r.Concurrency)).Select(g => new Group(g.Key, [.. g]));
+
+    private static ServerCountsSnapshot Add(ServerCountsSnapshot a, ServerCountsSnapshot b) => new(
+        a.Connections + b.Connections, a.TlsHandshakes + b.TlsHandshakes, a.SessionsStarted + b.SessionsStarted, a.SessionsEnded + b.SessionsEnded, a.Calls + b.Calls, a.EndRecords + b.EndRecords);
+
+    private static string Minutes(double seconds) => TimeSpan.FromSeconds(seconds).ToString(seconds >= 3600 ? @"h\:mm\:ss" : @"m\:ss\.f", CultureInfo.InvariantCulture);
+
+    private static string Num(double value, string format = "N0") => value.ToString(format, CultureInfo.InvariantCulture);
+
+    private sealed record Group((string Binding, int Concurrency) Key, IReadOnlyList<ProxiesResult> Cells)
+    {
+        public ProxiesResult? Cell(string kind) => Cells.FirstOrDefault(c => c.Kind == kind);
+
+        public string Ratio(string kind, string baseline) =>
+            Cell(kind) is { } a && Cell(baseline) is { CallsPerSecond: > 0 } b ? (a.CallsPerSecond / b.CallsPerSecond).ToString("0.00×", CultureInfo.InvariantCulture) : "—";
+    }
+
+    /// <summary>One cell's totals over its rounds.</summary>
+    private sealed class Cell
+    {
+        public LatencyRecorder Latency { get; } = new();
+
+        public int Calls { get; set; }
+
+        public double Seconds { get; set; }
+
+        public double CpuSeconds { get; set; }
+
+        public long AllocatedBytes { get; set; }
+
+        public ServerCountsSnapshot WarmUp { get; set; }
+
+        public ServerCountsSnapshot DuringCalls { get; set; }
+
+        public ProxiesResult ToResult(string binding, string kind, int concurrency) => new(
+            binding, kind, concurrency, Calls, Seconds, Calls / Seconds, Latency.Summarize(), CpuSeconds * 1e6 / Calls, (double)AllocatedBytes / Calls, WarmUp, DuringCalls);
+    }
+
+    /// <summary>How one kind of proxy is set up, called and torn down.</summary>
+    private sealed class ProxyKind(Func<string, CancellationToken, Task> call, Func<ValueTask> stop) : IAsyncDisposable
+    {
+        public static async Task<ProxyKind> StartAsync(string kind, WcfBinding binding, int concurrency, CancellationToken cancellationToken)
+        {
+            var wcfBinding = binding.CreateBinding();
             switch (kind)
             {
                 case PerCall:
-                    result = await MeasureAsync(kind, concurrency, settings.Calls, 0, PerCallAsync, cancellationToken);
-                    break;
+                    return new ProxyKind(
+                        async (message, _) =>
+                        {
+                            var client = new EchoClient(wcfBinding, binding.Address);
+                            binding.Configure(client.ClientCredentials);
+                            await CallAndCloseAsync(client, client.EchoAsync(message));
+                        },
+                        () => ValueTask.CompletedTask);
+                case PerCallCached:
+                {
+                    // AlwaysOn makes every proxy built with this binding object and address share one cached, opened
+                    // ChannelFactory, whose credentials are then read-only: only the first proxy can set them.
+                    var first = new CachedEchoClient(wcfBinding, binding.Address);
+                    binding.Configure(first.ClientCredentials);
+                    await Task.Factory.FromAsync(((ICommunicationObject)first).BeginOpen, ((ICommunicationObject)first).EndOpen, state: null);
+                    await CloseAsync(first);
+                    return new ProxyKind(
+                        async (message, _) =>
+                        {
+                            var client = new CachedEchoClient(wcfBinding, binding.Address);
+                            if (client.ChannelFactory.State == CommunicationState.Created)
+                            {
+                                binding.Configure(client.ClientCredentials);
+                            }
+
+                            await CallAndCloseAsync(client, client.EchoAsync(message));
+                        },
+                        () => ValueTask.CompletedTask);
+                }
+
                 case Singleton:
                 {
-                    var channel = await factory.OpenAsync(cancellationToken);
-                    try
-                    {
-                        using var oneAtATime = new SemaphoreSlim(1, 1);
-                        var warm = await context.Server.GetStatsAsync(cancellationToken);
-                        result = await MeasureAsync(kind, concurrency, settings.Calls, warm.TlsHandshakes - before.TlsHandshakes, async (message, token) =>
-                        {
-                            await oneAtATime.WaitAsync(token);
-                            try
-                            {
-                                await channel.EchoAsync(message, token);
-                            }
-                            finally
-                            {
-                                oneAtATime.Release();
-                            }
-                        }, cancellationToken);
-                    }
-                    finally
-                    {
-                        await channel.CloseAsync(cancellationToken);
-                    }
-
-                    break;
+                    var client = new EchoClient(wcfBinding, binding.Address);
+                    binding.Configure(client.ClientCredentials);
+                    ICommunicationObject communication = client;
+                    await Task.Factory.FromAsync(communication.BeginOpen, communication.EndOpen, state: null);
+                    return new ProxyKind((message, _) => client.EchoAsync(message), () => new ValueTask(CloseAsync(client)));
                 }
 
                 default:
                 {
-                    // Library defaults, as an application that swapped its proxy base class would run.
+                    // Library defaults, as an application that swapped its proxy's base class would run.
                     var options = new ChannelPoolOptions
                     {
-                        Name = $"perf-{kind.Replace(' ', '-')}-{concurrency}",
+                        Name = $"perf-{binding.Name}-{kind.Replace(' ', '-')}-{concurrency}",
                         LeaseMode = kind == PooledReuse ? LeaseMode.Reuse : LeaseMode.SingleUse,
                     };
-                    await using var pool = new ChannelPool<TlsChannel>(factory, options);
-                    status.Status(Markup.Escape($"{label}: warming up {options.PoolSize} channels"));
-                    await pool.WarmUpAsync(cancellationToken);
-                    var warm = await context.Server.GetStatsAsync(cancellationToken);
-                    status.Status(Markup.Escape(label));
-                    result = await MeasureAsync(kind, concurrency, settings.Calls, warm.TlsHandshakes - before.TlsHandshakes, async (message, token) =>
-                    {
-                        await using var lease = await pool.AcquireAsync(token);
-                        try
+                    var pool = new ServiceChannelPool<IEchoClient>(wcfBinding, binding.Address, options, factory => binding.Configure(factory.Credentials));
+                    await pool.WarmUpAsync(pool.PoolSize, cancellationToken);
+                    return new ProxyKind(
+                        async (message, token) =>
                         {
-                            await lease.Channel.EchoAsync(message, token);
-                        }
-                        catch
-                        {
-                            lease.MarkBroken();
-                            throw;
-                        }
-                    }, cancellationToken);
-                    break;
+                            var proxy = new PooledEchoClient(pool);
+                            try
+                            {
+                                await proxy.OpenAsync(token);
+                                await proxy.EchoAsync(message);
+                            }
+                            finally
+                            {
+                                proxy.Close();
+                            }
+                        },
+                        pool.DisposeAsync);
                 }
             }
-        });
-
-        context.Console.MarkupLine(
-            $"  {Markup.Escape(label)}: {result.CallsPerSecond:N0} calls/s, p50 {result.Latency.P50Ms:0.000} ms, p99 {result.Latency.P99Ms:0.000} ms, {result.AllocatedBytesPerCall:N0} B/call");
-        return result;
-    }
-
-    private async Task PerCallAsync(string message, CancellationToken cancellationToken)
-    {
-        var channel = await factory.OpenAsync(cancellationToken);
-        try
-        {
-            await channel.EchoAsync(message, cancellationToken);
         }
-        finally
-        {
-            await channel.CloseAsync(cancellationToken);
-        }
-    }
 
-    private async Task<ProxiesResult> MeasureAsync(
-        string kind, int concurrency, int calls, long handshakesBefore, Func<string, CancellationToken, Task> call, CancellationToken cancellationToken)
-    {
-        var latency = new LatencyRecorder();
-        var next = -1;
-        var statsBefore = await context.Server.GetStatsAsync(cancellationToken);
-        var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);
-        var started = Stopwatch.GetTimestamp();
-        var workers = Enumerable.Range(0, concurrency).Select(_ => Task.Run(
-            async () =>
+        public Task CallAsync(string message, CancellationToken cancellationToken) => call(message, cancellationToken);
+
+        public ValueTask DisposeAsync() => stop();
+
+        private static async Task CallAndCloseAsync(ICommunicationObject client, Task call)
+        {
+            try
             {
-                for (var i = Interlocked.Increment(ref next); i < calls; i = Interlocked.Increment(ref next))
-                {
-                    var callStarted = Stopwatch.GetTimestamp();
-                    await call("ping " + i.ToString(CultureInfo.InvariantCulture), cancellationToken);
-                    latency.RecordSince(callStarted);
-                }
-            },
-            cancellationToken));
-        await Task.WhenAll(workers);
-        var seconds = Stopwatch.GetElapsedTime(started).TotalSeconds;
-        var allocated = GC.GetTotalAllocatedBytes(precise: true) - allocatedBefore;
-        var statsAfter = await context.Server.GetStatsAsync(cancellationToken);
-        return new ProxiesResult(
-            binding, kind, concurrency, calls, seconds, calls / seconds, latency.Summarize(), (double)allocated / calls,
-            handshakesBefore, statsAfter.IsKnown ? statsAfter.TlsHandshakes - statsBefore.TlsHandshakes : -1);
+                await call;
+            }
+            catch
+            {
+                client.Abort();
+                throw;
+            }
+
+            await CloseAsync(client);
+        }
+
+        private static Task CloseAsync(ICommunicationObject client) => Task.Factory.FromAsync(client.BeginClose, client.EndClose, state: null);
     }
-
-    private static string Num(double value, string format = "N0") => value.ToString(format, CultureInfo.InvariantCulture);
-
-    private static string Ratio(double value, double singleton) =>
-        singleton > 0 ? (value / singleton).ToString("0.00×", CultureInfo.InvariantCulture) : "—";
 }

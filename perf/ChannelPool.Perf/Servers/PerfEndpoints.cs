@@ -1,13 +1,12 @@
-using System.Net;
 using System.Security.Cryptography.X509Certificates;
+using ChannelPool.ServiceModel.TestServices;
 
 namespace ChannelPool.Perf.Servers;
 
-/// <summary>Where a perf server listens: one HTTP base address for the duplex, SignalR and WebSocket endpoints, and a TLS echo port.</summary>
+/// <summary>Where a perf server listens: one HTTP base address for the duplex, SignalR and WebSocket endpoints, and the WCF test services.</summary>
 /// <param name="Http">The HTTP base address, ending in <c>/</c>.</param>
-/// <param name="Tls">The TLS echo server, or <see langword="null"/> when there is none.</param>
-/// <param name="TlsCertificate">The DER bytes of the TLS server's certificate, which clients pin.</param>
-internal sealed record PerfEndpoints(Uri Http, IPEndPoint? Tls, byte[]? TlsCertificate)
+/// <param name="Wcf">The WCF test services, or <see langword="null"/> when there are none.</param>
+internal sealed record PerfEndpoints(Uri Http, WcfEndpoints? Wcf)
 {
     public Uri PubSub => new(Http, "pubsub");
 
@@ -16,20 +15,28 @@ internal sealed record PerfEndpoints(Uri Http, IPEndPoint? Tls, byte[]? TlsCerti
     public Uri SignalR => new(Http, "signalr");
 
     public Uri WebSocketFlood => new(Http.Scheme == "https" ? "wss" + Http.AbsoluteUri[5..] + "ws/flood" : "ws" + Http.AbsoluteUri[4..] + "ws/flood");
+}
 
-    public X509Certificate2? LoadTlsCertificate() => TlsCertificate is null ? null : X509CertificateLoader.LoadCertificate(TlsCertificate);
+/// <summary>The WCF test services on 127.0.0.1: the [MC-NMF] net.tcp TLS host and SoapCore over HTTPS.</summary>
+/// <param name="NetTcpPort">The net.tcp host's port.</param>
+/// <param name="SoapPort">The HTTPS port of SoapCore (<c>/basic</c>, <c>/ws</c>, <c>/username</c>).</param>
+/// <param name="Certificate">The DER bytes of the services' certificate, which clients pin.</param>
+internal sealed record WcfEndpoints(int NetTcpPort, int SoapPort, byte[] Certificate)
+{
+    public X509Certificate2 LoadCertificate() => X509CertificateLoader.LoadCertificate(Certificate);
 }
 
 /// <summary>What a server process has done so far; the console reports deltas between two of these.</summary>
-/// <param name="TlsHandshakes">TLS handshakes the echo server completed.</param>
+/// <param name="IsKnown">Whether the counters were read (a remote server's are not).</param>
 /// <param name="CpuSeconds">Processor time the server process used.</param>
 /// <param name="AllocatedBytes">Bytes the server process allocated.</param>
 /// <param name="Duplex">The polling duplex endpoints' counters, by instrument name (for example <c>pollingduplex.messages.redelivered</c>).</param>
-internal sealed record ServerStats(long TlsHandshakes, double CpuSeconds, long AllocatedBytes, IReadOnlyDictionary<string, long> Duplex)
+/// <param name="NetTcp">The net.tcp test host's counters: connections, TLS handshakes, sessions, calls.</param>
+/// <param name="Soap">The SoapCore host's counters (all three HTTPS paths together).</param>
+internal sealed record ServerStats(
+    bool IsKnown, double CpuSeconds, long AllocatedBytes, IReadOnlyDictionary<string, long> Duplex, ServerCountsSnapshot NetTcp = default, ServerCountsSnapshot Soap = default)
 {
-    public static ServerStats Unknown { get; } = new(-1, double.NaN, -1, new Dictionary<string, long>());
-
-    public bool IsKnown => TlsHandshakes >= 0;
+    public static ServerStats Unknown { get; } = new(false, double.NaN, -1, new Dictionary<string, long>());
 
     public long DuplexCounter(string name) => Duplex.TryGetValue(name, out var value) ? value : 0;
 }

@@ -5,7 +5,9 @@ using System.Net;
 using ChannelPool.Perf.Peers.SignalR;
 using ChannelPool.PollingDuplex;
 using ChannelPool.PollingDuplex.PubSub;
-using ChannelPool.Samples.Tls;
+using ChannelPool.ServiceModel.TestServices;
+using ChannelPool.ServiceModel.TestServices.NetTcp;
+using ChannelPool.ServiceModel.TestServices.Soap;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Hosting.Server;
@@ -25,33 +27,36 @@ internal sealed record PerfServerSettings
     /// <summary>Gets the flood endpoint's MaxPendingMessagesPerSession: how many frames one multiple-mode response may carry.</summary>
     public int FloodWindow { get; init; } = 256;
 
-    /// <summary>Gets whether to start the TLS echo server for the proxies scenario.</summary>
-    public bool Tls { get; init; } = true;
+    /// <summary>Gets whether to start the WCF test services (net.tcp with TLS, SoapCore over HTTPS) for the proxies scenario.</summary>
+    public bool Wcf { get; init; } = true;
 
     public IEnumerable<string> ToArguments() =>
     [
         "--poll-timeout", PollTimeout.TotalSeconds.ToString(System.Globalization.CultureInfo.InvariantCulture),
         "--flood-window", FloodWindow.ToString(System.Globalization.CultureInfo.InvariantCulture),
-        "--tls", Tls ? "true" : "false",
+        "--wcf", Wcf ? "true" : "false",
     ];
 }
 
 /// <summary>
 /// The embedded servers, on 127.0.0.1: Kestrel (HTTP/1.1) with the polling duplex pub/sub service at <c>/pubsub</c>,
-/// the flood at <c>/flood</c>, SignalR at <c>/signalr</c> and the WebSocket flood at <c>/ws/flood</c>; and the TLS
-/// echo server.
+/// the flood at <c>/flood</c>, SignalR at <c>/signalr</c> and the WebSocket flood at <c>/ws/flood</c>; and the WCF
+/// test services the proxies scenario calls: the [MC-NMF] net.tcp TLS host and SoapCore over HTTPS, each with its
+/// <see cref="ServerCounters"/>.
 /// </summary>
 internal sealed class PerfServer : IPerfServer
 {
     private readonly WebApplication _app;
-    private readonly LoopbackTlsServer? _tls;
+    private readonly NetTcpTestHost? _netTcp;
+    private readonly SoapTestHost? _soap;
     private readonly MeterListener _listener;
     private readonly ConcurrentDictionary<string, long> _duplex = new(StringComparer.Ordinal);
 
-    private PerfServer(WebApplication app, LoopbackTlsServer? tls, PerfEndpoints endpoints)
+    private PerfServer(WebApplication app, NetTcpTestHost? netTcp, SoapTestHost? soap, PerfEndpoints endpoints)
     {
         _app = app;
-        _tls = tls;
+        _netTcp = netTcp;
+        _soap = soap;
         Endpoints = endpoints;
         _listener = new MeterListener
         {
@@ -109,8 +114,19 @@ internal sealed class PerfServer : IPerfServer
         await app.StartAsync(cancellationToken);
         var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
 
-        var tls = settings.Tls ? LoopbackTlsServer.Start() : null;
-        return new PerfServer(app, tls, new PerfEndpoints(new Uri(address.TrimEnd('/') + "/"), tls?.EndPoint, tls?.Certificate.RawData));
+        NetTcpTestHost? netTcp = null;
+        SoapTestHost? soap = null;
+        WcfEndpoints? wcf = null;
+        if (settings.Wcf)
+        {
+            // Not disposed: the hosts present it for as long as they run.
+            var certificate = TestCertificate.Create();
+            netTcp = await NetTcpTestHost.StartAsync(certificate, cancellationToken: cancellationToken);
+            soap = await SoapTestHost.StartAsync(certificate, cancellationToken: cancellationToken);
+            wcf = new WcfEndpoints(netTcp.Port, soap.Port, certificate.RawData);
+        }
+
+        return new PerfServer(app, netTcp, soap, new PerfEndpoints(new Uri(address.TrimEnd('/') + "/"), wcf));
     }
 
     public Task<ServerStats> GetStatsAsync(CancellationToken cancellationToken) => Task.FromResult(ReadStats());
@@ -118,7 +134,13 @@ internal sealed class PerfServer : IPerfServer
     public ServerStats ReadStats()
     {
         using var process = Process.GetCurrentProcess();
-        return new ServerStats(_tls?.Handshakes ?? 0, process.TotalProcessorTime.TotalSeconds, GC.GetTotalAllocatedBytes(precise: false), new Dictionary<string, long>(_duplex));
+        return new ServerStats(
+            true,
+            process.TotalProcessorTime.TotalSeconds,
+            GC.GetTotalAllocatedBytes(precise: false),
+            new Dictionary<string, long>(_duplex),
+            _netTcp?.Counters.Snapshot() ?? default,
+            _soap?.Counters.Snapshot() ?? default);
     }
 
     public async ValueTask DisposeAsync()
@@ -130,9 +152,14 @@ internal sealed class PerfServer : IPerfServer
         }
 
         await _app.DisposeAsync();
-        if (_tls is not null)
+        if (_netTcp is not null)
         {
-            await _tls.DisposeAsync();
+            await _netTcp.StopAsync();
+        }
+
+        if (_soap is not null)
+        {
+            await _soap.StopAsync();
         }
     }
 }

@@ -1,5 +1,4 @@
 using System.Diagnostics;
-using System.Net;
 using System.Runtime.InteropServices;
 using System.Text.Json;
 
@@ -153,15 +152,11 @@ internal sealed class ServerProcess : IPerfServer
         return File.Exists(host) ? host : name;
     }
 
-    private sealed record ReadyMessage(string Http, int? TlsPort, string? TlsCertificate)
+    private sealed record ReadyMessage(string Http, WcfEndpoints? Wcf)
     {
-        public static ReadyMessage From(PerfEndpoints endpoints) =>
-            new(endpoints.Http.AbsoluteUri, endpoints.Tls?.Port, endpoints.TlsCertificate is null ? null : Convert.ToBase64String(endpoints.TlsCertificate));
+        public static ReadyMessage From(PerfEndpoints endpoints) => new(endpoints.Http.AbsoluteUri, endpoints.Wcf);
 
-        public PerfEndpoints ToEndpoints() => new(
-            new Uri(Http),
-            TlsPort is { } port ? new IPEndPoint(IPAddress.Loopback, port) : null,
-            TlsCertificate is null ? null : Convert.FromBase64String(TlsCertificate));
+        public PerfEndpoints ToEndpoints() => new(new Uri(Http), Wcf);
     }
 
     private static class Wire

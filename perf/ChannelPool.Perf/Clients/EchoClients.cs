@@ -1,0 +1,66 @@
+using System.ServiceModel;
+using System.ServiceModel.Channels;
+using ChannelPool.ServiceModel;
+using ChannelPool.ServiceModel.TestServices;
+
+namespace ChannelPool.Perf.Clients;
+
+/// <summary>
+/// The client's view of the test services' echo operation. <c>Echo</c> and <c>EchoAsync</c> are one operation to WCF
+/// (the Task-returning method is its asynchronous form), so the console calls asynchronously: a synchronous WCF call
+/// blocks a thread for the whole round trip, and 32 blocked callers would measure thread-pool starvation, not proxies.
+/// </summary>
+[ServiceContract(Namespace = TestContract.Namespace, Name = nameof(IEchoService))]
+public interface IEchoClient
+{
+    [OperationContract]
+    string Echo(string text);
+
+    [OperationContract]
+    Task<string> EchoAsync(string text);
+}
+
+/// <summary>
+/// The same contract again, for <see cref="CachedEchoClient"/>: <c>ClientBase&lt;T&gt;.CacheSetting</c> is a static of
+/// each closed type, so the per-call-with-cache proxies need a <c>T</c> of their own to leave the plain per-call ones alone.
+/// </summary>
+[ServiceContract(Namespace = TestContract.Namespace, Name = nameof(IEchoService))]
+public interface ICachedEchoClient
+{
+    [OperationContract]
+    string Echo(string text);
+
+    [OperationContract]
+    Task<string> EchoAsync(string text);
+}
+
+/// <summary>A proxy as apps write it: <c>ClientBase</c> built from a binding and an address.</summary>
+internal sealed class EchoClient(Binding binding, EndpointAddress address) : ClientBase<IEchoClient>(binding, address), IEchoClient
+{
+    public string Echo(string text) => Channel.Echo(text);
+
+    public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
+}
+
+/// <summary>The per-call proxy with <c>CacheSetting.AlwaysOn</c> set for its type before the first one is made.</summary>
+internal sealed class CachedEchoClient : ClientBase<ICachedEchoClient>, ICachedEchoClient
+{
+    static CachedEchoClient() => CacheSetting = System.ServiceModel.CacheSetting.AlwaysOn;
+
+    public CachedEchoClient(Binding binding, EndpointAddress address)
+        : base(binding, address)
+    {
+    }
+
+    public string Echo(string text) => Channel.Echo(text);
+
+    public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
+}
+
+/// <summary>The same proxy with its base class swapped for <see cref="PooledClientBase{TContract}"/>, and nothing else changed.</summary>
+internal sealed class PooledEchoClient(ServiceChannelPool<IEchoClient> pool) : PooledClientBase<IEchoClient>(pool), IEchoClient
+{
+    public string Echo(string text) => Channel.Echo(text);
+
+    public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
+}
