@@ -96,7 +96,7 @@ internal sealed class PerfServer : IPerfServer
         app.UseWebSockets();
 
         // As in the original's measurements: sessions arrive all at once, live for the whole run, and the server takes
-        // them all. The per-session message limit stays at its default of 8 for pub/sub.
+        // them all. The per-session message limit stays at its default (64 messages queued with no poll outstanding).
         app.MapPollingDuplexPubSub("/pubsub", o =>
         {
             o.ServerPollTimeout = settings.PollTimeout;
