@@ -5,6 +5,19 @@ using ChannelPool.Demo;
 using ChannelPool.Samples.Tls;
 using Spectre.Console;
 
+// Piped, redirected or NO_COLOR: plain text without escape codes, and a table as wide as it needs (no terminal to fit).
+if (Console.IsOutputRedirected || !string.IsNullOrEmpty(Environment.GetEnvironmentVariable("NO_COLOR")))
+{
+    AnsiConsole.Console = AnsiConsole.Create(new AnsiConsoleSettings
+    {
+        Out = new AnsiConsoleOutput(Console.Out),
+        Ansi = AnsiSupport.No,
+        ColorSystem = ColorSystemSupport.NoColors,
+        Interactive = InteractionSupport.No,
+    });
+    AnsiConsole.Console.Profile.Width = 160;
+}
+
 // Usage: ChannelPool.Demo [calls] [concurrency]
 if (!DemoArguments.TryParse(args, out var calls, out var concurrency, out var usageError))
 {

@@ -12,7 +12,7 @@ using Spectre.Console;
 namespace ChannelPool.Perf.Cli;
 
 /// <summary>
-/// The perf console's commands. With no command it runs the suite: a few minutes of every scenario against embedded
+/// The perf console's commands. With no command it runs the suite: about seven minutes of every scenario against embedded
 /// servers, with a report under <c>artifacts/perf/&lt;timestamp&gt;/</c>.
 /// </summary>
 internal static class PerfCli
@@ -28,7 +28,7 @@ internal static class PerfCli
         var common = new CommonOptions();
         var root = new RootCommand(
             "ChannelPool perf console. With no command, runs the suite: proxies, poll-modes, broadcast and collaboration against ours and SignalR's, " +
-            "a few minutes in all, against servers it starts on 127.0.0.1, and writes a report (markdown, JSON, charts) under --output.");
+            "about seven minutes in all on two cores, against servers it starts on 127.0.0.1, and writes a report (markdown, JSON, charts) under --output.");
         common.AddTo(root);
         root.SetAction((parse, token) => RunAsync(parse, common, "suite", context => RunSuiteAsync(context, parse, common, token), token));
 
@@ -180,7 +180,7 @@ internal static class PerfCli
         return command;
     }
 
-    /// <summary>The suite: every scenario, sized to take a few minutes.</summary>
+    /// <summary>The suite: every scenario, sized to take about seven minutes on two cores.</summary>
     private static async Task RunSuiteAsync(PerfContext context, ParseResult parse, CommonOptions common, CancellationToken cancellationToken)
     {
         var quick = common.IsQuick(parse);
@@ -229,9 +229,12 @@ internal static class PerfCli
     private static async Task<int> RunAsync(ParseResult parse, CommonOptions common, string name, Func<PerfContext, Task> body, CancellationToken cancellationToken)
     {
         var output = parse.InvocationConfiguration.Output;
-        var console = ReferenceEquals(output, Console.Out)
-            ? AnsiConsole.Console
-            : AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(output), Interactive = InteractionSupport.No, Ansi = AnsiSupport.No, ColorSystem = ColorSystemSupport.NoColors });
+
+        // Piped, redirected or NO_COLOR: plain text, no escape codes at all (Spectre's own NO_COLOR handling keeps bold).
+        var plain = !ReferenceEquals(output, Console.Out) || Console.IsOutputRedirected || !string.IsNullOrEmpty(Environment.GetEnvironmentVariable("NO_COLOR"));
+        var console = plain
+            ? AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(output), Interactive = InteractionSupport.No, Ansi = AnsiSupport.No, ColorSystem = ColorSystemSupport.NoColors })
+            : AnsiConsole.Console;
         if (!console.Profile.Capabilities.Interactive || Console.IsOutputRedirected)
         {
             // Redirected to a file or a CI log: no terminal width to fit, so do not squeeze the tables into 80 columns.

@@ -87,10 +87,16 @@ internal sealed class PerfContext : IAsyncDisposable
             Console.Write(grid);
         }
 
+        if (Quick && section.Targets.Count > 0)
+        {
+            Console.MarkupLine("[grey]Quick run: these figures check that the console works and are not measurements, so no target is judged.[/]");
+        }
+
         foreach (var target in section.Targets)
         {
             var (colour, verdict) = target.Met switch
             {
+                _ when Quick => ("grey", "not judged (quick)"),
                 true => ("green", "met"),
                 false => ("red", "missed"),
                 null => ("yellow", "not measured"),
