@@ -3,7 +3,7 @@ using Microsoft.Extensions.Options;
 namespace ChannelPool.PollingDuplex;
 
 /// <summary>Checks every <see cref="PollingDuplexOptions"/> rule; each failure names the endpoint, option, rule and value.</summary>
-public sealed class PollingDuplexOptionsValidator : IValidateOptions<PollingDuplexOptions>
+internal sealed class PollingDuplexOptionsValidator : IValidateOptions<PollingDuplexOptions>
 {
     /// <inheritdoc />
     public ValidateOptionsResult Validate(string? name, PollingDuplexOptions options)

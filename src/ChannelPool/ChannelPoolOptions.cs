@@ -6,7 +6,7 @@ namespace ChannelPool;
 /// Settings for one <see cref="ChannelPool{TChannel}"/>. Defaults follow the original 2007 WCF channel pool where it
 /// had one; <c>docs/configuration.md</c> gives the reason for each.
 /// </summary>
-/// <remarks>Validated by <see cref="ChannelPoolOptionsValidator"/> when a pool is created.</remarks>
+/// <remarks>Validated when a pool is created: a broken rule throws an <see cref="Microsoft.Extensions.Options.OptionsValidationException"/> that names every rule broken.</remarks>
 public sealed class ChannelPoolOptions
 {
     /// <summary>The default <see cref="PoolSize"/>: 50 pre-opened channels, as in the original.</summary>

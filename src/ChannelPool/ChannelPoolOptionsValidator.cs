@@ -8,7 +8,7 @@ namespace ChannelPool;
 /// when it is created; the hosting package registers it so a bad configuration stops start-up.
 /// </summary>
 /// <remarks>Each failure names the pool, the option, the rule and the value that broke it.</remarks>
-public sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOptions>
+internal sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOptions>
 {
     private static readonly TimeSpan OneDay = TimeSpan.FromDays(1);
 

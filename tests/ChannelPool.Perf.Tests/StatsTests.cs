@@ -28,6 +28,34 @@ public class StatsTests
     }
 
     [Test]
+    public async Task LatencyRecorder_SummarizesWhileOtherThreadsStillRecord()
+    {
+        // A broadcast summarizes a burst while its stragglers are still being recorded.
+        var recorder = new LatencyRecorder();
+        using var stop = new CancellationTokenSource();
+        var writer = Task.Run(() =>
+        {
+            var n = 0L;
+            while (!stop.IsCancellationRequested)
+            {
+                recorder.Record(1 + (n++ % 100_000));
+            }
+        });
+
+        SpinWait.SpinUntil(() => recorder.Count > 0);
+        var summaries = new List<LatencySummary>();
+        for (var i = 0; i < 300; i++)
+        {
+            summaries.Add(recorder.Summarize());
+        }
+
+        await stop.CancelAsync();
+        await writer;
+        Assert.That(summaries.Select(s => s.Count), Is.Ordered, "every summary saw at least what the one before it saw");
+        Assert.That(summaries[^1].Count, Is.GreaterThan(0));
+    }
+
+    [Test]
     public void LatencySummary_OfNothing_IsEmpty() =>
         Assert.That(new LatencyRecorder().Summarize(), Is.EqualTo(LatencySummary.Empty));
 

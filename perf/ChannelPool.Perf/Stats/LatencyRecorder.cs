@@ -22,7 +22,11 @@ internal sealed class LatencyRecorder
     /// <summary>Records one latency, in <see cref="Stopwatch"/> ticks.</summary>
     public void Record(long ticks) => _histogram.RecordValue(Math.Clamp(ticks, 0, Highest));
 
-    public LatencySummary Summarize() => LatencySummary.From(_histogram);
+    /// <summary>
+    /// Summarizes what was recorded so far. Late samples may still arrive (a broadcast's stragglers), and HdrHistogram's
+    /// iterators refuse a histogram that changes under them, so this reads a copy.
+    /// </summary>
+    public LatencySummary Summarize() => LatencySummary.From(_histogram.Copy());
 }
 
 /// <summary>A latency distribution, in milliseconds.</summary>
