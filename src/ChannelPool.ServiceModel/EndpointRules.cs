@@ -11,11 +11,11 @@ namespace ChannelPool.ServiceModel;
 /// </summary>
 internal static class EndpointRules
 {
-    public static ContractDescription DescribeContract(Type contract)
+    public static void EnsureServiceContract(Type contract)
     {
         try
         {
-            return ContractDescription.GetContract(contract);
+            _ = ContractDescription.GetContract(contract);
         }
         catch (InvalidOperationException ex)
         {

@@ -77,7 +77,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     {
         ArgumentNullException.ThrowIfNull(binding);
         ArgumentNullException.ThrowIfNull(address);
-        EndpointRules.DescribeContract(typeof(TContract));
+        EndpointRules.EnsureServiceContract(typeof(TContract));
         EndpointRules.ValidateAddress(binding, address);
 
         options ??= new ChannelPoolOptions();
