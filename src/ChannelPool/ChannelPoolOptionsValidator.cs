@@ -57,6 +57,16 @@ internal sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPool
             Fail(nameof(options.CleanupInterval), $"must be greater than zero and at most ChannelLifetime ({options.ChannelLifetime})", options.CleanupInterval);
         }
 
+        if (!Enum.IsDefined(options.LeaseMode))
+        {
+            Fail(nameof(options.LeaseMode), "must be Reuse or SingleUse", options.LeaseMode);
+        }
+
+        if (!Enum.IsDefined(options.IdleOrder))
+        {
+            Fail(nameof(options.IdleOrder), "must be MostRecentlyUsed or LeastRecentlyUsed", options.IdleOrder);
+        }
+
         if (options.AcquireTimeout <= TimeSpan.Zero && options.AcquireTimeout != Timeout.InfiniteTimeSpan)
         {
             Fail(nameof(options.AcquireTimeout), "must be greater than zero, or Timeout.InfiniteTimeSpan to wait without limit", options.AcquireTimeout);

@@ -61,7 +61,7 @@ public sealed partial class ChannelPool<TChannel>
         return lease;
     }
 
-    /// <summary>The hot path: take the oldest idle channel that is still in date and usable.</summary>
+    /// <summary>The hot path: take an idle channel, in the configured <see cref="IdleOrder"/>, that is still in date and usable.</summary>
     private bool TryLeaseIdle(long waitStartedAt, out ChannelLease<TChannel> lease)
     {
         while (true)
@@ -70,8 +70,7 @@ public sealed partial class ChannelPool<TChannel>
             var opens = 0;
             using (_gate.Enter())
             {
-                // FIFO: rotating through every idle channel keeps each server-side session active.
-                if (!_idle.TryDequeue(out entry))
+                if (!_idle.TryTake(_settings.IdleOrder, out entry))
                 {
                     lease = default;
                     return false;

@@ -41,6 +41,8 @@ public class ChannelPoolOptionsTests
         yield return Case("short BreakerSamplingDuration", o => o.Resilience.BreakerSamplingDuration = TimeSpan.FromMilliseconds(100), "Resilience.BreakerSamplingDuration must be between 0.5 seconds and 1 day; it was 00:00:00.1000000.");
         yield return Case("short BreakerBreakDuration", o => o.Resilience.BreakerBreakDuration = TimeSpan.FromMilliseconds(100), "Resilience.BreakerBreakDuration must be between 0.5 seconds and 1 day; it was 00:00:00.1000000.");
         yield return Case("blank Name", o => o.Name = "  ", "Name must not be empty or white space when it is set; it was '  '.");
+        yield return Case("undefined LeaseMode", o => o.LeaseMode = (LeaseMode)7, "LeaseMode must be Reuse or SingleUse; it was 7.");
+        yield return Case("undefined IdleOrder", o => o.IdleOrder = (IdleOrder)7, "IdleOrder must be MostRecentlyUsed or LeastRecentlyUsed; it was 7.");
     }
 
     [TestCaseSource(nameof(InvalidOptions))]
