@@ -107,20 +107,20 @@ internal static class SignatureCheck
             _ => throw SoapFaultException.InvalidSecurity($"Several elements carry the id '{id}'."),
         };
     }
+}
 
-    /// <summary><see cref="SignedXml"/> that also resolves references by WS-Security's <c>wsu:Id</c>, and refuses duplicate ids.</summary>
-    private sealed class WsuSignedXml(XmlDocument document) : SignedXml(document)
+/// <summary><see cref="SignedXml"/> that also resolves references by WS-Security's <c>wsu:Id</c>, and refuses duplicate ids.</summary>
+internal sealed class WsuSignedXml(XmlDocument document) : SignedXml(document)
+{
+    public override XmlElement? GetIdElement(XmlDocument? document, string idValue)
     {
-        public override XmlElement? GetIdElement(XmlDocument? document, string idValue)
+        if (document is null)
         {
-            if (document is null)
-            {
-                return null;
-            }
-
-            var names = Soap.Names(document.NameTable);
-            var matches = document.SelectNodes($"//*[@u:Id='{idValue.Replace("'", "", StringComparison.Ordinal)}' or @Id='{idValue.Replace("'", "", StringComparison.Ordinal)}']", names)!;
-            return matches.Count == 1 ? (XmlElement)matches[0]! : null;
+            return null;
         }
+
+        var names = Soap.Names(document.NameTable);
+        var matches = document.SelectNodes($"//*[@u:Id='{idValue.Replace("'", "", StringComparison.Ordinal)}' or @Id='{idValue.Replace("'", "", StringComparison.Ordinal)}']", names)!;
+        return matches.Count == 1 ? (XmlElement)matches[0]! : null;
     }
 }
