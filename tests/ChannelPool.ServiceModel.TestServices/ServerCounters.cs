@@ -48,7 +48,7 @@ public sealed class ServerCounters
 
     /// <summary>Takes all counts at once, for before/after comparisons.</summary>
     /// <returns>The counts now.</returns>
-    public ServerCountsSnapshot Snapshot() => new(Connections, TlsHandshakes, SessionsStarted, SessionsEnded, Calls, EndRecords);
+    public ServerCountsSnapshot Snapshot() => new(Connections, TlsHandshakes, SessionsStarted, SessionsEnded, Calls, EndRecords, Negotiations);
 
     internal void ConnectionAccepted() => Interlocked.Increment(ref _connections);
 
@@ -76,7 +76,8 @@ public sealed class ServerCounters
 /// <param name="SessionsEnded">Sessions ended.</param>
 /// <param name="Calls">Operations dispatched.</param>
 /// <param name="EndRecords">Sessions the client ended with an end record.</param>
-public readonly record struct ServerCountsSnapshot(long Connections, long TlsHandshakes, long SessionsStarted, long SessionsEnded, long Calls, long EndRecords = 0)
+/// <param name="Negotiations">Security context tokens issued (WS-SecureConversation).</param>
+public readonly record struct ServerCountsSnapshot(long Connections, long TlsHandshakes, long SessionsStarted, long SessionsEnded, long Calls, long EndRecords = 0, long Negotiations = 0)
 {
     /// <summary>Subtracts an earlier snapshot: what happened between the two.</summary>
     /// <param name="later">The later snapshot.</param>
@@ -88,7 +89,8 @@ public readonly record struct ServerCountsSnapshot(long Connections, long TlsHan
         later.SessionsStarted - earlier.SessionsStarted,
         later.SessionsEnded - earlier.SessionsEnded,
         later.Calls - earlier.Calls,
-        later.EndRecords - earlier.EndRecords);
+        later.EndRecords - earlier.EndRecords,
+        later.Negotiations - earlier.Negotiations);
 
     /// <summary>Subtracts an earlier snapshot.</summary>
     /// <param name="earlier">The earlier snapshot.</param>
