@@ -47,10 +47,9 @@ internal sealed class SecureConversationEndpoint(SecurityContextStore store, Sec
                 Soap.CancelAction => Cancel(message, now),
                 _ => Dispatch(message, now),
             };
-            // SOAP 1.2 over HTTP: a fault travels with status 500, the application's as well as the security's.
-            context.Response.StatusCode = message.Action != Soap.IssueAction && message.Action != Soap.CancelAction && IsFault(reply)
-                ? StatusCodes.Status500InternalServerError
-                : StatusCodes.Status200OK;
+
+            // SOAP 1.2 over HTTP: a fault travels with status 500, the application's (Fail) as well as the security's.
+            context.Response.StatusCode = IsFault(reply) ? StatusCodes.Status500InternalServerError : StatusCodes.Status200OK;
         }
         catch (SoapFaultException fault)
         {
@@ -58,10 +57,10 @@ internal sealed class SecureConversationEndpoint(SecurityContextStore store, Sec
             reply = Soap.Fault(relatesTo, now, fault.Code, fault.SubcodeNamespace, fault.Subcode, fault.Message, secured: false);
             context.Response.StatusCode = StatusCodes.Status500InternalServerError;
         }
-        catch (XmlException e)
+        catch (Exception e) when (e is XmlException or FormatException)
         {
             counters.SecurityFaultSent();
-            reply = Soap.Fault(relatesTo, now, "Sender", null, null, $"The request is not well-formed XML: {e.Message}", secured: false);
+            reply = Soap.Fault(relatesTo, now, "Sender", null, null, e is XmlException ? $"The request is not well-formed XML: {e.Message}" : $"The request carries a malformed value: {e.Message}", secured: false);
             context.Response.StatusCode = StatusCodes.Status500InternalServerError;
         }
 
@@ -148,26 +147,23 @@ internal sealed class SecureConversationEndpoint(SecurityContextStore store, Sec
     {
         SecurityContext session = Authenticate(message, now);
         const string Operations = TestContract.Namespace + "/IEchoService/";
-        string operation = message.Action.StartsWith(Operations, StringComparison.Ordinal)
+        string operation = message.Action.StartsWith(Operations, StringComparison.Ordinal) && message.Action[Operations.Length..] is "Echo" or "Fail" or "WhoAmI"
             ? message.Action[Operations.Length..]
-            : throw new SoapFaultException($"No operation found for the action '{message.Action}'.", "Sender", Soap.Addressing, "ActionNotSupported");
+            : throw new SoapFaultException($"No operation of the echo contract has the action '{message.Action}'.", "Sender", Soap.Addressing, "ActionNotSupported");
         XmlElement call = message.BodyElement(operation, TestContract.Namespace);
         counters.CallDispatched();
-        string result = operation switch
-        {
-            "Echo" => call.FirstChild?.InnerText ?? "",
-            "WhoAmI" => session.UserName,
-            "Fail" => null!,
-            _ => throw new SoapFaultException($"No operation '{operation}' on the echo contract.", "Sender", Soap.Addressing, "ActionNotSupported"),
-        };
-
+        string argument = call.FirstChild?.InnerText ?? "";
         if (operation == "Fail")
         {
             // An application fault on a live session: secured like any reply, so the channel stays usable.
-            string reason = call.FirstChild?.InnerText ?? "";
-            return Soap.Fault(message.MessageId, now, "Sender", null, null, reason, secured: true);
+            return Soap.Fault(message.MessageId, now, "Sender", null, null, argument, secured: true);
         }
 
+        string result = operation switch
+        {
+            "Echo" => argument,
+            _ => session.UserName,
+        };
         return Soap.Reply(Operations + operation + "Response", message.MessageId, now,
             $"""<{operation}Response xmlns="{TestContract.Namespace}"><{operation}Result>{Soap.Escape(result)}</{operation}Result></{operation}Response>""");
     }
