@@ -61,7 +61,7 @@ public class RedisClusterTests
     }
 
     [Test]
-    public async Task ManySessionsOverThreeNodes_WithCutAndLostResponses_GetEveryMessageOnceInOrder()
+    public async Task ManySessionsOverThreeNodes_WithCutAndLostResponsesAndClientRestarts_GetEveryMessageOnceInOrder()
     {
         const int Subscribers = 24;
         const int Messages = 400;
@@ -88,7 +88,9 @@ public class RedisClusterTests
             return session;
         })).Within();
 
+        var restarting = await Task.WhenAll(Enumerable.Range(0, 6).Select(i => RestartingSubscriber.OpenAsync(http, cluster.PubSub, "feed", seed: 1000 * i))).Within();
         var reading = subscribers.Select(s => DeliveryTests.ReadAsync(s, Messages, TimeSpan.FromMinutes(1))).ToList();
+        var restartingReads = restarting.Select(r => r.ReadAsync(Messages, restartEvery: 4, TimeSpan.FromMinutes(1))).ToList();
         await using (var publisher = await new PollingDuplexClient(http, cluster.PubSub, options).OpenSessionAsync())
         {
             for (var i = 1; i <= Messages; i += 20)
@@ -98,7 +100,10 @@ public class RedisClusterTests
         }
 
         var received = await Task.WhenAll(reading);
+        await Task.WhenAll(restartingReads);
         Assert.That(received.Select(r => r.Select(d => Data(d.Message!))), Has.All.EqualTo(Enumerable.Range(1, Messages)), "each message once, in order, on every session");
+        Assert.That(restarting.Select(r => r.Received), Has.All.EqualTo(Enumerable.Range(1, Messages)), "and on the clients that restarted");
+        Assert.That(restarting.Select(r => r.Restarts), Has.All.GreaterThan(3));
         Assert.That(faults!.CutResponses + faults.LostResponses + faults.DroppedRequests, Is.GreaterThan(20), "the faults happened");
         Assert.That(cluster.Served.Select(s => s.Node).Distinct().Count(), Is.EqualTo(3));
         await Task.WhenAll(subscribers.Select(s => s.DisposeAsync().AsTask())).Within();
@@ -148,7 +153,7 @@ public class RedisClusterTests
     public async Task RedisStoppedAndRestarted_RequestsFailWithAClear503_ThenDeliveryResumes()
     {
         await using var redis = await RedisServerProcess.StartAsync(persistent: true);
-        await using var cluster = await DuplexCluster.StartAsync(configure: o => o.ServerPollTimeout = TimeSpan.FromMilliseconds(500), redis: redis);
+        await using var cluster = await DuplexCluster.StartAsync(configure: o => o.ServerPollTimeout = TimeSpan.FromSeconds(6), redis: redis);
         using var http = DuplexCluster.CreateHttpClient();
         var options = new PollingDuplexClientOptions { MaxRetryAttempts = 100, RetryBaseDelay = TimeSpan.FromMilliseconds(50), RetryMaxDelay = TimeSpan.FromMilliseconds(200) };
         var client = new PollingDuplexClient(http, cluster.PubSub, options);
@@ -184,6 +189,18 @@ public class RedisClusterTests
 
         var received = await reading;
         Assert.That(received.Select(d => Data(d.Message!)), Is.EqualTo(Enumerable.Range(1, 20)));
+
+        // Held polls wake through Redis again, well before their poll timeout: the wake channel came back too.
+        var listener = await RawSession.OpenAsync(http, cluster.Nodes[0].PubSub);
+        (await listener.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"after\"}}\n")).Dispose();
+        var held = listener.At(cluster.Nodes[1].PubSub).PollAsync(0);
+        await Task.Delay(200);
+        var talker = await RawSession.OpenAsync(http, cluster.Nodes[2].PubSub);
+        (await talker.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"publish\",\"topic\":\"after\",\"data\":1}}\n")).Dispose();
+        var started = System.Diagnostics.Stopwatch.StartNew();
+        using var woken = await held.WaitAsync(TimeSpan.FromSeconds(30));
+        Assert.That(woken.StatusCode, Is.EqualTo(HttpStatusCode.OK));
+        Assert.That(started.Elapsed, Is.LessThan(TimeSpan.FromSeconds(4)), "woken by the publish, not by the 6-second poll timeout");
     }
 
     [Test]
