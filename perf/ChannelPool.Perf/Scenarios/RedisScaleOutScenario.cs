@@ -23,11 +23,18 @@ internal static class RedisScaleOutScenario
 {
     public static Command Build()
     {
-        var clients = new Option<int>("--clients") { Description = "Broadcast subscribers M.", DefaultValueFactory = _ => 1000 };
-        var bursts = new Option<int>("--bursts") { Description = "Broadcast bursts K, one a second.", DefaultValueFactory = _ => 10 };
-        var rooms = new Option<int>("--rooms") { Description = "Collaboration topics T (the original's first row: 100).", DefaultValueFactory = _ => 100 };
-        var members = new Option<int>("--members") { Description = "Collaboration clients per topic N (the original's first row: 5).", DefaultValueFactory = _ => 5 };
-        var rounds = new Option<int>("--rounds") { Description = "Collaboration rounds, D = 1 s apart; in each, one member of every topic publishes, in turn.", DefaultValueFactory = _ => 10 };
+        var clients = Cli.PerfCli.PositiveInt("--clients", "Broadcast subscribers M.", 1000, max: 20_000);
+        var bursts = Cli.PerfCli.PositiveInt("--bursts", "Broadcast bursts K, one a second.", 10, max: 1000);
+        var rooms = Cli.PerfCli.PositiveInt("--rooms", "Collaboration topics T (the original's first row: 100).", 100, max: 10_000);
+        var members = Cli.PerfCli.PositiveInt("--members", "Collaboration clients per topic N, at least 2 (the original's first row: 5).", 5, max: 100);
+        var rounds = Cli.PerfCli.PositiveInt("--rounds", "Collaboration rounds, D = 1 s apart; in each, one member of every topic publishes, in turn.", 10, max: 1000);
+        members.Validators.Add(r =>
+        {
+            if (r.GetValueOrDefault<int>() == 1)
+            {
+                r.AddError("--members must be at least 2: one publishes, the others receive; got 1.");
+            }
+        });
         var command = new Command("redis", "The Redis store against the in-memory store, and 1 node against 3 behind a round-robin balancer: broadcast at P = 1 s, collaboration latency, Redis commands per publish and per delivery. Needs /usr/bin/redis-server.")
         {
             clients, bursts, rooms, members, rounds,
