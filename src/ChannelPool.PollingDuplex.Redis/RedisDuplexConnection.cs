@@ -48,7 +48,15 @@ internal sealed class RedisDuplexConnection : IDisposable
             }
         }
 
-        Multiplexer.GetSubscriber().Subscribe(channel, (_, ids) => Wake(ids));
+        try
+        {
+            Multiplexer.GetSubscriber().Subscribe(channel, (_, ids) => Wake(ids));
+        }
+        catch (Exception ex) when (ex is RedisException or RedisTimeoutException)
+        {
+            // Redis is away at start: the subscription is registered before it is sent, and StackExchange.Redis sends it
+            // when the connection comes up. Until then requests get 503, and polls answer at their timeout.
+        }
     }
 
     /// <summary>Gets the signal a poll of <paramref name="sessionId"/> waits on; register before looking for frames, so no wake is missed.</summary>

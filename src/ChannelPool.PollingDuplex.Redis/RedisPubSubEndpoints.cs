@@ -95,27 +95,41 @@ internal sealed class RedisPubSubEndpoints(RedisSessionStore store)
             var sequence = frames[i].Sequence;
             var payload = frames[i].Message.Payload;
             string? rejected = null;
+            string? tooLarge = null;
             PubSubHandler.Command command = default;
             byte[] notification = [];
             try
             {
                 command = PubSubHandler.Parse(payload);
-                if (command.Op == "publish")
-                {
-                    var span = payload.Span;
-                    notification = PubSubHandler.Notification(command.Topic, span[command.RawTopic][1..^1], span[command.Data], Options.MaxMessageSize, fromClient: true);
-                }
             }
             catch (DuplexMessageRejectedException ex)
             {
                 rejected = ex.Message;
             }
 
-            (Lookup result, long now, long _) = await store.ReceiveAsync(id, hash, sequence, rejected is null ? command.Op : string.Empty, command.Topic ?? string.Empty, notification, command.Echo);
+            if (rejected is null && command.Op == "publish")
+            {
+                try
+                {
+                    var span = payload.Span;
+                    notification = PubSubHandler.Notification(command.Topic, span[command.RawTopic][1..^1], span[command.Data], Options.MaxMessageSize, fromClient: true);
+                }
+                catch (DuplexMessageRejectedException ex)
+                {
+                    // As on one node, refused only if the topic has a subscriber to refuse it for: the script decides.
+                    tooLarge = ex.Message;
+                }
+            }
+
+            (Lookup result, long now, long _) = await store.ReceiveAsync(id, hash, sequence, rejected is null ? command.Op : string.Empty, command.Topic ?? string.Empty, notification, command.Echo, tooLarge is not null);
             switch (result.Status)
             {
                 case 0:
                     received = now;
+                    break;
+                case 2:
+                    received = now;
+                    rejected = tooLarge;
                     break;
                 case 1 when now >= sequence:
                     // Another request of this session, on another node perhaps, received it first: once is enough.
@@ -168,12 +182,19 @@ internal sealed class RedisPubSubEndpoints(RedisSessionStore store)
                 return;
         }
 
+        var poll = new RedisPoll(id, hash, pollNumber, acked, encoding, mode);
         try
         {
-            await AnswerPollAsync(context, new RedisPoll(id, hash, pollNumber, acked, encoding, mode));
+            await AnswerPollAsync(context, poll);
         }
         finally
         {
+            // A signal nobody fired would stay registered until the session's next wake.
+            if (poll.Signal is { Task.IsCompleted: false } signal)
+            {
+                store.Connection.Forget(id, signal);
+            }
+
             try
             {
                 await store.EndPollAsync(id, hash, pollNumber);
@@ -213,7 +234,7 @@ internal sealed class RedisPubSubEndpoints(RedisSessionStore store)
         // Wait for the first frame, for at most the poll timeout.
         while (true)
         {
-            var signal = store.Connection.Signal(poll.Id);
+            var signal = poll.Signal = store.Connection.Signal(poll.Id);
             var lookup = await store.TakeAsync(poll.Id, poll.TokenHash, poll.Number, poll.Cursor, limit, frames);
             if (frames.Count > 0)
             {
@@ -267,7 +288,7 @@ internal sealed class RedisPubSubEndpoints(RedisSessionStore store)
                 while (carried < limit)
                 {
                     frames.Clear();
-                    var signal = store.Connection.Signal(poll.Id);
+                    var signal = poll.Signal = store.Connection.Signal(poll.Id);
                     var lookup = await store.TakeAsync(poll.Id, poll.TokenHash, poll.Number, poll.Cursor, limit - carried, frames);
                     if (frames.Count > 0)
                     {
@@ -338,5 +359,8 @@ internal sealed class RedisPubSubEndpoints(RedisSessionStore store)
         public DuplexEncoding Encoding { get; } = encoding;
 
         public PollingDuplexMode Mode { get; } = mode;
+
+        /// <summary>Gets or sets the wake signal the poll last registered.</summary>
+        public TaskCompletionSource? Signal { get; set; }
     }
 }

@@ -147,9 +147,10 @@ internal static class RedisSessionScripts
         """;
 
     /// <summary>
-    /// Receives one client message: ARGV 7-15 = sequence, op ('' when rejected), topic, notification, echo,
-    /// MaxPendingMessagesPerSession, MaxPendingBytesPerSession, overflow policy, message TTL (ms).
-    /// Returns {status, reason}, {1, received} when the sequence is not the next, or {0, sequence, queued}.
+    /// Receives one client message: ARGV 7-16 = sequence, op ('' when rejected), topic, notification, echo,
+    /// MaxPendingMessagesPerSession, MaxPendingBytesPerSession, overflow policy, message TTL (ms), notification too large.
+    /// Returns {status, reason}, {1, received} when the sequence is not the next, {2, sequence} when the notification
+    /// is too large for a topic with subscribers (received, and refused), or {0, sequence, queued}.
     /// </summary>
     public const string Receive = Prelude + """
         local st, reason = lookup()
@@ -162,6 +163,14 @@ internal static class RedisSessionScripts
         local tk = P .. ':t:' .. ARGV[9]
         local queued = 0
         local woken = {}
+        if op == 'publish' and ARGV[16] == '1' then
+          -- Too large for MaxMessageSize: refused (and received) when someone would get it; with nobody, nothing is sent.
+          if redis.call('SCARD', tk) > 0 then
+            touch()
+            return {2, seq}
+          end
+          op = ''
+        end
         if op == 'subscribe' then
           redis.call('SADD', stk, ARGV[9])
           redis.call('SADD', tk, id)

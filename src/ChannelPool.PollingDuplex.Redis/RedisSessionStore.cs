@@ -70,7 +70,7 @@ internal sealed class RedisSessionStore
     }
 
     /// <summary>Receives one client message, with the command it carries (op empty when the message was rejected).</summary>
-    public async Task<(Lookup Lookup, long Received, long Queued)> ReceiveAsync(string id, string tokenHash, long sequence, string op, string topic, byte[] notification, bool echo)
+    public async Task<(Lookup Lookup, long Received, long Queued)> ReceiveAsync(string id, string tokenHash, long sequence, string op, string topic, byte[] notification, bool echo, bool tooLarge)
     {
         var r = (RedisResult[])(await RunAsync(
             RedisSessionScripts.Receive,
@@ -84,12 +84,13 @@ internal sealed class RedisSessionStore
             _options.MaxPendingMessagesPerSession,
             _options.MaxPendingBytesPerSession,
             _options.OverflowPolicy == DuplexOverflowPolicy.FaultSession ? "fault" : "drop",
-            (long)(_options.InactivityTimeout.TotalMilliseconds * 2)))!;
+            (long)(_options.InactivityTimeout.TotalMilliseconds * 2),
+            tooLarge ? "1" : "0"))!;
         var lookup = Read(r);
         return lookup.Status switch
         {
             0 => (lookup, (long)r[1], (long)r[2]),
-            1 => (lookup, (long)r[1], 0),
+            1 or 2 => (lookup, (long)r[1], 0),
             _ => (lookup, 0, 0),
         };
     }

@@ -204,6 +204,31 @@ public class RedisClusterTests
     }
 
     [Test]
+    public async Task ANodeStartedWhileRedisIsDown_Answers503_ThenServesOnceRedisIsUp()
+    {
+        await using var redis = await RedisServerProcess.StartAsync();
+        await redis.KillAsync();
+        await using var cluster = await DuplexCluster.StartAsync(nodes: 1, configure: o => o.ServerPollTimeout = TimeSpan.FromSeconds(10), redis: redis);
+        using var http = DuplexCluster.CreateHttpClient();
+        using (var refused = await http.PostAsync(new Uri(cluster.PubSub + "/sessions"), RawSession.JsonContent("{}")))
+        {
+            await RawSession.AssertProblemAsync(refused, HttpStatusCode.ServiceUnavailable, "store-unavailable");
+        }
+
+        await redis.StartAgainAsync();
+        var subscriber = await OpenOnceRedisIsBackAsync(http, cluster.PubSub);
+        (await subscriber.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"t\"}}\n")).Dispose();
+        var held = subscriber.PollAsync(0);
+        await Task.Delay(200);
+        var publisher = await RawSession.OpenAsync(http, cluster.PubSub);
+        (await publisher.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"publish\",\"topic\":\"t\",\"data\":7}}\n")).Dispose();
+        var started = System.Diagnostics.Stopwatch.StartNew();
+        using var woken = await held.WaitAsync(TimeSpan.FromSeconds(30));
+        Assert.That(woken.StatusCode, Is.EqualTo(HttpStatusCode.OK));
+        Assert.That(started.Elapsed, Is.LessThan(TimeSpan.FromSeconds(7)), "the wake subscription made while Redis was down was sent once it came up");
+    }
+
+    [Test]
     public void MappingWithoutTheRedisStore_SaysWhatToCall()
     {
         var builder = WebApplication.CreateSlimBuilder();
@@ -226,6 +251,25 @@ public class RedisClusterTests
         using var app = builder.Build();
         var error = Assert.Throws<OptionsValidationException>(() => app.MapPollingDuplexPubSubOnRedis("/pubsub"));
         Assert.That(error!.Message, Does.Contain(expected).And.Contain("KeyPrefix").And.Contain("OperationTimeout"));
+    }
+
+    /// <summary>Opens a session, retrying the 503s a node answers until its connection to Redis is back.</summary>
+    private static async Task<RawSession> OpenOnceRedisIsBackAsync(HttpClient http, Uri endpoint)
+    {
+        var waited = System.Diagnostics.Stopwatch.StartNew();
+        while (true)
+        {
+            using var response = await http.PostAsync(new Uri(endpoint + "/sessions"), RawSession.JsonContent("{}"));
+            if (response.StatusCode == HttpStatusCode.Created)
+            {
+                using var json = JsonDocument.Parse(await response.Content.ReadAsStringAsync());
+                return RawSession.Attach(http, endpoint, json.RootElement.GetProperty("sessionId").GetString()!, json.RootElement.GetProperty("token").GetString()!);
+            }
+
+            Assert.That(response.StatusCode, Is.EqualTo(HttpStatusCode.ServiceUnavailable));
+            Assert.That(waited.Elapsed, Is.LessThan(Eventually.Limit), "the node did not reconnect to Redis");
+            await Task.Delay(100);
+        }
     }
 
     internal static int Data(DuplexMessage message)
