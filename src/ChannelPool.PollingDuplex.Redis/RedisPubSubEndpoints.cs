@@ -197,7 +197,10 @@ internal sealed class RedisPubSubEndpoints(RedisSessionStore store)
 
             try
             {
-                await store.EndPollAsync(id, hash, pollNumber);
+                if (!poll.Ended)
+                {
+                    await store.EndPollAsync(id, hash, pollNumber);
+                }
             }
             catch (Exception ex) when (ex is RedisException or RedisTimeoutException)
             {
@@ -235,9 +238,13 @@ internal sealed class RedisPubSubEndpoints(RedisSessionStore store)
         while (true)
         {
             var signal = poll.Signal = store.Connection.Signal(poll.Id);
-            var lookup = await store.TakeAsync(poll.Id, poll.TokenHash, poll.Number, poll.Cursor, limit, frames);
+
+            // A single-message response ends with its frame, so that take ends the poll too.
+            var single = poll.Mode == PollingDuplexMode.SingleMessagePerPoll;
+            var lookup = await store.TakeAsync(poll.Id, poll.TokenHash, poll.Number, poll.Cursor, limit, frames, endWithFrames: single);
             if (frames.Count > 0)
             {
+                poll.Ended = single;
                 break;
             }
 
@@ -283,27 +290,33 @@ internal sealed class RedisPubSubEndpoints(RedisSessionStore store)
             await output.FlushAsync(context.RequestAborted);
             if (poll.Mode == PollingDuplexMode.MultipleMessagesPerPoll)
             {
-                // Stream what comes within the batch window, as one node does.
+                // Stream what comes within the batch window, as one node does. The signal registered before the
+                // first take is still armed, so a wake since then is not missed, and no take runs without one.
                 var windowStarted = time.GetTimestamp();
                 while (carried < limit)
                 {
-                    frames.Clear();
-                    var signal = poll.Signal = store.Connection.Signal(poll.Id);
-                    var lookup = await store.TakeAsync(poll.Id, poll.TokenHash, poll.Number, poll.Cursor, limit - carried, frames);
-                    if (frames.Count > 0)
+                    var remaining = Options.BatchWindow - time.GetElapsedTime(windowStarted);
+                    if (remaining <= TimeSpan.Zero || !await WaitAsync(poll.Signal!, remaining, context.RequestAborted))
                     {
-                        carried += Carry(poll, frames);
-                        WriteFrames(output, poll.Encoding, frames);
-                        await output.FlushAsync(context.RequestAborted);
+                        break;
+                    }
+
+                    frames.Clear();
+                    poll.Signal = store.Connection.Signal(poll.Id);
+                    var lookup = await store.TakeAsync(poll.Id, poll.TokenHash, poll.Number, poll.Cursor, limit - carried, frames);
+                    if (frames.Count == 0)
+                    {
+                        if (lookup.Status != 0)
+                        {
+                            break;
+                        }
+
                         continue;
                     }
 
-                    var remaining = Options.BatchWindow - time.GetElapsedTime(windowStarted);
-                    if (lookup.Status != 0 || remaining <= TimeSpan.Zero || !await WaitAsync(signal, remaining, context.RequestAborted))
-                    {
-                        store.Connection.Forget(poll.Id, signal);
-                        break;
-                    }
+                    carried += Carry(poll, frames);
+                    WriteFrames(output, poll.Encoding, frames);
+                    await output.FlushAsync(context.RequestAborted);
                 }
             }
         }
@@ -362,5 +375,8 @@ internal sealed class RedisPubSubEndpoints(RedisSessionStore store)
 
         /// <summary>Gets or sets the wake signal the poll last registered.</summary>
         public TaskCompletionSource? Signal { get; set; }
+
+        /// <summary>Gets or sets whether the poll's last take also ended it in Redis.</summary>
+        public bool Ended { get; set; }
     }
 }

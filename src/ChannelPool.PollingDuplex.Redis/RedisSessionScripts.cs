@@ -225,8 +225,9 @@ internal static class RedisSessionScripts
         """;
 
     /// <summary>
-    /// Takes frames for a poll: ARGV 7-9 = poll number, cursor, most frames. Returns {status, reason}, {0} when there
-    /// is nothing, or {1, then per frame: sequence, 'm' and the payload, or 'g' and how many were missed}.
+    /// Takes frames for a poll: ARGV 7-10 = poll number, cursor, most frames, whether frames end the poll (as EndPoll
+    /// does). Returns {status, reason}, {0} when there is nothing, or {1, then per frame: sequence, 'm' and the payload,
+    /// or 'g' and how many were missed}.
     /// </summary>
     public const string Take = Prelude + """
         local st, reason = lookup()
@@ -258,6 +259,11 @@ internal static class RedisSessionScripts
           end
         end
         if seq > tonumber(f[3]) then redis.call('HSET', sk, 'hs', seq) end
+        if ARGV[10] == '1' then
+          -- The caller's response ends with these frames: end the poll here and save it a round trip.
+          redis.call('HSET', sk, 'pu', 0)
+          touch()
+        end
         return out
         """;
 

@@ -106,10 +106,13 @@ internal sealed class RedisSessionStore
             : (lookup, 0, 0, default, default, false);
     }
 
-    /// <summary>Takes up to <paramref name="limit"/> frames after <paramref name="cursor"/> into <paramref name="frames"/>.</summary>
-    public async Task<Lookup> TakeAsync(string id, string tokenHash, long pollNumber, long cursor, int limit, List<OutboundFrame> frames)
+    /// <summary>
+    /// Takes up to <paramref name="limit"/> frames after <paramref name="cursor"/> into <paramref name="frames"/>; with
+    /// <paramref name="endWithFrames"/>, frames found also end the poll, as <see cref="EndPollAsync"/> would.
+    /// </summary>
+    public async Task<Lookup> TakeAsync(string id, string tokenHash, long pollNumber, long cursor, int limit, List<OutboundFrame> frames, bool endWithFrames = false)
     {
-        var r = (RedisResult[])(await RunAsync(RedisSessionScripts.Take, id, tokenHash, pollNumber, cursor, limit))!;
+        var r = (RedisResult[])(await RunAsync(RedisSessionScripts.Take, id, tokenHash, pollNumber, cursor, limit, endWithFrames ? "1" : "0"))!;
         var status = (long)r[0];
         if (status < 0)
         {

@@ -109,6 +109,40 @@ public class RedisClusterTests
         await Task.WhenAll(subscribers.Select(s => s.DisposeAsync().AsTask())).Within();
     }
 
+    [TestCase(PollingDuplexMode.SingleMessagePerPoll, DuplexEncoding.Text)]
+    [TestCase(PollingDuplexMode.MultipleMessagesPerPoll, DuplexEncoding.Text)]
+    [TestCase(PollingDuplexMode.SingleMessagePerPoll, DuplexEncoding.Binary)]
+    public async Task EveryModeAndEncoding_ThroughTheBalancer_WithCutResponses_DeliversEachMessageOnceInOrder(PollingDuplexMode mode, DuplexEncoding encoding)
+    {
+        const int Messages = 60;
+        await using var cluster = await DuplexCluster.StartAsync(configure: o =>
+        {
+            o.MaxPendingMessagesPerSession = Messages + 10;
+            o.ServerPollTimeout = TimeSpan.FromMilliseconds(500);
+        });
+        using var faulty = DuplexCluster.CreateHttpClient(inner => new FaultInjectingHandler(inner, seed: 7) { LoseResponseRate = 0.05, CutResponseRate = 0.1 });
+        using var http = DuplexCluster.CreateHttpClient();
+        var options = new PollingDuplexClientOptions { Mode = mode, Encoding = encoding, MaxRetryAttempts = 50, RetryBaseDelay = TimeSpan.FromMilliseconds(1), RetryMaxDelay = TimeSpan.FromMilliseconds(20) };
+        var subscribers = await Task.WhenAll(Enumerable.Range(0, 4).Select(async _ =>
+        {
+            var session = await OpenDespiteFaultsAsync(new PollingDuplexClient(faulty, cluster.PubSub, options));
+            await session.SendAsync(DuplexMessage.FromJson(new { op = "subscribe", topic = "feed" }));
+            return session;
+        })).Within();
+        var reading = subscribers.Select(s => DeliveryTests.ReadAsync(s, Messages, TimeSpan.FromMinutes(1))).ToList();
+        await using (var publisher = await new PollingDuplexClient(http, cluster.PubSub, options).OpenSessionAsync())
+        {
+            for (var i = 1; i <= Messages; i += 5)
+            {
+                await publisher.SendAsync([.. Enumerable.Range(i, 5).Select(n => DuplexMessage.FromJson(new { op = "publish", topic = "feed", data = n }))]);
+            }
+        }
+
+        var received = await Task.WhenAll(reading);
+        Assert.That(received.Select(r => r.Select(d => Data(d.Message!))), Has.All.EqualTo(Enumerable.Range(1, Messages)));
+        await Task.WhenAll(subscribers.Select(s => s.DisposeAsync().AsTask())).Within();
+    }
+
     [Test]
     public async Task ANodeKilledMidRun_LosesNothing_ClientsCarryOnThroughTheOthers()
     {
