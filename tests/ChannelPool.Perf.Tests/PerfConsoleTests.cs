@@ -98,6 +98,8 @@ public class PerfConsoleTests
     [TestCase("poll-modes --rounds 0", "--rounds must be from 1 to 100; got 0.")]
     [TestCase("poll-modes --size 8", "--size must be from 16 to 61440 bytes; got 8.")]
     [TestCase("poll-modes --streams 1000", "--streams must be from 1 to 256; got 1000.")]
+    [TestCase("redis --clients 0", "--clients must be from 1 to 20000; got 0.")]
+    [TestCase("redis --members 1", "--members must be at least 2")]
     [TestCase("--server somewhere", "somewhere")]
     [TestCase("--server-url ftp://example.com/", "--server-url must be an absolute http:// or https:// address")]
     [TestCase("--loopback-addresses 300", "--loopback-addresses must be from 1 to 254; got 300.")]

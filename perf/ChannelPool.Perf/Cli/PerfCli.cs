@@ -39,6 +39,7 @@ internal static class PerfCli
         root.Add(BuildPollModes(common));
         root.Add(BuildPeer(common));
         root.Add(BuildServe());
+        root.Add(RedisScaleOutScenario.Build());
         return root;
     }
 
