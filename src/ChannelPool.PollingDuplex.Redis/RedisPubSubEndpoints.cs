@@ -26,7 +26,12 @@ internal sealed class RedisPubSubEndpoints(RedisSessionStore store)
         }
         catch (Exception ex) when (ex is RedisException or RedisTimeoutException)
         {
-            context.Response.Headers.RetryAfter = "1";
+            if (!context.Response.HasStarted)
+            {
+                context.Response.Headers.RetryAfter = "1";
+            }
+
+            // Mid-response this aborts the connection instead: the client polls again with the same ack.
             await WriteProblemAsync(
                 context,
                 503,
