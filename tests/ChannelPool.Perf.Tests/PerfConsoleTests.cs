@@ -46,6 +46,11 @@ public class PerfConsoleTests
         static long Handshakes(JsonElement cell, string when) => cell.GetProperty(when).GetProperty("tlsHandshakes").GetInt64();
         var perCall = proxies.Where(c => c.GetProperty("kind").GetString() == "per-call").ToList();
         Assert.That(perCall.Select(c => Handshakes(c, "duringCalls")), Is.All.GreaterThanOrEqualTo(40));
+        // On the original's scenario the pool's channels negotiated their security contexts in warm-up, none during calls.
+        var secureConversationReuse = proxies.Where(c => c.GetProperty("kind").GetString() == "pooled reuse" && c.GetProperty("binding").GetString() == "WSHttp SecureConversation").ToList();
+        Assert.That(secureConversationReuse, Has.Count.EqualTo(2));
+        Assert.That(secureConversationReuse.Select(c => c.GetProperty("warmUp").GetProperty("negotiations").GetInt64()), Is.All.GreaterThan(0));
+        Assert.That(secureConversationReuse.Select(c => c.GetProperty("duringCalls").GetProperty("negotiations").GetInt64()), Is.All.Zero);
         var netTcpReuse = proxies.Where(c => c.GetProperty("kind").GetString() == "pooled reuse" && c.GetProperty("binding").GetString()!.StartsWith("net.tcp", StringComparison.Ordinal)).ToList();
         Assert.That(netTcpReuse, Has.Count.EqualTo(2));
         Assert.That(netTcpReuse.Select(c => Handshakes(c, "duringCalls")), Is.All.EqualTo(0));

@@ -6,6 +6,7 @@ namespace ChannelPool.ServiceModel.TestServices.SecureConversation;
 internal sealed class SecurityContextStore(SecureConversationOptions options)
 {
     private readonly ConcurrentDictionary<string, SecurityContext> _contexts = new(StringComparer.Ordinal);
+    private long _issued;
 
     public SecurityContext Issue(string userName, byte[] key)
     {
@@ -13,6 +14,17 @@ internal sealed class SecurityContextStore(SecureConversationOptions options)
         var context = new SecurityContext($"urn:uuid:{Guid.NewGuid()}", userName, key, now, now + options.TokenLifetime);
         context.Touch(now);
         _contexts[context.Identifier] = context;
+
+        // Tokens of channels that were aborted, not closed, are never cancelled; forget the dead ones now and then, so a
+        // long perf run does not keep them all.
+        if (Interlocked.Increment(ref _issued) % 256 == 0)
+        {
+            foreach (SecurityContext stale in _contexts.Values.Where(c => now >= c.Expires || now - c.LastUsed >= options.InactivityTimeout))
+            {
+                _contexts.TryRemove(stale.Identifier, out _);
+            }
+        }
+
         return context;
     }
 
