@@ -5,7 +5,6 @@ using System.ServiceModel.Description;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
-using Polly.CircuitBreaker;
 
 namespace ChannelPool.ServiceModel;
 
@@ -152,7 +151,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     public ChannelPoolSnapshot GetSnapshot()
     {
         var pools = _byCredentials.Values;
-        var total = default(ChannelPoolSnapshot) with { BreakerState = CircuitState.Closed };
+        var total = default(ChannelPoolSnapshot) with { BreakerState = BreakerState.Closed };
         foreach (var pooled in pools)
         {
             var s = pooled.Pool.GetSnapshot();
@@ -289,12 +288,12 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         }
     }
 
-    private static CircuitState Worst(CircuitState a, CircuitState b) => Rank(a) >= Rank(b) ? a : b;
+    private static BreakerState Worst(BreakerState a, BreakerState b) => Rank(a) >= Rank(b) ? a : b;
 
-    private static int Rank(CircuitState state) => state switch
+    private static int Rank(BreakerState state) => state switch
     {
-        CircuitState.Closed => 0,
-        CircuitState.HalfOpen => 1,
+        BreakerState.Closed => 0,
+        BreakerState.HalfOpen => 1,
         _ => 2,
     };
 

@@ -49,7 +49,6 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
     private int _closingCount;
     private long _openedTotal;
     private long _closedTotal;
-    private CircuitState _breakerState = CircuitState.Closed;
     private bool _disposed;
 
     /// <summary>Creates a pool. Nothing is opened until <see cref="WarmUpAsync(CancellationToken)"/> or the first acquire.</summary>
@@ -84,9 +83,15 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
         _idle = new IdleQueue<TChannel>(_settings.MaxChannels);
         _waiterPool = new DefaultObjectPool<PendingAcquire<TChannel>>(new WaiterPolicy(this), maximumRetained: 64);
         _metrics = new ChannelPoolMetrics(Name, GetSnapshot, GetLimits, meterFactory);
-        _breakerReportsTransitions = options.OpenPipeline is null;
-        _openPipeline = options.OpenPipeline
-            ?? OpenPipeline.Build(options.Resilience, Name, _timeProvider, OnBreakerOpened, OnBreakerClosed);
+        if (options.OpenPipeline is { } custom)
+        {
+            _openPipeline = custom;
+        }
+        else
+        {
+            _breakerStateProvider = new CircuitBreakerStateProvider();
+            _openPipeline = OpenPipeline.Build(options.Resilience, Name, _timeProvider, _breakerStateProvider, OnBreakerOpened, OnBreakerClosed);
+        }
 
         _clock = new PoolClock(_timeProvider, _settings.ChannelLifetime);
         _resumeTimer = _timeProvider.CreateTimer(
@@ -113,7 +118,7 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
     }
 
     private ChannelPoolSnapshot SnapshotNoLock() => new(
-        _idle.Count, _leasedCount, _openingCount, _closingCount, _waiters.Count, _breakerState, _openedTotal, _closedTotal);
+        _idle.Count, _leasedCount, _openingCount, _closingCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal);
 
     private (int PoolSize, int RefillThreshold, int MaxChannels) GetLimits()
     {

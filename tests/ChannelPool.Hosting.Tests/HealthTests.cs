@@ -49,7 +49,7 @@ public class HealthTests
             .AddHealthCheck());
         await host.Host.StartAsync().Within();
         var pool = host.Services.GetRequiredKeyedService<IChannelPool>("orders");
-        await Eventually.That(() => pool.GetSnapshot().BreakerState == Polly.CircuitBreaker.CircuitState.Open, "the breaker opened");
+        await Eventually.That(() => pool.GetSnapshot().BreakerState == BreakerState.Open, "the breaker opened");
 
         var report = await CheckAsync(host);
 

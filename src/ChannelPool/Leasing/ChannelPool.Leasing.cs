@@ -1,5 +1,3 @@
-using Polly.CircuitBreaker;
-
 namespace ChannelPool;
 
 public sealed partial class ChannelPool<TChannel>
@@ -152,7 +150,7 @@ public sealed partial class ChannelPool<TChannel>
                 }
                 else if (_idle.Count == 0)
                 {
-                    if (_breakerState is CircuitState.Open or CircuitState.Isolated)
+                    if (RefusesWaiters_NoLock())
                     {
                         refusal = new ChannelPoolUnavailableException(Name, SnapshotNoLock(), RemainingPause_NoLock(), Volatile.Read(ref _lastOpenError));
                     }

@@ -1,13 +1,12 @@
 using System.Diagnostics;
 using Polly;
-using Polly.CircuitBreaker;
 
 namespace ChannelPool;
 
 public sealed partial class ChannelPool<TChannel>
 {
     private const string OpenOperationKey = "channelpool.open";
-    private static readonly Func<object?, Task> OpenOne = static state => ((ChannelPool<TChannel>)state!).OpenOneAsync(probe: 0);
+    private static readonly Func<object?, Task> OpenOne = static state => ((ChannelPool<TChannel>)state!).OpenOneAsync();
 
     // Guarded by _gate.
     private bool _refilling;
@@ -66,7 +65,7 @@ public sealed partial class ChannelPool<TChannel>
     /// Decides how many opens to start now and counts them as opening. The rule: once the idle count falls to the
     /// refill threshold, fill back up to PoolSize plus one channel per waiting caller; waiting callers alone also
     /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
-    /// paused or the breaker is open; while it is half-open, one probe and nothing else.
+    /// paused, and one at a time while the breaker is not closed.
     /// </summary>
     private int ReserveOpens_NoLock()
     {
@@ -89,13 +88,15 @@ public sealed partial class ChannelPool<TChannel>
             return 0;
         }
 
+        // While the breaker is not closed, one open at a time: Polly lets it through as its probe once the break is
+        // over, or turns it away.
         var room = settings.MaxChannels - (idle + _leasedCount + _openingCount);
-        if (_breakerState != CircuitState.Closed)
+        var count = Math.Min(wanted, Math.Min(room, settings.MaxConcurrentOpens - _openingCount));
+        if (count > 0 && BreakerState != BreakerState.Closed)
         {
-            return ReserveProbe_NoLock(room);
+            count = _openingCount == 0 ? 1 : 0;
         }
 
-        var count = Math.Min(wanted, Math.Min(room, settings.MaxConcurrentOpens - _openingCount));
         if (count <= 0)
         {
             return 0;
@@ -114,25 +115,16 @@ public sealed partial class ChannelPool<TChannel>
         }
 
         Log.OpensStarted(_logger, Name, count);
-        var probe = TakeProbeToStart();
         for (var i = 0; i < count; i++)
         {
-            if (i == 0 && probe != 0)
-            {
-                _worker.Post(static state => ((Probe)state!).Pool.OpenOneAsync(((Probe)state).Generation), new Probe(this, probe));
-            }
-            else
-            {
-                _worker.Post(OpenOne, this);
-            }
+            _worker.Post(OpenOne, this);
         }
     }
 
     /// <summary>
-    /// One open through the resilience pipeline. Runs on the background worker and never throws. A non-zero
-    /// <paramref name="probe"/> marks the half-open breaker's probe, whose outcome decides the breaker.
+    /// One open through the resilience pipeline. Runs on the background worker and never throws.
     /// </summary>
-    private async Task OpenOneAsync(long probe)
+    private async Task OpenOneAsync()
     {
         var startedAt = _timeProvider.GetTimestamp();
 
@@ -146,7 +138,7 @@ public sealed partial class ChannelPool<TChannel>
         }
         catch (Exception ex)
         {
-            OnOpenFailed(ex, probe);
+            OnOpenFailed(ex);
             return;
         }
         finally
@@ -155,7 +147,7 @@ public sealed partial class ChannelPool<TChannel>
         }
 
         _metrics.RecordCreateTime(_timeProvider.GetElapsedTime(startedAt));
-        OnOpenSucceeded(opened.Channel, opened.Id, probe);
+        OnOpenSucceeded(opened.Channel, opened.Id);
     }
 
     /// <summary>One attempt: a span, the factory call, and the failure bookkeeping the breaker and error messages need.</summary>
@@ -187,19 +179,18 @@ public sealed partial class ChannelPool<TChannel>
         }
     }
 
-    private void OnOpenSucceeded(TChannel channel, long id, long probe)
+    private void OnOpenSucceeded(TChannel channel, long id)
     {
         var entry = new PooledChannel<TChannel>(this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble());
 
         PendingAcquire<TChannel>? waiter = null;
         List<TaskCompletionSource>? warmedUp = null;
-        var breakerClosed = false;
         var opens = 0;
         using (_gate.Enter())
         {
             _openingCount--;
             _openedTotal++;
-            breakerClosed = OnOpenSucceeded_Breaker_NoLock(probe);
+            OnOpenSucceeded_Breaker_NoLock();
             entry.ScheduleExpiry(_clock.ToTimestampDelta(_settings.ChannelLifetime), _settings.LifetimeJitter);
             _open.Add(entry);
             if (_disposed)
@@ -223,11 +214,6 @@ public sealed partial class ChannelPool<TChannel>
                 warmedUp = TakeFinishedWarmUps_NoLock();
                 opens = ReserveOpens_NoLock();
             }
-        }
-
-        if (breakerClosed)
-        {
-            Log.BreakerClosed(_logger, Name);
         }
 
         if (entry.IsRetiring)

@@ -3,89 +3,58 @@ using Polly.CircuitBreaker;
 namespace ChannelPool;
 
 /// <summary>
-/// How the pool follows its open pipeline's circuit breaker: pausing opens while it is open, probing once when it
-/// may half-open, failing waiting callers fast, and backing off after failed opens.
+/// How the pool follows its open pipeline's circuit breaker. Polly owns the breaker: its state, when it half-opens and
+/// which open is its probe. The pool only reacts: it pauses opens for the break, fails waiting callers fast, sends
+/// one open at a time while the breaker is not closed, and backs off between failed opens the breaker let through.
 /// </summary>
 public sealed partial class ChannelPool<TChannel>
 {
     private static readonly TimeSpan MinOpenBackoff = TimeSpan.FromMilliseconds(50);
     private static readonly TimeSpan MaxOpenBackoff = TimeSpan.FromSeconds(30);
 
-    // True for the pipeline the pool builds: its breaker reports every transition through callbacks, so outcomes
-    // are not used to guess at it. A custom pipeline reports nothing, so for it the pool infers from outcomes.
-    private readonly bool _breakerReportsTransitions;
+    // Set for the pipeline the pool builds. A pipeline given in the options is opaque: for it the snapshot shows what
+    // the pipeline last said, a rejection (open or isolated) or a channel (closed).
+    private readonly CircuitBreakerStateProvider? _breakerStateProvider;
+    private BreakerState _lastBreakerVerdict;
 
     // Guarded by _gate.
     private bool _opensPaused;
     private long _resumeAt;
     private int _consecutiveOpenFailures;
-    private bool _probeInFlight;
-    private long _probeGeneration;
 
-    // The generation of a reserved probe that StartOpens has yet to post; 0 when none.
-    private long _probeToStart;
+    private BreakerState BreakerState => _breakerStateProvider is { } provider
+        ? provider.CircuitState switch
+        {
+            CircuitState.Open => BreakerState.Open,
+            CircuitState.HalfOpen => BreakerState.HalfOpen,
+            CircuitState.Isolated => BreakerState.Isolated,
+            _ => BreakerState.Closed,
+        }
+        : _lastBreakerVerdict;
 
-    /// <summary>
-    /// Half-open: reserves the one probe whose outcome closes or reopens the breaker. Opens already in flight from
-    /// before the breaker opened do not count against it; they will be rejected or fail, and say nothing new.
-    /// </summary>
-    private int ReserveProbe_NoLock(int room)
+    /// <summary>Breaker bookkeeping for a successful open: the server answers, so stop backing off.</summary>
+    private void OnOpenSucceeded_Breaker_NoLock()
     {
-        if (_breakerState != CircuitState.HalfOpen || _probeInFlight || room <= 0)
+        _lastBreakerVerdict = BreakerState.Closed;
+        if (BreakerState == BreakerState.Closed)
         {
-            return 0;
-        }
-
-        _probeInFlight = true;
-        _probeGeneration++;
-        Volatile.Write(ref _probeToStart, _probeGeneration);
-        _openingCount++;
-        return 1;
-    }
-
-    private long TakeProbeToStart() => Interlocked.Exchange(ref _probeToStart, 0);
-
-    /// <summary>Breaker bookkeeping for a successful open; returns whether this closed the breaker.</summary>
-    private bool OnOpenSucceeded_Breaker_NoLock(long probe)
-    {
-        if (probe != 0 && probe == _probeGeneration)
-        {
-            _probeInFlight = false;
-        }
-
-        var closed = false;
-        if (!_breakerReportsTransitions && _breakerState != CircuitState.Closed)
-        {
-            _breakerState = CircuitState.Closed;
-            _probeInFlight = false;
-            closed = true;
-        }
-
-        if (_breakerState == CircuitState.Closed)
-        {
-            // The server answers: stop backing off.
             _consecutiveOpenFailures = 0;
             _opensPaused = false;
         }
-
-        return closed;
     }
 
-    private void OnOpenFailed(Exception error, long probe)
+    /// <summary>Called by the default pipeline's circuit breaker when its probe succeeded.</summary>
+    private void OnBreakerClosed() => Log.BreakerClosed(_logger, Name);
+
+    private void OnOpenFailed(Exception error)
     {
         TimeSpan? pause = null;
-        var breakerOpened = false;
+        var turnedAway = false;
         var failures = 0;
         var opens = 0;
         using (_gate.Enter())
         {
             _openingCount--;
-            var wasProbe = probe != 0 && probe == _probeGeneration && _probeInFlight;
-            if (wasProbe)
-            {
-                _probeInFlight = false;
-            }
-
             if (_disposed)
             {
                 UpdateDrainProgress_NoLock();
@@ -94,40 +63,30 @@ public sealed partial class ChannelPool<TChannel>
 
             // The refill did not get its channel: keep refilling once opens resume.
             _refilling = true;
-            var settings = _settings;
             if (error is BrokenCircuitException or IsolatedCircuitException)
             {
-                // Turned away by the breaker. While a probe is out, only the probe's own outcome counts.
-                if (_breakerState != CircuitState.HalfOpen || wasProbe)
-                {
-                    breakerOpened = TripBreaker_NoLock(isolated: error is IsolatedCircuitException);
-                    pause = PauseOpens_NoLock((error as BrokenCircuitException)?.RetryAfter ?? settings.BreakDuration);
-                }
+                // Turned away by the breaker: wait out the break it names.
+                turnedAway = true;
+                _lastBreakerVerdict = error is IsolatedCircuitException ? BreakerState.Isolated : BreakerState.Open;
+                pause = PauseOpens_NoLock((error as BrokenCircuitException)?.RetryAfter ?? _settings.BreakDuration);
             }
-            else if (wasProbe && _breakerState == CircuitState.HalfOpen)
+            else if (!_opensPaused && BreakerState == BreakerState.Closed)
             {
-                // The probe failed. The default pipeline's breaker has said so through OnOpened; a custom one cannot.
-                breakerOpened = TripBreaker_NoLock(isolated: false);
-                pause = PauseOpens_NoLock(settings.BreakDuration);
-            }
-            else if (_breakerState == CircuitState.Closed && !_opensPaused)
-            {
+                // The pipeline gave up on this open but the breaker stays closed. Without a pause the refill would start
+                // the next open at once, in a tight loop, for as long as the breaker's minimum throughput is not reached.
                 failures = ++_consecutiveOpenFailures;
-                var backoff = settings.RetryBaseDelay * Math.Pow(2, Math.Min(failures - 1, 10));
+                var backoff = _settings.RetryBaseDelay * Math.Pow(2, Math.Min(failures - 1, 10));
                 backoff = backoff < MinOpenBackoff ? MinOpenBackoff : backoff > MaxOpenBackoff ? MaxOpenBackoff : backoff;
                 pause = PauseOpens_NoLock(backoff);
             }
 
-            // Otherwise an open that began before the breaker opened is finishing late: the breaker has spoken already.
-
-            // Its slot is free now. Unless paused, that may be exactly what a half-open breaker's probe was waiting for.
             opens = ReserveOpens_NoLock();
         }
 
         // Arm the resume before anyone is told: a caller released by the failure below may act at once, and the pool
         // must already be fully in its new state when it does.
         ArmResumeTimer(pause);
-        if (breakerOpened)
+        if (turnedAway)
         {
             FailWaitersWhileBreakerOpen(pause ?? TimeSpan.Zero);
         }
@@ -140,10 +99,9 @@ public sealed partial class ChannelPool<TChannel>
         StartOpens(opens);
     }
 
-    /// <summary>Called by the default pipeline's circuit breaker when it opens.</summary>
+    /// <summary>Called by the default pipeline's circuit breaker when it opens, before the failed open returns.</summary>
     private void OnBreakerOpened(TimeSpan breakDuration)
     {
-        bool breakerOpened;
         TimeSpan pause;
         using (_gate.Enter())
         {
@@ -152,45 +110,12 @@ public sealed partial class ChannelPool<TChannel>
                 return;
             }
 
-            breakerOpened = TripBreaker_NoLock(isolated: false);
             _refilling = true;
             pause = PauseOpens_NoLock(breakDuration);
         }
 
         ArmResumeTimer(pause);
-        if (breakerOpened)
-        {
-            FailWaitersWhileBreakerOpen(breakDuration);
-        }
-    }
-
-    /// <summary>Called by the default pipeline's circuit breaker when it closes.</summary>
-    private void OnBreakerClosed()
-    {
-        var closed = false;
-        using (_gate.Enter())
-        {
-            if (_breakerState != CircuitState.Closed)
-            {
-                _breakerState = CircuitState.Closed;
-                _probeInFlight = false;
-                closed = true;
-            }
-        }
-
-        if (closed)
-        {
-            Log.BreakerClosed(_logger, Name);
-        }
-    }
-
-    /// <summary>Marks the breaker open; returns whether it was not open already, so the caller fails waiters once.</summary>
-    private bool TripBreaker_NoLock(bool isolated)
-    {
-        var wasOpen = _breakerState is CircuitState.Open or CircuitState.Isolated;
-        _breakerState = isolated ? CircuitState.Isolated : CircuitState.Open;
-        _probeInFlight = false;
-        return !wasOpen;
+        FailWaitersWhileBreakerOpen(breakDuration);
     }
 
     /// <summary>
@@ -219,6 +144,17 @@ public sealed partial class ChannelPool<TChannel>
         waiters?.ForEach(waiter => waiter.Fail(new ChannelPoolUnavailableException(Name, snapshot, retryAfter, lastError)));
         warmUps?.ForEach(warmUp => warmUp.Done.TrySetException(new ChannelPoolUnavailableException(Name, snapshot, retryAfter, lastError)));
     }
+
+    /// <summary>
+    /// Whether a caller finding no idle channel is refused at once rather than queued: the breaker stops opens and the
+    /// break is not over. Once it is, the probe is about to go out, and the caller may wait for it.
+    /// </summary>
+    private bool RefusesWaiters_NoLock() => BreakerState switch
+    {
+        BreakerState.Isolated => true,
+        BreakerState.Open => _opensPaused,
+        _ => false,
+    };
 
     /// <summary>Stops new opens until <paramref name="delay"/> from now; returns the delay to arm the resume timer with.</summary>
     private TimeSpan PauseOpens_NoLock(TimeSpan delay)
@@ -256,12 +192,14 @@ public sealed partial class ChannelPool<TChannel>
         }
     }
 
-    /// <summary>The resume timer: lifts a pause that is over, half-opening the breaker if it was open.</summary>
+    /// <summary>
+    /// The resume timer: lifts a pause that is over. If the breaker is open, the next open reaches Polly after the
+    /// break, and Polly half-opens and lets it through as its probe.
+    /// </summary>
     private void ResumeOpens()
     {
         TimeSpan? early = null;
         var opens = 0;
-        CircuitState breakerState;
         using (_gate.Enter())
         {
             if (_disposed || !_opensPaused)
@@ -277,15 +215,8 @@ public sealed partial class ChannelPool<TChannel>
             else
             {
                 _opensPaused = false;
-                if (_breakerState is CircuitState.Open or CircuitState.Isolated)
-                {
-                    _breakerState = CircuitState.HalfOpen;
-                }
-
                 opens = ReserveOpens_NoLock();
             }
-
-            breakerState = _breakerState;
         }
 
         if (early is { } wait)
@@ -295,9 +226,7 @@ public sealed partial class ChannelPool<TChannel>
             return;
         }
 
-        Log.OpensResumed(_logger, Name, breakerState, opens);
+        Log.OpensResumed(_logger, Name, BreakerState, opens);
         StartOpens(opens);
     }
-
-    private sealed record Probe(ChannelPool<TChannel> Pool, long Generation);
 }

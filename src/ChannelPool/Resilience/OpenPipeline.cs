@@ -16,6 +16,7 @@ internal static class OpenPipeline
         OpenResilienceOptions options,
         string poolName,
         TimeProvider timeProvider,
+        CircuitBreakerStateProvider breakerState,
         Action<TimeSpan> onBreakerOpened,
         Action onBreakerClosed)
     {
@@ -47,6 +48,7 @@ internal static class OpenPipeline
             MinimumThroughput = options.BreakerMinimumThroughput,
             SamplingDuration = options.BreakerSamplingDuration,
             BreakDuration = options.BreakerBreakDuration,
+            StateProvider = breakerState,
             ShouldHandle = args => ValueTask.FromResult(args.Outcome.Exception is not null and not OperationCanceledException),
             OnOpened = args =>
             {

@@ -42,7 +42,7 @@ internal static partial class Log
     public static partial void DrainCompleted(ILogger logger, string poolName, long opened, long closed);
 
     [LoggerMessage(14, LogLevel.Debug, "Channel pool '{PoolName}' resumes opening channels; breaker {BreakerState}, {Opens} open(s) started.")]
-    public static partial void OpensResumed(ILogger logger, string poolName, Polly.CircuitBreaker.CircuitState breakerState, int opens);
+    public static partial void OpensResumed(ILogger logger, string poolName, BreakerState breakerState, int opens);
 
     [LoggerMessage(15, LogLevel.Debug, "Channel pool '{PoolName}' resume timer fired {Remaining} early; waiting on.")]
     public static partial void ResumeDeferred(ILogger logger, string poolName, TimeSpan remaining);

@@ -3,7 +3,6 @@ using System.Net.Sockets;
 using ChannelPool.Samples.Tls;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
-using Polly.CircuitBreaker;
 
 namespace ChannelPool.Tests.Integration;
 
@@ -144,7 +143,7 @@ public class TlsLoopbackTests
         _time.Advance(TimeSpan.FromSeconds(5));
 
         await Eventually.That(
-            () => pool.GetSnapshot() is { Idle: 2, BreakerState: CircuitState.Closed },
+            () => pool.GetSnapshot() is { Idle: 2, BreakerState: BreakerState.Closed },
             () => $"the pool refilled after the server came back (now {pool.GetSnapshot()})");
         Assert.That(_factory.OpenAttempts - attemptsWhileDown, Is.EqualTo(2), "one probe, then one refill open: no storm");
         for (var i = 0; i < 10; i++)

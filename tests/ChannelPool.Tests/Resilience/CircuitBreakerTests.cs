@@ -1,5 +1,4 @@
 using Polly;
-using Polly.CircuitBreaker;
 
 namespace ChannelPool.Tests.Resilience;
 
@@ -23,7 +22,7 @@ public class CircuitBreakerTests : PoolTestBase
         var pool = BreakerPool();
 
         _ = pool.WarmUpAsync(0);
-        await Eventually.That(() => pool.GetSnapshot().BreakerState == CircuitState.Open, "the breaker opens");
+        await Eventually.That(() => pool.GetSnapshot().BreakerState == BreakerState.Open, "the breaker opens");
         await UntilQuiet(pool);
         var attemptsWhenOpened = Factory.OpenAttempts;
 
@@ -41,7 +40,7 @@ public class CircuitBreakerTests : PoolTestBase
         Factory.OpenFailure = null;
         Time.Advance(TimeSpan.FromSeconds(1));
         await UntilIdle(pool, 2);
-        Assert.That(pool.GetSnapshot().BreakerState, Is.EqualTo(CircuitState.Closed));
+        Assert.That(pool.GetSnapshot().BreakerState, Is.EqualTo(BreakerState.Closed));
         await using var lease = await pool.AcquireAsync().Within();
         Assert.That(lease.Channel.IsOpen, Is.True);
     }
@@ -52,7 +51,7 @@ public class CircuitBreakerTests : PoolTestBase
         Factory.OpenFailure = () => new IOException("connection refused");
         var pool = BreakerPool();
         _ = pool.WarmUpAsync(0);
-        await Eventually.That(() => pool.GetSnapshot().BreakerState == CircuitState.Open, "the breaker opens");
+        await Eventually.That(() => pool.GetSnapshot().BreakerState == BreakerState.Open, "the breaker opens");
         await UntilQuiet(pool);
         var attempts = Factory.OpenAttempts;
 
@@ -60,7 +59,7 @@ public class CircuitBreakerTests : PoolTestBase
         {
             Time.Advance(TimeSpan.FromSeconds(5));
             await Eventually.That(() => Factory.OpenAttempts == attempts + probe, $"probe {probe} ran");
-            await Eventually.That(() => pool.GetSnapshot().BreakerState == CircuitState.Open, "the failed probe reopened the breaker");
+            await Eventually.That(() => pool.GetSnapshot().BreakerState == BreakerState.Open, "the failed probe reopened the breaker");
             await UntilQuiet(pool);
         }
 
@@ -165,6 +164,36 @@ public class CircuitBreakerTests : PoolTestBase
     }
 
     [Test]
+    public async Task FailedOpen_TheBreakerLetThrough_IsFollowedByAPause_NotByTheNextOpenAtOnce()
+    {
+        // What the pipeline cannot do: once it gives up on an open and its breaker stays closed, the next open is the
+        // pool's decision. Without the pool's own backoff the refill would start it at once, in a tight loop.
+        Factory.OpenFailure = () => new IOException("connection refused");
+        var pool = CreatePool(o =>
+        {
+            o.PoolSize = 1;
+            o.MaxConcurrentOpens = 1;
+            o.Resilience.BreakerMinimumThroughput = 1000;
+            o.Resilience.RetryBaseDelay = TimeSpan.FromSeconds(1);
+        });
+
+        _ = pool.WarmUpAsync(0);
+        // The failed open's slot is freed and the next open reserved under one lock: seeing none in flight after the
+        // failure means the pool chose to wait.
+        await Eventually.That(() => Factory.OpenAttempts == 1 && pool.GetSnapshot().Opening == 0, "the first open failed and none followed");
+
+        Time.Advance(TimeSpan.FromSeconds(1));
+        await Eventually.That(() => Factory.OpenAttempts == 2 && pool.GetSnapshot().Opening == 0, "the second open ran after one base delay");
+        Time.Advance(TimeSpan.FromSeconds(1));
+        Assert.That(pool.GetSnapshot().Opening, Is.EqualTo(0), "the backoff doubled after the second failure");
+        Assert.That(Factory.OpenAttempts, Is.EqualTo(2));
+
+        Time.Advance(TimeSpan.FromSeconds(1));
+        await Eventually.That(() => Factory.OpenAttempts == 3, "the third open ran after twice the base delay");
+        Assert.That(pool.GetSnapshot().BreakerState, Is.EqualTo(BreakerState.Closed));
+    }
+
+    [Test]
     public async Task CustomOpenPipeline_IsUsed_AndItsBreakerStopsTheRefill()
     {
         var retries = 0;
@@ -191,14 +220,14 @@ public class CircuitBreakerTests : PoolTestBase
         });
 
         _ = pool.WarmUpAsync(0);
-        for (var i = 0; i < 10 && pool.GetSnapshot().BreakerState != CircuitState.Open; i++)
+        for (var i = 0; i < 10 && pool.GetSnapshot().BreakerState != BreakerState.Open; i++)
         {
             await UntilQuiet(pool);
             Time.Advance(TimeSpan.FromSeconds(1));
         }
 
         Assert.That(retries, Is.GreaterThanOrEqualTo(1), "the custom pipeline's retry ran");
-        Assert.That(pool.GetSnapshot().BreakerState, Is.EqualTo(CircuitState.Open));
+        Assert.That(pool.GetSnapshot().BreakerState, Is.EqualTo(BreakerState.Open));
         Assert.ThrowsAsync<ChannelPoolUnavailableException>(async () => await pool.AcquireAsync());
     }
 }
