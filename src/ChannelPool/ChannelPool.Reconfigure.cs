@@ -53,7 +53,6 @@ public sealed partial class ChannelPool<TChannel>
                 BreakDuration = _settings.BreakDuration,
             };
             _settings = settings;
-            _refillThreshold = settings.RefillThreshold;
 
             var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
             foreach (var entry in _open)

@@ -38,12 +38,11 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
     private readonly CancellationTokenSource _shutdown = new();
     private readonly PoolGate _gate = new();
 
-    // Everything below is guarded by _lock.
+    // Everything below is guarded by _gate.
     private readonly IdleQueue<TChannel> _idle;
     private readonly WaiterQueue<TChannel> _waiters = new();
     private readonly HashSet<PooledChannel<TChannel>> _open = [];
     private PoolSettings _settings;
-    private int _refillThreshold;
     private int _leasedCount;
     private int _openingCount;
     private int _closingCount;
@@ -77,11 +76,11 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
 
         _factory = factory;
         _settings = PoolSettings.From(options);
-        _refillThreshold = _settings.RefillThreshold;
         _timeProvider = timeProvider ?? TimeProvider.System;
         _logger = loggerFactory?.CreateLogger("ChannelPool") ?? NullLogger.Instance;
         _idle = new IdleQueue<TChannel>(_settings.MaxChannels);
-        _waiterPool = new DefaultObjectPool<PendingAcquire<TChannel>>(new WaiterPolicy(this), maximumRetained: 64);
+        // The provider's pool for a disposable type disposes the waiters it drops when it is full.
+        _waiterPool = new DefaultObjectPoolProvider { MaximumRetained = 64 }.Create(new WaiterPolicy(this));
         _metrics = new ChannelPoolMetrics(Name, GetSnapshot, GetLimits, meterFactory);
         if (options.OpenPipeline is { } custom)
         {

@@ -2,7 +2,7 @@ namespace ChannelPool;
 
 public sealed partial class ChannelPool<TChannel>
 {
-    // Guarded by _lock; created when the drain starts.
+    // Guarded by _gate; created when the drain starts.
     private Task? _drainTask;
     private TaskCompletionSource? _leasesReturned;
     private TaskCompletionSource? _quiescent;

@@ -76,7 +76,7 @@ public sealed partial class ChannelPool<TChannel>
                 }
 
                 _leasedCount++;
-                if (_idle.Count <= _refillThreshold && !_refilling)
+                if (_idle.Count <= _settings.RefillThreshold && !_refilling)
                 {
                     opens = ReserveOpens_NoLock();
                 }
@@ -313,7 +313,7 @@ public sealed partial class ChannelPool<TChannel>
     private EvictionReason? ReasonToRetireAfterUse(PooledChannel<TChannel> entry) =>
         entry.IsBroken ? EvictionReason.Broken
         : !IsUsable(entry) ? EvictionReason.Unusable
-        : _settings.LeaseMode == LeaseMode.SingleUse ? EvictionReason.SingleUse
+        : Volatile.Read(ref _settings).LeaseMode == LeaseMode.SingleUse ? EvictionReason.SingleUse
         : _clock.HasPassed(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
         : null;
 

@@ -144,7 +144,7 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
         Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags) =>
         _core.OnCompleted(continuation, state, token, flags);
 
-    /// <summary>Frees the wait handle; called only when the object pool drops this waiter for good.</summary>
+    /// <summary>Frees the wait handle; the waiter pool calls it when it drops this waiter because it is full.</summary>
     public void Dispose()
     {
         _timeout?.Dispose();

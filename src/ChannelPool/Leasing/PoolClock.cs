@@ -28,9 +28,6 @@ internal sealed class PoolClock : IDisposable
     /// <summary>Gets the refresh period in timestamp units.</summary>
     public long Resolution => Volatile.Read(ref _resolution);
 
-    /// <summary>Gets the precise current timestamp, for the places that are not on the hot path.</summary>
-    public long PreciseNow => _timeProvider.GetTimestamp();
-
     /// <summary>Gets whether <paramref name="deadline"/> has passed, or will within one resolution, by the cached clock.</summary>
     /// <param name="deadline">A timestamp from this clock's <see cref="TimeProvider"/>.</param>
     /// <returns><see langword="true"/> when a channel with that deadline must be retired.</returns>
