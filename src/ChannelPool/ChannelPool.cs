@@ -88,7 +88,8 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
         }
         else
         {
-            _breakerStateProvider = new CircuitBreakerStateProvider();
+            // A provider the caller set is honoured, so the caller can read the breaker too.
+            _breakerStateProvider = options.Resilience.CircuitBreaker.StateProvider ?? new CircuitBreakerStateProvider();
             _openPipeline = OpenPipeline.Build(options.Resilience, Name, _timeProvider, _breakerStateProvider, OnBreakerOpened, OnBreakerClosed);
         }
 

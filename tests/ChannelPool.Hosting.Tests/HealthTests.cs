@@ -43,8 +43,8 @@ public class HealthTests
             .Configure(o =>
             {
                 o.PoolSize = 4;
-                o.Resilience.MaxRetryAttempts = 0;
-                o.Resilience.BreakerMinimumThroughput = 2;
+                o.Resilience.Retry.MaxRetryAttempts = 0;
+                o.Resilience.CircuitBreaker.MinimumThroughput = 2;
             })
             .AddHealthCheck());
         await host.Host.StartAsync().Within();

@@ -60,8 +60,8 @@ public class LifecycleTests
             .Configure(o =>
             {
                 o.PoolSize = 2;
-                o.Resilience.MaxRetryAttempts = 0;
-                o.Resilience.BreakerMinimumThroughput = 2;
+                o.Resilience.Retry.MaxRetryAttempts = 0;
+                o.Resilience.CircuitBreaker.MinimumThroughput = 2;
             })
             .ConfigureStartup(o => o.WaitForReadyChannels = 2));
 

@@ -49,7 +49,7 @@ public abstract class PoolTestBase
         PoolSize = poolSize,
         MaxChannels = maxChannels,
         LifetimeJitter = 0,
-        Resilience = { MaxRetryAttempts = 0, RetryBaseDelay = TimeSpan.FromMilliseconds(100) },
+        Resilience = { Retry = { MaxRetryAttempts = 0, Delay = TimeSpan.FromMilliseconds(100) } },
     };
 
     /// <summary>A pool on <see cref="Time"/>, or on a clock of the test's own, which teardown cannot move.</summary>

@@ -110,9 +110,9 @@ public class TlsLoopbackTests
         {
             o.PoolSize = 2;
             o.MaxConcurrentOpens = 2;
-            o.Resilience.MaxRetryAttempts = 0;
-            o.Resilience.BreakerMinimumThroughput = 2;
-            o.Resilience.BreakerBreakDuration = TimeSpan.FromSeconds(5);
+            o.Resilience.Retry.MaxRetryAttempts = 0;
+            o.Resilience.CircuitBreaker.MinimumThroughput = 2;
+            o.Resilience.CircuitBreaker.BreakDuration = TimeSpan.FromSeconds(5);
         });
         await pool.WarmUpAsync().Within();
         var port = _server.EndPoint.Port;

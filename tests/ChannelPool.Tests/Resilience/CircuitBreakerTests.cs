@@ -8,10 +8,10 @@ public class CircuitBreakerTests : PoolTestBase
     {
         o.PoolSize = 2;
         o.MaxConcurrentOpens = 2;
-        o.Resilience.MaxRetryAttempts = 0;
-        o.Resilience.BreakerMinimumThroughput = 2;
-        o.Resilience.BreakerFailureRatio = 0.5;
-        o.Resilience.BreakerBreakDuration = TimeSpan.FromSeconds(5);
+        o.Resilience.Retry.MaxRetryAttempts = 0;
+        o.Resilience.CircuitBreaker.MinimumThroughput = 2;
+        o.Resilience.CircuitBreaker.FailureRatio = 0.5;
+        o.Resilience.CircuitBreaker.BreakDuration = TimeSpan.FromSeconds(5);
         configure?.Invoke(o);
     });
 
@@ -103,8 +103,8 @@ public class CircuitBreakerTests : PoolTestBase
         {
             o.PoolSize = 1;
             o.MaxConcurrentOpens = 1;
-            o.Resilience.MaxRetryAttempts = 3;
-            o.Resilience.RetryBaseDelay = TimeSpan.FromSeconds(1);
+            o.Resilience.Retry.MaxRetryAttempts = 3;
+            o.Resilience.Retry.Delay = TimeSpan.FromSeconds(1);
         });
 
         var warmUp = pool.WarmUpAsync();
@@ -132,9 +132,9 @@ public class CircuitBreakerTests : PoolTestBase
         {
             o.PoolSize = 1;
             o.MaxConcurrentOpens = 1;
-            o.Resilience.MaxRetryAttempts = 3;
-            o.Resilience.BreakerMinimumThroughput = 10;
-            o.Resilience.ShouldRetry = ex => ex is not UnauthorizedAccessException;
+            o.Resilience.Retry.MaxRetryAttempts = 3;
+            o.Resilience.CircuitBreaker.MinimumThroughput = 10;
+            o.Resilience.Retry.ShouldHandle = args => ValueTask.FromResult(args.Outcome.Exception is not UnauthorizedAccessException);
         });
 
         _ = pool.WarmUpAsync(0);
@@ -151,7 +151,7 @@ public class CircuitBreakerTests : PoolTestBase
             o.PoolSize = 1;
             o.MaxConcurrentOpens = 1;
             o.AcquireTimeout = TimeSpan.FromSeconds(10);
-            o.Resilience.BreakerMinimumThroughput = 1000;
+            o.Resilience.CircuitBreaker.MinimumThroughput = 1000;
         });
 
         var waiting = pool.AcquireAsync().AsTask();
@@ -173,8 +173,8 @@ public class CircuitBreakerTests : PoolTestBase
         {
             o.PoolSize = 1;
             o.MaxConcurrentOpens = 1;
-            o.Resilience.BreakerMinimumThroughput = 1000;
-            o.Resilience.RetryBaseDelay = TimeSpan.FromSeconds(1);
+            o.Resilience.CircuitBreaker.MinimumThroughput = 1000;
+            o.Resilience.Retry.Delay = TimeSpan.FromSeconds(1);
         });
 
         _ = pool.WarmUpAsync(0);
