@@ -10,15 +10,16 @@ namespace ChannelPool;
 
 /// <summary>
 /// A pool of pre-opened channels. It opens channels on a low-priority background worker, refills when the idle count
-/// falls to <see cref="ChannelPoolOptions.RefillThreshold"/>, retires channels past their jittered lifetime, and hands
+/// falls to <see cref="ChannelPoolOptions.RefillThreshold"/>, evicts channels past their jittered lifetime, and hands
 /// them out as <see cref="ChannelLease{TChannel}"/>s, first come first served.
 /// </summary>
 /// <typeparam name="TChannel">The channel type; the pool knows it only through an <see cref="IPooledChannelFactory{TChannel}"/>.</typeparam>
 /// <remarks>
 /// <para>
-/// The class is split by concern: leasing (<c>Leasing/</c>), opening and refilling (<c>Opening/</c>), eviction
-/// (<c>Eviction/</c>) and draining (<c>Draining/</c>). All counts live under one lock; the lease and release fast paths
-/// hold it for a few instructions and read no precise clock (see <see cref="PoolClock"/>).
+/// The class is split by concern: the counts and every transition between them (<c>State/</c>), leasing
+/// (<c>Leasing/</c>), opening and refilling (<c>Opening/</c>), eviction (<c>Eviction/</c>), draining (<c>Draining/</c>)
+/// and following the open pipeline's breaker (<c>Resilience/</c>). All counts live under one lock; the lease and release
+/// fast paths hold it for a few instructions and read no precise clock (see <see cref="PoolClock"/>).
 /// </para>
 /// <para>Every member is safe to call from any thread.</para>
 /// </remarks>
@@ -31,23 +32,15 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
     private readonly ChannelPoolMetrics _metrics;
     private readonly ResiliencePipeline _openPipeline;
     private readonly BackgroundWorker _worker = BackgroundWorker.Shared;
-    private readonly ObjectPool<PendingAcquire<TChannel>> _waiterPool;
+    private readonly ObjectPool<Waiter<TChannel>> _waiterPool;
     private readonly PoolClock _clock;
     private readonly ITimer _cleanupTimer;
     private readonly ITimer _resumeTimer;
     private readonly CancellationTokenSource _shutdown = new();
     private readonly PoolGate _gate = new();
 
-    // Everything below is guarded by _gate.
-    private readonly IdleQueue<TChannel> _idle;
-    private readonly WaiterQueue<TChannel> _waiters = new();
-    private readonly HashSet<PooledChannel<TChannel>> _open = [];
+    // Guarded by _gate. The counts and their transitions are in State/ChannelPool.State.cs.
     private PoolSettings _settings;
-    private int _leasedCount;
-    private int _openingCount;
-    private int _closingCount;
-    private long _openedTotal;
-    private long _closedTotal;
     private bool _disposed;
 
     /// <summary>Creates a pool. Nothing is opened until <see cref="WarmUpAsync(CancellationToken)"/> or the first acquire.</summary>
@@ -117,19 +110,16 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
         }
     }
 
-    private ChannelPoolSnapshot SnapshotNoLock() => new(
-        _idle.Count, _leasedCount, _openingCount, _closingCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal);
-
     private (int PoolSize, int RefillThreshold, int MaxChannels) GetLimits()
     {
         var settings = Volatile.Read(ref _settings);
         return (settings.PoolSize, settings.RefillThreshold, settings.MaxChannels);
     }
 
-    private sealed class WaiterPolicy(ChannelPool<TChannel> pool) : IPooledObjectPolicy<PendingAcquire<TChannel>>
+    private sealed class WaiterPolicy(ChannelPool<TChannel> pool) : IPooledObjectPolicy<Waiter<TChannel>>
     {
-        public PendingAcquire<TChannel> Create() => new(pool);
+        public Waiter<TChannel> Create() => new(pool);
 
-        public bool Return(PendingAcquire<TChannel> obj) => true;
+        public bool Return(Waiter<TChannel> obj) => true;
     }
 }

@@ -9,7 +9,6 @@ public sealed partial class ChannelPool<TChannel>
     private static readonly Func<object?, Task> OpenOne = static state => ((ChannelPool<TChannel>)state!).OpenOneAsync();
 
     // Guarded by _gate.
-    private bool _refilling;
     private List<(int Ready, TaskCompletionSource Done)>? _warmUpWaiters;
 
     // Written by whichever open attempt failed last; read for error messages.
@@ -48,8 +47,7 @@ public sealed partial class ChannelPool<TChannel>
             ObjectDisposedException.ThrowIf(_disposed, this);
 
             // Warm-up fills to PoolSize whatever the threshold says.
-            _refilling = true;
-            opens = ReserveOpens_NoLock();
+            opens = Refill_NoLock(toPoolSize: true);
             if (_idle.Count + _leasedCount < readyChannels)
             {
                 done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -59,51 +57,6 @@ public sealed partial class ChannelPool<TChannel>
 
         StartOpens(opens);
         return done is null ? Task.CompletedTask : done.Task.WaitAsync(cancellationToken);
-    }
-
-    /// <summary>
-    /// Decides how many opens to start now and counts them as opening. The rule: once the idle count falls to the
-    /// refill threshold, fill back up to PoolSize plus one channel per waiting caller; waiting callers alone also
-    /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
-    /// paused, and one at a time while the breaker is not closed.
-    /// </summary>
-    private int ReserveOpens_NoLock()
-    {
-        if (_disposed || _opensPaused)
-        {
-            return 0;
-        }
-
-        var settings = _settings;
-        var idle = _idle.Count;
-        if (!_refilling && idle <= settings.RefillThreshold)
-        {
-            _refilling = true;
-        }
-
-        var wanted = (_refilling ? settings.PoolSize : 0) + _waiters.Count - idle - _openingCount;
-        if (wanted <= 0)
-        {
-            _refilling = false;
-            return 0;
-        }
-
-        // While the breaker is not closed, one open at a time: Polly lets it through as its probe once the break is
-        // over, or turns it away.
-        var room = settings.MaxChannels - (idle + _leasedCount + _openingCount);
-        var count = Math.Min(wanted, Math.Min(room, settings.MaxConcurrentOpens - _openingCount));
-        if (count > 0 && BreakerState != BreakerState.Closed)
-        {
-            count = _openingCount == 0 ? 1 : 0;
-        }
-
-        if (count <= 0)
-        {
-            return 0;
-        }
-
-        _openingCount += count;
-        return count;
     }
 
     /// <summary>Queues <paramref name="count"/> reserved opens on the background worker.</summary>
@@ -183,42 +136,29 @@ public sealed partial class ChannelPool<TChannel>
     {
         var entry = new PooledChannel<TChannel>(this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble());
 
-        PendingAcquire<TChannel>? waiter = null;
+        Waiter<TChannel>? waiter;
         List<TaskCompletionSource>? warmedUp = null;
         var opens = 0;
         using (_gate.Enter())
         {
-            _openingCount--;
-            _openedTotal++;
             OnOpenSucceeded_Breaker_NoLock();
             entry.ScheduleExpiry(_clock.ToTimestampDelta(_settings.ChannelLifetime), _settings.LifetimeJitter);
-            _open.Add(entry);
+            waiter = Opened_NoLock(entry);
             if (_disposed)
             {
-                // Finished after the drain began: it goes straight to closing.
-                MarkClosing_NoLock(entry);
+                // Finished after the drain began: it went straight to evicted.
                 UpdateDrainProgress_NoLock();
             }
             else
             {
-                waiter = _waiters.Dequeue();
-                if (waiter is null)
-                {
-                    _idle.Enqueue(entry);
-                }
-                else
-                {
-                    _leasedCount++;
-                }
-
                 warmedUp = TakeFinishedWarmUps_NoLock();
-                opens = ReserveOpens_NoLock();
+                opens = Refill_NoLock();
             }
         }
 
-        if (entry.IsRetiring)
+        if (entry.IsEvicted)
         {
-            Retire(entry, EvictionReason.Shutdown);
+            QueueClose(entry, EvictionReason.Shutdown);
             return;
         }
 

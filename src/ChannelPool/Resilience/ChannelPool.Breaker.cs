@@ -54,15 +54,13 @@ public sealed partial class ChannelPool<TChannel>
         var opens = 0;
         using (_gate.Enter())
         {
-            _openingCount--;
+            OpenFailed_NoLock();
             if (_disposed)
             {
                 UpdateDrainProgress_NoLock();
                 return;
             }
 
-            // The refill did not get its channel: keep refilling once opens resume.
-            _refilling = true;
             if (error is BrokenCircuitException or IsolatedCircuitException)
             {
                 // Turned away by the breaker: wait out the break it names.
@@ -80,7 +78,8 @@ public sealed partial class ChannelPool<TChannel>
                 pause = PauseOpens_NoLock(backoff);
             }
 
-            opens = ReserveOpens_NoLock();
+            // The refill did not get its channel: keep refilling once opens resume.
+            opens = Refill_NoLock(toPoolSize: true);
         }
 
         // Arm the resume before anyone is told: a caller released by the failure below may act at once, and the pool
@@ -110,8 +109,10 @@ public sealed partial class ChannelPool<TChannel>
                 return;
             }
 
-            _refilling = true;
             pause = PauseOpens_NoLock(breakDuration);
+
+            // Nothing starts while paused; this only marks the fill that resumes after the break.
+            _ = Refill_NoLock(toPoolSize: true);
         }
 
         ArmResumeTimer(pause);
@@ -124,14 +125,14 @@ public sealed partial class ChannelPool<TChannel>
     /// </summary>
     private void FailWaitersWhileBreakerOpen(TimeSpan retryAfter)
     {
-        List<PendingAcquire<TChannel>>? waiters = null;
+        List<Waiter<TChannel>>? waiters = null;
         List<(int Ready, TaskCompletionSource Done)>? warmUps;
         ChannelPoolSnapshot snapshot;
         using (_gate.Enter())
         {
             if (_idle.Count == 0 && _waiters.Count > 0)
             {
-                waiters = _waiters.DequeueAll();
+                waiters = AbandonAll_NoLock();
             }
 
             warmUps = _warmUpWaiters;
@@ -215,7 +216,7 @@ public sealed partial class ChannelPool<TChannel>
             else
             {
                 _opensPaused = false;
-                opens = ReserveOpens_NoLock();
+                opens = Refill_NoLock();
             }
         }
 

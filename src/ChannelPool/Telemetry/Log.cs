@@ -20,8 +20,8 @@ internal static partial class Log
     [LoggerMessage(5, LogLevel.Information, "Channel pool '{PoolName}' opened a channel again; its circuit breaker is closed.")]
     public static partial void BreakerClosed(ILogger logger, string poolName);
 
-    [LoggerMessage(6, LogLevel.Debug, "Channel pool '{PoolName}' retired channel {ChannelId}: {Reason}.")]
-    public static partial void ChannelRetired(ILogger logger, string poolName, long channelId, EvictionReason reason);
+    [LoggerMessage(6, LogLevel.Debug, "Channel pool '{PoolName}' evicted channel {ChannelId}: {Reason}.")]
+    public static partial void ChannelEvicted(ILogger logger, string poolName, long channelId, EvictionReason reason);
 
     [LoggerMessage(7, LogLevel.Debug, "Channel pool '{PoolName}' could not close channel {ChannelId} gracefully and aborted it.")]
     public static partial void CloseFailed(ILogger logger, string poolName, long channelId, Exception error);

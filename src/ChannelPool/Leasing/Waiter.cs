@@ -12,7 +12,7 @@ namespace ChannelPool;
 /// starve the thread pool the way sync-over-async does. Queue membership changes only under the pool's lock; the
 /// result is delivered after the lock is released.
 /// </remarks>
-internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<TChannel>>, IDisposable
+internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>>, IDisposable
     where TChannel : class
 {
     private readonly ChannelPool<TChannel> _pool;
@@ -24,16 +24,16 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
     private CancellationTokenRegistration _timeoutRegistration;
     private CancellationTokenRegistration _cancellationRegistration;
 
-    public PendingAcquire(ChannelPool<TChannel> pool)
+    public Waiter(ChannelPool<TChannel> pool)
     {
         _pool = pool;
         _core.RunContinuationsAsynchronously = true;
     }
 
     // Intrusive FIFO links, owned by WaiterQueue under the pool's lock.
-    internal PendingAcquire<TChannel>? Next { get; set; }
+    internal Waiter<TChannel>? Next { get; set; }
 
-    internal PendingAcquire<TChannel>? Previous { get; set; }
+    internal Waiter<TChannel>? Previous { get; set; }
 
     internal bool IsQueued { get; set; }
 
@@ -77,14 +77,14 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
         if (_timeout is not null)
         {
             _timeoutRegistration = _timeout.Token.UnsafeRegister(
-                static state => ((PendingAcquire<TChannel>)state!)._pool.AbandonWaiter((PendingAcquire<TChannel>)state, timedOut: true),
+                static state => ((Waiter<TChannel>)state!)._pool.AbandonWaiter((Waiter<TChannel>)state, timedOut: true),
                 this);
         }
 
         if (CallerToken.CanBeCanceled)
         {
             _cancellationRegistration = CallerToken.UnsafeRegister(
-                static state => ((PendingAcquire<TChannel>)state!)._pool.AbandonWaiter((PendingAcquire<TChannel>)state, timedOut: false),
+                static state => ((Waiter<TChannel>)state!)._pool.AbandonWaiter((Waiter<TChannel>)state, timedOut: false),
                 this);
         }
     }
