@@ -63,7 +63,10 @@ internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>
 
         if (timeout != Timeout.InfiniteTimeSpan)
         {
-            _timeout = new CancellationTokenSource(timeout, timeProvider);
+            // Kept across waits and reset in Recycle. TryReset refuses once the timer has fired, and for timers of a
+            // TimeProvider other than the system's; then a new source is made.
+            _timeout ??= new CancellationTokenSource(Timeout.InfiniteTimeSpan, timeProvider);
+            _timeout.CancelAfter(timeout);
         }
     }
 
@@ -159,8 +162,12 @@ internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>
         _cancellationRegistration.Dispose();
         _timeoutRegistration = default;
         _cancellationRegistration = default;
-        _timeout?.Dispose();
-        _timeout = null;
+        if (_timeout is not null && !_timeout.TryReset())
+        {
+            _timeout.Dispose();
+            _timeout = null;
+        }
+
         CallerToken = default;
         _pool.ReturnWaiter(this);
     }

@@ -185,4 +185,31 @@ public class AcquireTests : PoolTestBase
         Assert.That(thread.Join(Eventually.Limit), Is.True);
         Assert.That(received, Is.SameAs(channel));
     }
+
+    [Test]
+    public async Task RecycledWaiter_OnTheSystemClock_StillTimesOut_AndServesAgainAfterItsTimeoutFired()
+    {
+        // A waiter keeps its timeout source across waits (reset, not reallocated); only the system clock's timers can
+        // be reset, so this runs in real time, briefly.
+        var options = SmallPool(poolSize: 1, maxChannels: 1);
+        options.RefillThreshold = 0;
+        options.AcquireTimeout = TimeSpan.FromMilliseconds(100);
+        var pool = CreatePool(options, TimeProvider.System);
+        await pool.WarmUpAsync().Within();
+        var held = await pool.AcquireAsync().Within();
+        for (var i = 0; i < 3; i++)
+        {
+            var waiting = pool.AcquireAsync();
+            held.Dispose();
+            held = await waiting.AsTask().Within();
+        }
+
+        Assert.ThrowsAsync<ChannelPoolTimeoutException>(async () => await pool.AcquireAsync().AsTask().Within());
+
+        var next = pool.AcquireAsync();
+        held.Dispose();
+        held = await next.AsTask().Within();
+        Assert.That(held.IsActive, Is.True, "the waiter whose timeout fired was replaced, not reused with a cancelled source");
+        held.Dispose();
+    }
 }
