@@ -41,6 +41,7 @@ public static class ChannelPoolServiceCollectionExtensions
             provider.GetService<TimeProvider>(),
             provider.GetService<ILoggerFactory>(),
             provider.GetService<IMeterFactory>()));
+        services.AddKeyedSingleton<IChannelPool<TChannel>>(name, (provider, key) => provider.GetRequiredKeyedService<ChannelPool<TChannel>>(key));
         services.AddKeyedSingleton<IChannelPool>(name, (provider, key) => provider.GetRequiredKeyedService<ChannelPool<TChannel>>(key));
 
         return new ChannelPoolBuilder<TChannel>(services, name);

@@ -23,7 +23,7 @@ namespace ChannelPool;
 /// </para>
 /// <para>Every member is safe to call from any thread.</para>
 /// </remarks>
-public sealed partial class ChannelPool<TChannel> : IChannelPool
+public sealed partial class ChannelPool<TChannel> : IChannelPool<TChannel>
     where TChannel : class
 {
     private readonly IPooledChannelFactory<TChannel> _factory;

@@ -21,6 +21,30 @@ public class RegistrationTests
     }
 
     [Test]
+    public async Task NamedPool_IsResolvableAsItsLeasingAbstraction_AndLeasesThroughIt()
+    {
+        var factory = new FakeChannelFactory();
+        await using var host = TestHost.Create(services => services.AddChannelPool("orders", _ => factory).Configure(o => o.PoolSize = 1));
+        await host.Host.StartAsync().Within();
+
+        var pool = host.Services.GetRequiredKeyedService<IChannelPool<FakeChannel>>("orders");
+        Assert.That(pool, Is.SameAs(host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders")));
+
+        await using (var lease = await pool.AcquireAsync().AsTask().Within())
+        {
+            Assert.That(lease.Channel.IsOpen, Is.True);
+        }
+
+        using (var lease = pool.AcquireBlocking())
+        {
+            Assert.That(lease.Channel.IsOpen, Is.True);
+        }
+
+        Assert.That(pool.GetSnapshot().Leased, Is.EqualTo(0), "both leases went back to the pool");
+        await host.Host.StopAsync().Within();
+    }
+
+    [Test]
     public async Task TwoPools_AreSeparate_EachWithItsOwnOptionsAndFactory()
     {
         var orders = new FakeChannelFactory();
