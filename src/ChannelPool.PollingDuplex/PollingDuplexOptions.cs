@@ -1,3 +1,5 @@
+using System.ComponentModel.DataAnnotations;
+
 namespace ChannelPool.PollingDuplex;
 
 /// <summary>
@@ -7,9 +9,11 @@ namespace ChannelPool.PollingDuplex;
 public sealed class PollingDuplexOptions
 {
     /// <summary>Gets or sets how long a poll with nothing to deliver is held before an empty answer. Defaults to 15 seconds.</summary>
+    [Range(typeof(TimeSpan), "00:00:00.010", "00:10:00")]
     public TimeSpan ServerPollTimeout { get; set; } = TimeSpan.FromSeconds(15);
 
     /// <summary>Gets or sets how long a session may go without any request before it expires. Defaults to 10 minutes.</summary>
+    [Range(typeof(TimeSpan), "00:00:00", "1.00:00:00")] // More than ServerPollTimeout plus BatchWindow: a cross-field rule in the validator.
     public TimeSpan InactivityTimeout { get; set; } = TimeSpan.FromMinutes(10);
 
     /// <summary>
@@ -18,18 +22,22 @@ public sealed class PollingDuplexOptions
     /// must stop counting against <see cref="MaxPendingSessions"/> soon. The shorter of this and
     /// <see cref="InactivityTimeout"/> applies. Defaults to 15 seconds.
     /// </summary>
+    [Range(typeof(TimeSpan), "00:00:00.010", "1.00:00:00")]
     public TimeSpan FirstPollTimeout { get; set; } = TimeSpan.FromSeconds(15);
 
     /// <summary>
     /// Gets or sets how many ended sessions the endpoint remembers, to answer their requests <c>410</c> with the reason
     /// rather than <c>404</c>. The oldest is forgotten first. Defaults to 10,000 (about 2 MB).
     /// </summary>
+    [Range(0, int.MaxValue)]
     public int MaxEndedSessionRecords { get; set; } = 10_000;
 
     /// <summary>Gets or sets how many sessions may have opened without yet polling. Defaults to 1,024.</summary>
+    [Range(1, int.MaxValue)]
     public int MaxPendingSessions { get; set; } = 1024;
 
     /// <summary>Gets or sets how many sessions the endpoint holds at once. Defaults to 100,000.</summary>
+    [Range(1, int.MaxValue)]
     public int MaxConcurrentSessions { get; set; } = 100_000;
 
     /// <summary>
@@ -38,6 +46,7 @@ public sealed class PollingDuplexOptions
     /// not count. Also the most frames one multiple-message response carries. Defaults to 64, measured (see
     /// docs/polling-duplex.md); the original's 8 faulted clients that were keeping up.
     /// </summary>
+    [Range(1, int.MaxValue)]
     public int MaxPendingMessagesPerSession { get; set; } = 64;
 
     /// <summary>
@@ -47,12 +56,14 @@ public sealed class PollingDuplexOptions
     public int MaxPendingBytesPerSession { get; set; } = 1024 * 1024;
 
     /// <summary>Gets or sets the largest message payload in either direction. Defaults to 64 KiB.</summary>
+    [Range(1, 16 * 1024 * 1024)]
     public int MaxMessageSize { get; set; } = 64 * 1024;
 
     /// <summary>Gets or sets the largest send request body. Defaults to 1 MiB.</summary>
     public int MaxSendRequestSize { get; set; } = 1024 * 1024;
 
     /// <summary>Gets or sets what a full pending buffer does. Defaults to <see cref="DuplexOverflowPolicy.FaultSession"/>.</summary>
+    [EnumDataType(typeof(DuplexOverflowPolicy), ErrorMessage = "The field {0} must be FaultSession or GapMarker.")]
     public DuplexOverflowPolicy OverflowPolicy { get; set; } = DuplexOverflowPolicy.FaultSession;
 
     /// <summary>

@@ -2,9 +2,19 @@ using Microsoft.Extensions.Options;
 
 namespace ChannelPool.PollingDuplex;
 
-/// <summary>Checks every <see cref="PollingDuplexOptions"/> rule; each failure names the endpoint, option, rule and value.</summary>
+/// <summary>
+/// Checks <see cref="PollingDuplexOptions"/>: the ranges its data annotations declare (through the generated
+/// <see cref="PollingDuplexOptionsRanges"/>), then the rules that tie one option to another. Each failure names the
+/// endpoint, option, rule and value.
+/// </summary>
+/// <remarks>
+/// The range messages are the library's own ("The field ... must be between ... and ..."): the generator's copy of
+/// <c>RangeAttribute</c> (Microsoft.Extensions.Options.SourceGeneration 10.0.14) ignores <c>ErrorMessage</c>.
+/// </remarks>
 internal sealed class PollingDuplexOptionsValidator : IValidateOptions<PollingDuplexOptions>
 {
+    private static readonly PollingDuplexOptionsRanges Ranges = new();
+
     /// <inheritdoc />
     public ValidateOptionsResult Validate(string? name, PollingDuplexOptions options)
     {
@@ -13,44 +23,23 @@ internal sealed class PollingDuplexOptionsValidator : IValidateOptions<PollingDu
         var prefix = string.IsNullOrEmpty(name) ? "Polling duplex: " : $"Polling duplex endpoint '{name}': ";
         void Fail(string option, string rule, object value) => failures.Add($"{prefix}{option} {rule}; it was {value}.");
 
-        if (options.ServerPollTimeout < TimeSpan.FromMilliseconds(10) || options.ServerPollTimeout > TimeSpan.FromMinutes(10))
+        // Unnamed, so each range failure reads "The field PollingDuplexOptions.X must be ..." after our prefix.
+        if (Ranges.Validate(name: null, options) is { Failed: true, Failures: { } rangeFailures })
         {
-            Fail(nameof(options.ServerPollTimeout), "must be between 10 milliseconds and 10 minutes", options.ServerPollTimeout);
+            foreach (var failure in rangeFailures)
+            {
+                // The builder writes "X: message"; X finds the value to quote.
+                var separator = failure.IndexOf(": ", StringComparison.Ordinal);
+                var option = separator < 0 ? string.Empty : failure[..separator];
+                var message = separator < 0 ? failure : failure[(separator + 2)..];
+                var value = typeof(PollingDuplexOptions).GetProperty(option)?.GetValue(options);
+                failures.Add($"{prefix}{message.TrimEnd('.')}; it was {value}.");
+            }
         }
 
-        if (options.InactivityTimeout <= options.ServerPollTimeout + options.BatchWindow || options.InactivityTimeout > TimeSpan.FromDays(1))
+        if (options.InactivityTimeout <= options.ServerPollTimeout + options.BatchWindow)
         {
-            Fail(nameof(options.InactivityTimeout), $"must exceed ServerPollTimeout plus BatchWindow ({options.ServerPollTimeout + options.BatchWindow}) and be at most 1 day", options.InactivityTimeout);
-        }
-
-        if (options.FirstPollTimeout < TimeSpan.FromMilliseconds(10) || options.FirstPollTimeout > TimeSpan.FromDays(1))
-        {
-            Fail(nameof(options.FirstPollTimeout), "must be between 10 milliseconds and 1 day", options.FirstPollTimeout);
-        }
-
-        if (options.MaxEndedSessionRecords < 0)
-        {
-            Fail(nameof(options.MaxEndedSessionRecords), "must be at least 0", options.MaxEndedSessionRecords);
-        }
-
-        if (options.MaxPendingSessions < 1)
-        {
-            Fail(nameof(options.MaxPendingSessions), "must be at least 1", options.MaxPendingSessions);
-        }
-
-        if (options.MaxConcurrentSessions < 1)
-        {
-            Fail(nameof(options.MaxConcurrentSessions), "must be at least 1", options.MaxConcurrentSessions);
-        }
-
-        if (options.MaxPendingMessagesPerSession < 1)
-        {
-            Fail(nameof(options.MaxPendingMessagesPerSession), "must be at least 1", options.MaxPendingMessagesPerSession);
-        }
-
-        if (options.MaxMessageSize < 1 || options.MaxMessageSize > 16 * 1024 * 1024)
-        {
-            Fail(nameof(options.MaxMessageSize), "must be between 1 byte and 16 MiB", options.MaxMessageSize);
+            Fail(nameof(options.InactivityTimeout), $"must exceed ServerPollTimeout plus BatchWindow ({options.ServerPollTimeout + options.BatchWindow})", options.InactivityTimeout);
         }
 
         if (options.MaxPendingBytesPerSession < (long)options.MaxMessageSize + DuplexSession.HeldFrameOverhead)
@@ -68,11 +57,10 @@ internal sealed class PollingDuplexOptionsValidator : IValidateOptions<PollingDu
             Fail(nameof(options.BatchWindow), $"must be at least zero and less than ServerPollTimeout ({options.ServerPollTimeout})", options.BatchWindow);
         }
 
-        if (!Enum.IsDefined(options.OverflowPolicy))
-        {
-            Fail(nameof(options.OverflowPolicy), "must be FaultSession or GapMarker", options.OverflowPolicy);
-        }
-
         return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
     }
 }
+
+/// <summary>The ranges declared by <see cref="PollingDuplexOptions"/>' data annotations, checked by generated code.</summary>
+[OptionsValidator]
+internal sealed partial class PollingDuplexOptionsRanges : IValidateOptions<PollingDuplexOptions>;

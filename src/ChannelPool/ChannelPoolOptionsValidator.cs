@@ -41,6 +41,17 @@ internal sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPool
             failures.Add(nameof(options.CleanupInterval), $"must be greater than zero and at most ChannelLifetime ({options.ChannelLifetime})", options.CleanupInterval);
         }
 
+        // Not annotations: the binder and casts can produce values outside an enum, and the message names the choices.
+        if (!Enum.IsDefined(options.LeaseMode))
+        {
+            failures.Add(nameof(options.LeaseMode), "must be Reuse or SingleUse", options.LeaseMode);
+        }
+
+        if (!Enum.IsDefined(options.IdleOrder))
+        {
+            failures.Add(nameof(options.IdleOrder), "must be MostRecentlyUsed or LeastRecentlyUsed", options.IdleOrder);
+        }
+
         // Not an annotation: the infinite value is negative.
         if (options.AcquireTimeout <= TimeSpan.Zero && options.AcquireTimeout != Timeout.InfiniteTimeSpan)
         {

@@ -309,11 +309,30 @@ public class BadInputTests
             o.MaxEndedSessionRecords = -1;
         }));
 
-        Assert.That(error!.Message, Does.Contain("Polling duplex endpoint '/bad': ServerPollTimeout must be between 10 milliseconds and 10 minutes; it was 00:20:00."));
-        Assert.That(error.Message, Does.Contain("MaxPendingMessagesPerSession must be at least 1; it was 0."));
+        Assert.That(error!.Message, Does.Contain("Polling duplex endpoint '/bad': The field PollingDuplexOptions.ServerPollTimeout must be between 00:00:00.0100000 and 00:10:00; it was 00:20:00."));
+        Assert.That(error.Message, Does.Contain("The field PollingDuplexOptions.MaxPendingMessagesPerSession must be between 1 and 2147483647; it was 0."));
         Assert.That(error.Message, Does.Contain("MaxPendingBytesPerSession must be at least MaxMessageSize plus 64 (65600)"));
-        Assert.That(error.Message, Does.Contain("FirstPollTimeout must be between 10 milliseconds and 1 day; it was 00:00:00."));
-        Assert.That(error.Message, Does.Contain("MaxEndedSessionRecords must be at least 0; it was -1."));
+        Assert.That(error.Message, Does.Contain("The field PollingDuplexOptions.FirstPollTimeout must be between 00:00:00.0100000 and 1.00:00:00; it was 00:00:00."));
+        Assert.That(error.Message, Does.Contain("The field PollingDuplexOptions.MaxEndedSessionRecords must be between 0 and 2147483647; it was -1."));
+    }
+
+    [Test]
+    public void InvalidOptions_OutOfTheirDeclaredRange_AreEachNamedWithTheirValue()
+    {
+        var app = WebApplication.CreateSlimBuilder().Build();
+
+        var error = Assert.Throws<OptionsValidationException>(() => app.MapPollingDuplex<RecordingHandler>("/range", o =>
+        {
+            o.InactivityTimeout = TimeSpan.FromDays(2);
+            o.MaxMessageSize = 0;
+            o.MaxConcurrentSessions = -5;
+            o.OverflowPolicy = (DuplexOverflowPolicy)42;
+        }));
+
+        Assert.That(error!.Failures, Has.Some.EqualTo("Polling duplex endpoint '/range': The field PollingDuplexOptions.InactivityTimeout must be between 00:00:00 and 1.00:00:00; it was 2.00:00:00."));
+        Assert.That(error.Failures, Has.Some.EqualTo("Polling duplex endpoint '/range': The field PollingDuplexOptions.MaxMessageSize must be between 1 and 16777216; it was 0."));
+        Assert.That(error.Failures, Has.Some.EqualTo("Polling duplex endpoint '/range': The field PollingDuplexOptions.MaxConcurrentSessions must be between 1 and 2147483647; it was -5."));
+        Assert.That(error.Failures, Has.Some.EqualTo("Polling duplex endpoint '/range': The field PollingDuplexOptions.OverflowPolicy must be FaultSession or GapMarker; it was 42."));
     }
 
     private static byte[] Frame(byte kind, ulong seq, byte[] payload)

@@ -423,13 +423,13 @@ internal static class PerfCli
 
         private Option<string[]> Kind { get; } = new("--kind")
         {
-            Description = $"Kinds of proxy to run: {string.Join(", ", ProxiesScenario.AllKinds.Select(k => $"'{k}'"))}. Default: all.",
+            Description = $"Kinds of proxy to run: {string.Join(", ", ProxiesScenario.SelectableKinds.Select(k => $"'{k}'"))}. Default: all but the last, which measures the other idle order.",
             AllowMultipleArgumentsPerToken = true,
         };
 
         public void AddTo(Command command, bool withConcurrency)
         {
-            Kind.AcceptOnlyFromAmong(ProxiesScenario.AllKinds);
+            Kind.AcceptOnlyFromAmong(ProxiesScenario.SelectableKinds);
             Concurrency.Validators.Add(r =>
             {
                 foreach (var value in r.GetValueOrDefault<int[]>() ?? [])
@@ -460,7 +460,7 @@ internal static class PerfCli
             }
         }
 
-        public string[] Kinds(ParseResult parse) => parse.GetValue(Kind) is { Length: > 0 } kinds ? [.. ProxiesScenario.AllKinds.Where(kinds.Contains)] : ProxiesScenario.AllKinds;
+        public string[] Kinds(ParseResult parse) => parse.GetValue(Kind) is { Length: > 0 } kinds ? [.. ProxiesScenario.SelectableKinds.Where(kinds.Contains)] : ProxiesScenario.AllKinds;
 
         public string[] Bindings(ParseResult parse)
         {

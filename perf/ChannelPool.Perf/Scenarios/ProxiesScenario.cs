@@ -51,7 +51,12 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
     public const string PooledReuse = "pooled reuse";
     public const string Singleton = "singleton";
 
+    /// <summary>Pooled reuse with the other idle order, to measure the default against: selectable with --kind, not in the suite.</summary>
+    public const string PooledReuseLeastRecentlyUsed = "pooled reuse, least recently used first";
+
     public static readonly string[] AllKinds = [PerCall, PerCallCached, PooledSingleUse, PooledReuse, Singleton];
+
+    public static readonly string[] SelectableKinds = [.. AllKinds, PooledReuseLeastRecentlyUsed];
 
     private static readonly (string Kind, string Minutes)[] OriginalTimes = [(PerCall, "6:31"), (PooledSingleUse, "4:48"), (Singleton, "1:05")];
 
@@ -146,7 +151,7 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
             (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.#} s each" : string.Empty) +
             ", against the WCF test services on 127.0.0.1 (net.tcp with TLS: our [MC-NMF] host; HTTPS: SoapCore on Kestrel). " +
             "Per-call: a new `ClientBase<T>(binding, address)` per call, opened, called and closed; cached factory: the same with `CacheSetting.AlwaysOn`; " +
-            "pooled: a new `PooledClientBase<T>` proxy per call over `ServiceChannelPool` with library defaults (50 channels, refill at 25, 4 opens at a time), " +
+            "pooled: a new `PooledClientBase<T>` proxy per call over `ServiceChannelPool` with library defaults (50 channels, refill at 25, 4 opens at a time, most recently used idle channel first), " +
             "single-use (closes the channel after the call) or reuse; singleton: one opened `ClientBase<T>` every caller shares. Every call is `await EchoAsync`.")
         {
             Results = results,
@@ -329,7 +334,8 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
                     var options = new ChannelPoolOptions
                     {
                         Name = $"perf-{binding.Name}-{kind.Replace(' ', '-')}-{concurrency}",
-                        LeaseMode = kind == PooledReuse ? LeaseMode.Reuse : LeaseMode.SingleUse,
+                        LeaseMode = kind == PooledSingleUse ? LeaseMode.SingleUse : LeaseMode.Reuse,
+                        IdleOrder = kind == PooledReuseLeastRecentlyUsed ? IdleOrder.LeastRecentlyUsed : IdleOrder.MostRecentlyUsed,
                     };
                     var pool = new ServiceChannelPool<IEchoClient>(wcfBinding, binding.Address, options, factory => binding.Configure(factory.Credentials));
                     await pool.WarmUpAsync(pool.PoolSize, cancellationToken);

@@ -59,7 +59,7 @@ public sealed partial class ChannelPool<TChannel>
         return lease;
     }
 
-    /// <summary>The hot path: take the oldest idle channel that is still in date and usable.</summary>
+    /// <summary>The hot path: take an idle channel, in the configured <see cref="IdleOrder"/>, that is still in date and usable.</summary>
     private bool TryLeaseIdle(long waitStartedAt, out ChannelLease<TChannel> lease)
     {
         while (true)

@@ -1,12 +1,12 @@
 namespace ChannelPool;
 
 /// <summary>
-/// The idle channels, oldest first. Not thread-safe: the pool's gate guards it.
+/// The idle channels, in the order they were released. A lease takes from either end, as <see cref="IdleOrder"/> says.
+/// Not thread-safe: the pool's gate guards it.
 /// </summary>
 /// <remarks>
 /// A ring of struct slots rather than a <see cref="Queue{T}"/>: storing a reference into a reference-type array from
-/// shared generic code costs a covariance-check helper call on every enqueue, and a struct slot needs none. FIFO order
-/// rotates leases through every idle channel, which keeps each server-side session in use.
+/// shared generic code costs a covariance-check helper call on every enqueue, and a struct slot needs none.
 /// </remarks>
 internal sealed class IdleQueue<TChannel>
     where TChannel : class
@@ -18,7 +18,8 @@ internal sealed class IdleQueue<TChannel>
 
     public int Count { get; private set; }
 
-    public bool TryDequeue([System.Diagnostics.CodeAnalysis.NotNullWhen(true)] out PooledChannel<TChannel>? entry)
+    /// <summary>Takes the channel released last (<see cref="IdleOrder.MostRecentlyUsed"/>) or first.</summary>
+    public bool TryTake(IdleOrder order, [System.Diagnostics.CodeAnalysis.NotNullWhen(true)] out PooledChannel<TChannel>? entry)
     {
         if (Count == 0)
         {
@@ -26,10 +27,21 @@ internal sealed class IdleQueue<TChannel>
             return false;
         }
 
-        ref var slot = ref _slots[_head];
-        entry = slot.Entry!;
-        slot.Entry = null;
-        _head = _head + 1 == _slots.Length ? 0 : _head + 1;
+        if (order == IdleOrder.MostRecentlyUsed)
+        {
+            var tail = _head + Count - 1;
+            ref var newest = ref _slots[tail >= _slots.Length ? tail - _slots.Length : tail];
+            entry = newest.Entry!;
+            newest.Entry = null;
+        }
+        else
+        {
+            ref var oldest = ref _slots[_head];
+            entry = oldest.Entry!;
+            oldest.Entry = null;
+            _head = _head + 1 == _slots.Length ? 0 : _head + 1;
+        }
+
         Count--;
         return true;
     }

@@ -41,10 +41,10 @@ public sealed partial class ChannelPool<TChannel>
     private ChannelPoolSnapshot SnapshotNoLock() => new(
         _idle.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal);
 
-    /// <summary>Idle → leased: takes the oldest idle channel. FIFO, so rotating through every channel keeps each server-side session active.</summary>
+    /// <summary>Idle → leased: takes an idle channel in the configured <see cref="IdleOrder"/>.</summary>
     private bool Lease_NoLock([NotNullWhen(true)] out PooledChannel<TChannel>? entry)
     {
-        if (!_idle.TryDequeue(out entry))
+        if (!_idle.TryTake(_settings.IdleOrder, out entry))
         {
             return false;
         }

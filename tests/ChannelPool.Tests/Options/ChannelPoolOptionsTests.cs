@@ -41,6 +41,8 @@ public class ChannelPoolOptionsTests
         yield return Case("null Retry", o => o.Resilience.Retry = null!, "The Resilience.Retry field is required.");
         yield return Case("null CircuitBreaker", o => o.Resilience.CircuitBreaker = null!, "The Resilience.CircuitBreaker field is required.");
         yield return Case("blank Name", o => o.Name = "  ", "Name must not be empty or white space when it is set; it was '  '.");
+        yield return Case("undefined LeaseMode", o => o.LeaseMode = (LeaseMode)7, "LeaseMode must be Reuse or SingleUse; it was 7.");
+        yield return Case("undefined IdleOrder", o => o.IdleOrder = (IdleOrder)7, "IdleOrder must be MostRecentlyUsed or LeastRecentlyUsed; it was 7.");
     }
 
     [TestCaseSource(nameof(InvalidOptions))]
