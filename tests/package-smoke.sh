@@ -11,7 +11,8 @@ work="artifacts/package-smoke"
 apps="tests/ChannelPool.PackageTests"
 log="$work/log.txt"
 packages=(ChannelPool ChannelPool.Hosting ChannelPool.OpenTelemetry ChannelPool.ServiceModel
-          ChannelPool.PollingDuplex ChannelPool.PollingDuplex.Client ChannelPool.PollingDuplex.Protocol)
+          ChannelPool.PollingDuplex ChannelPool.PollingDuplex.Client ChannelPool.PollingDuplex.Protocol
+          ChannelPool.PollingDuplex.Redis)
 snippets=(quick-start drop-in hosting)
 
 rm -rf "$work"

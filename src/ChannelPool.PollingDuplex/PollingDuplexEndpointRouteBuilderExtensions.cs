@@ -54,7 +54,7 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
         return group;
     }
 
-    private static PollingDuplexOptions ResolveOptions(IServiceProvider services, string pattern, Action<PollingDuplexOptions>? configure)
+    internal static PollingDuplexOptions ResolveOptions(IServiceProvider services, string pattern, Action<PollingDuplexOptions>? configure)
     {
         // The factory, not hand-applied setups: it runs every Configure, PostConfigure and validator the host registered.
         IEnumerable<IConfigureOptions<PollingDuplexOptions>> setups = services.GetServices<IConfigureOptions<PollingDuplexOptions>>().ToList();

@@ -22,63 +22,14 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
     /// <summary><c>POST {base}/sessions</c>: opens a session.</summary>
     public async Task OpenAsync(HttpContext context)
     {
-        var request = context.Request;
-        var encoding = DuplexEncoding.Text;
-        var mode = PollingDuplexMode.MultipleMessagesPerPoll;
-        var body = await ReadOpenBodyAsync(context);
-        if (body is null)
+        if (await ReadOpenRequestAsync(context) is not var (encoding, mode))
         {
-            await WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Open body too large", $"The open body may be at most {MaxOpenBodySize} bytes.");
             return;
-        }
-
-        if (!System.Text.Unicode.Utf8.IsValid(body))
-        {
-            await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", "The open body is not valid UTF-8.");
-            return;
-        }
-
-        if (body.Length > 0)
-        {
-            try
-            {
-                using var document = JsonDocument.Parse(body);
-                if (document.RootElement.ValueKind != JsonValueKind.Object)
-                {
-                    throw new JsonException("The body must be a JSON object.");
-                }
-
-                if (document.RootElement.TryGetProperty("encoding", out var e) && !DuplexWire.TryParseEncoding(e.ValueKind == JsonValueKind.String ? e.GetString() : null, out encoding))
-                {
-                    await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"Unknown encoding {e.GetRawText()}; use \"text\" or \"binary\".");
-                    return;
-                }
-
-                if (document.RootElement.TryGetProperty("mode", out var m) && !DuplexWire.TryParseMode(m.ValueKind == JsonValueKind.String ? m.GetString() : null, out mode))
-                {
-                    await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"Unknown mode {m.GetRawText()}; use \"single\" or \"multiple\".");
-                    return;
-                }
-            }
-            catch (JsonException ex)
-            {
-                await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"The open body is not a JSON object: {ex.Message}");
-                return;
-            }
         }
 
         if (server.TryReserve() is { } refusal)
         {
-            var pending = refusal == DuplexWire.Codes.TooManyPendingSessions;
-            context.Response.Headers.RetryAfter = pending ? "1" : "5";
-            await WriteProblemAsync(
-                context,
-                503,
-                refusal,
-                pending ? "Too many pending sessions" : "Too many sessions",
-                pending
-                    ? $"{Options.MaxPendingSessions} sessions have opened without polling yet; try again shortly."
-                    : $"The endpoint holds its limit of {Options.MaxConcurrentSessions} sessions, or is shutting down.");
+            await WriteRefusedAsync(context, Options, refusal);
             return;
         }
 
@@ -111,28 +62,100 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             }
         }
 
+        await WriteOpenedAsync(context, Options, session.Id, token, encoding, mode);
+    }
+
+    /// <summary>Answers an open that a session limit refuses (<c>503</c>, with <c>Retry-After</c>).</summary>
+    internal static Task WriteRefusedAsync(HttpContext context, PollingDuplexOptions options, string refusal)
+    {
+        var pending = refusal == DuplexWire.Codes.TooManyPendingSessions;
+        context.Response.Headers.RetryAfter = pending ? "1" : "5";
+        return WriteProblemAsync(
+            context,
+            503,
+            refusal,
+            pending ? "Too many pending sessions" : "Too many sessions",
+            pending
+                ? $"{options.MaxPendingSessions} sessions have opened without polling yet; try again shortly."
+                : $"The endpoint holds its limit of {options.MaxConcurrentSessions} sessions, or is shutting down.");
+    }
+
+    /// <summary>Answers a successful open: <c>201</c> with the session's id, token and the endpoint's settings.</summary>
+    internal static async Task WriteOpenedAsync(HttpContext context, PollingDuplexOptions options, string sessionId, string token, DuplexEncoding encoding, PollingDuplexMode mode)
+    {
+        var request = context.Request;
         var response = context.Response;
         response.StatusCode = StatusCodes.Status201Created;
         response.ContentType = "application/json";
         response.Headers.CacheControl = "no-store";
-        response.Headers.Location = $"{request.PathBase}{request.Path.Value?.TrimEnd('/')}/{session.Id}";
+        response.Headers.Location = $"{request.PathBase}{request.Path.Value?.TrimEnd('/')}/{sessionId}";
         await using var json = new Utf8JsonWriter(response.BodyWriter);
         json.WriteStartObject();
         json.WriteNumber("protocolVersion", DuplexWire.ProtocolVersion);
-        json.WriteString("sessionId", session.Id);
+        json.WriteString("sessionId", sessionId);
         json.WriteString("token", token);
         json.WriteString("encoding", DuplexWire.NameOf(encoding));
         json.WriteString("mode", DuplexWire.NameOf(mode));
-        json.WriteNumber("serverPollTimeoutMs", (long)Options.ServerPollTimeout.TotalMilliseconds);
-        json.WriteNumber("inactivityTimeoutMs", (long)Options.InactivityTimeout.TotalMilliseconds);
-        json.WriteNumber("firstPollTimeoutMs", (long)Options.EffectiveFirstPollTimeout.TotalMilliseconds);
-        json.WriteNumber("maxMessageSize", Options.MaxMessageSize);
-        json.WriteNumber("maxSendRequestSize", Options.MaxSendRequestSize);
-        json.WriteNumber("maxPendingMessages", Options.MaxPendingMessagesPerSession);
-        json.WriteNumber("maxPendingBytes", Options.MaxPendingBytesPerSession);
-        json.WriteNumber("batchWindowMs", (long)Options.BatchWindow.TotalMilliseconds);
-        json.WriteString("overflowPolicy", DuplexWire.NameOf(Options.OverflowPolicy));
+        json.WriteNumber("serverPollTimeoutMs", (long)options.ServerPollTimeout.TotalMilliseconds);
+        json.WriteNumber("inactivityTimeoutMs", (long)options.InactivityTimeout.TotalMilliseconds);
+        json.WriteNumber("firstPollTimeoutMs", (long)options.EffectiveFirstPollTimeout.TotalMilliseconds);
+        json.WriteNumber("maxMessageSize", options.MaxMessageSize);
+        json.WriteNumber("maxSendRequestSize", options.MaxSendRequestSize);
+        json.WriteNumber("maxPendingMessages", options.MaxPendingMessagesPerSession);
+        json.WriteNumber("maxPendingBytes", options.MaxPendingBytesPerSession);
+        json.WriteNumber("batchWindowMs", (long)options.BatchWindow.TotalMilliseconds);
+        json.WriteString("overflowPolicy", DuplexWire.NameOf(options.OverflowPolicy));
         json.WriteEndObject();
+    }
+
+    /// <summary>Reads and checks the open body, or answers what is wrong with it and returns null. Every store shares it.</summary>
+    internal static async Task<(DuplexEncoding Encoding, PollingDuplexMode Mode)?> ReadOpenRequestAsync(HttpContext context)
+    {
+        var encoding = DuplexEncoding.Text;
+        var mode = PollingDuplexMode.MultipleMessagesPerPoll;
+        var body = await ReadOpenBodyAsync(context);
+        if (body is null)
+        {
+            await WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Open body too large", $"The open body may be at most {MaxOpenBodySize} bytes.");
+            return null;
+        }
+
+        if (!System.Text.Unicode.Utf8.IsValid(body))
+        {
+            await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", "The open body is not valid UTF-8.");
+            return null;
+        }
+
+        if (body.Length > 0)
+        {
+            try
+            {
+                using var document = JsonDocument.Parse(body);
+                if (document.RootElement.ValueKind != JsonValueKind.Object)
+                {
+                    throw new JsonException("The body must be a JSON object.");
+                }
+
+                if (document.RootElement.TryGetProperty("encoding", out var e) && !DuplexWire.TryParseEncoding(e.ValueKind == JsonValueKind.String ? e.GetString() : null, out encoding))
+                {
+                    await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"Unknown encoding {e.GetRawText()}; use \"text\" or \"binary\".");
+                    return null;
+                }
+
+                if (document.RootElement.TryGetProperty("mode", out var m) && !DuplexWire.TryParseMode(m.ValueKind == JsonValueKind.String ? m.GetString() : null, out mode))
+                {
+                    await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"Unknown mode {m.GetRawText()}; use \"single\" or \"multiple\".");
+                    return null;
+                }
+            }
+            catch (JsonException ex)
+            {
+                await WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", $"The open body is not a JSON object: {ex.Message}");
+                return null;
+            }
+        }
+
+        return (encoding, mode);
     }
 
     /// <summary>Reads the whole open body, whatever its framing (length or chunked), or returns null past the size limit.</summary>
@@ -173,35 +196,9 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             return;
         }
 
-        var request = context.Request;
-        var expected = DuplexWire.ContentTypeOf(session.Encoding);
-        if (!MediaTypeHeaderValue.TryParse(request.ContentType, out var contentType) || !string.Equals(contentType.MediaType, expected, StringComparison.OrdinalIgnoreCase))
+        if (await ReadSendRequestAsync(context, Options, session.Id, session.Encoding) is not { } frames)
         {
-            await WriteProblemAsync(context, 415, DuplexWire.Codes.UnsupportedMediaType, "Wrong content type", $"Session {session.Id} is {DuplexWire.NameOf(session.Encoding)}-encoded: send {expected}, not '{request.ContentType}'.");
             return;
-        }
-
-        if (request.ContentLength > Options.MaxSendRequestSize)
-        {
-            await WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Request too large", $"A send may be at most {Options.MaxSendRequestSize} bytes; this one is {request.ContentLength}.");
-            return;
-        }
-
-        if (context.Features.Get<IHttpMaxRequestBodySizeFeature>() is { IsReadOnly: false } limit)
-        {
-            limit.MaxRequestBodySize = Options.MaxSendRequestSize;
-        }
-
-        var frames = new List<DuplexFrame>();
-        var (status, error) = await ReadFramesAsync(context, session.Encoding, frames);
-        switch (status)
-        {
-            case FrameReadStatus.Malformed:
-                await WriteProblemAsync(context, 400, DuplexWire.Codes.MalformedFrame, "Malformed frame", $"Frame {frames.Count + 1} of the request cannot be read: {error}. Nothing in the request was delivered.");
-                return;
-            case FrameReadStatus.TooLarge:
-                await WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Message too large", $"Frame {frames.Count + 1}: {error}. Nothing in the request was delivered.");
-                return;
         }
 
         await session.SendGate.WaitAsync(context.RequestAborted);
@@ -222,6 +219,50 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         }
     }
 
+    /// <summary>
+    /// Checks a send's content type and size and reads its frames, or answers what is wrong and returns null. Nothing is
+    /// delivered from a request with a bad frame. Every store shares it.
+    /// </summary>
+    internal static async Task<List<DuplexFrame>?> ReadSendRequestAsync(HttpContext context, PollingDuplexOptions options, string sessionId, DuplexEncoding encoding)
+    {
+        var request = context.Request;
+        var expected = DuplexWire.ContentTypeOf(encoding);
+        if (!MediaTypeHeaderValue.TryParse(request.ContentType, out var contentType) || !string.Equals(contentType.MediaType, expected, StringComparison.OrdinalIgnoreCase))
+        {
+            await WriteProblemAsync(context, 415, DuplexWire.Codes.UnsupportedMediaType, "Wrong content type", $"Session {sessionId} is {DuplexWire.NameOf(encoding)}-encoded: send {expected}, not '{request.ContentType}'.");
+            return null;
+        }
+
+        if (request.ContentLength > options.MaxSendRequestSize)
+        {
+            await WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Request too large", $"A send may be at most {options.MaxSendRequestSize} bytes; this one is {request.ContentLength}.");
+            return null;
+        }
+
+        if (context.Features.Get<IHttpMaxRequestBodySizeFeature>() is { IsReadOnly: false } limit)
+        {
+            limit.MaxRequestBodySize = options.MaxSendRequestSize;
+        }
+
+        var frames = new List<DuplexFrame>();
+        var (status, error) = await ReadFramesAsync(context, options, encoding, frames);
+        switch (status)
+        {
+            case FrameReadStatus.Malformed:
+                await WriteProblemAsync(context, 400, DuplexWire.Codes.MalformedFrame, "Malformed frame", $"Frame {frames.Count + 1} of the request cannot be read: {error}. Nothing in the request was delivered.");
+                return null;
+            case FrameReadStatus.TooLarge:
+                await WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Message too large", $"Frame {frames.Count + 1}: {error}. Nothing in the request was delivered.");
+                return null;
+        }
+
+        return frames;
+    }
+
+    /// <summary>As <see cref="ReadSendRequestAsync"/>, for a store outside this assembly: each message with its sequence number.</summary>
+    internal static async Task<List<(long Sequence, DuplexMessage Message)>?> ReadSendMessagesAsync(HttpContext context, PollingDuplexOptions options, string sessionId, DuplexEncoding encoding) =>
+        await ReadSendRequestAsync(context, options, sessionId, encoding) is { } frames ? frames.ConvertAll(f => (f.Sequence, f.Message!)) : null;
+
     /// <summary><c>GET {base}/sessions/{id}/poll?ack=n</c>: the long poll.</summary>
     public async Task PollAsync(HttpContext context)
     {
@@ -230,10 +271,8 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             return;
         }
 
-        var ackText = context.Request.Query["ack"].ToString();
-        if (!long.TryParse(ackText, NumberStyles.None, CultureInfo.InvariantCulture, out var ack))
+        if (await ReadAckAsync(context) is not { } ack)
         {
-            await WriteProblemAsync(context, 400, DuplexWire.Codes.BadAck, "Bad acknowledgement", $"'ack' must be the highest sequence number received, a whole number from 0; it was '{ackText}'.");
             return;
         }
 
@@ -246,7 +285,7 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             }
             else
             {
-                await WriteProblemAsync(context, 400, DuplexWire.Codes.BadAck, "Bad acknowledgement", $"ack {ack} is beyond the highest sequence number sent on session {session.Id}.");
+                await WriteAckBeyondSentAsync(context, session.Id, ack);
             }
 
             return;
@@ -268,6 +307,59 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             session.EndPoll(ticket);
             server.Metrics.Poll(outcome, server.TimeProvider.GetElapsedTime(started));
         }
+    }
+
+    /// <summary>Reads a poll's <c>ack</c>, or answers that it is bad and returns null. Every store shares it.</summary>
+    internal static async Task<long?> ReadAckAsync(HttpContext context)
+    {
+        if (!TryReadAck(context, out var ack))
+        {
+            await WriteBadAckAsync(context);
+            return null;
+        }
+
+        return ack;
+    }
+
+    /// <summary>Reads a poll's <c>ack</c> without answering.</summary>
+    internal static bool TryReadAck(HttpContext context, out long ack) =>
+        long.TryParse(context.Request.Query["ack"].ToString(), NumberStyles.None, CultureInfo.InvariantCulture, out ack);
+
+    /// <summary>Answers a malformed <c>ack</c>.</summary>
+    internal static Task WriteBadAckAsync(HttpContext context) =>
+        WriteProblemAsync(context, 400, DuplexWire.Codes.BadAck, "Bad acknowledgement", $"'ack' must be the highest sequence number received, a whole number from 0; it was '{context.Request.Query["ack"]}'.");
+
+    /// <summary>Answers an ack beyond what was sent.</summary>
+    internal static Task WriteAckBeyondSentAsync(HttpContext context, string sessionId, long ack) =>
+        WriteProblemAsync(context, 400, DuplexWire.Codes.BadAck, "Bad acknowledgement", $"ack {ack} is beyond the highest sequence number sent on session {sessionId}.");
+
+    /// <summary>Answers a send whose first new message is not the next one expected.</summary>
+    internal static Task WriteOutOfOrderAsync(HttpContext context, string sessionId, long received, long expected, long got) =>
+        WriteProblemAsync(
+            context,
+            409,
+            DuplexWire.Codes.OutOfOrder,
+            "Out of order",
+            $"Session {sessionId} has received up to {received}: the next message must be {expected}, not {got}. Nothing in the request was delivered.",
+            ("received", received));
+
+    /// <summary>Answers a superseded poll.</summary>
+    internal static Task WriteSupersededAsync(HttpContext context, string sessionId) =>
+        WriteProblemAsync(context, 409, DuplexWire.Codes.PollSuperseded, "Poll superseded", $"A newer poll on session {sessionId} replaced this one.");
+
+    /// <summary>Answers a message the application refused; it counts as received.</summary>
+    internal static Task WriteRejectedAsync(HttpContext context, long sequence, string reason, long received) =>
+        WriteProblemAsync(context, 422, DuplexWire.Codes.MessageRejected, "Message rejected", $"Message {sequence}: {reason}", ("received", received));
+
+    /// <summary>Answers a send whose messages were all received: <c>200 {"received":n}</c>.</summary>
+    internal static async Task WriteReceivedAsync(HttpContext context, long received)
+    {
+        context.Response.StatusCode = StatusCodes.Status200OK;
+        context.Response.ContentType = "application/json";
+        await using var body = new Utf8JsonWriter(context.Response.BodyWriter);
+        body.WriteStartObject();
+        body.WriteNumber("received", received);
+        body.WriteEndObject();
     }
 
     /// <summary><c>DELETE {base}/sessions/{id}</c>: the client closes its session. Repeating it answers the same.</summary>
@@ -325,7 +417,7 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
                 case PollState.Frames:
                     break;
                 case PollState.Superseded:
-                    await WriteProblemAsync(context, 409, DuplexWire.Codes.PollSuperseded, "Poll superseded", $"A newer poll on session {session.Id} replaced this one.");
+                    await WriteSupersededAsync(context, session.Id);
                     return "superseded";
                 case PollState.Ended:
                     await WriteEndedAsync(context, session.Id, session.EndReason ?? DuplexSessionEndReason.ClosedByServer);
@@ -418,13 +510,7 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             var expected = received + 1 + (i - first);
             if (frames[i].Sequence != expected)
             {
-                await WriteProblemAsync(
-                    context,
-                    409,
-                    DuplexWire.Codes.OutOfOrder,
-                    "Out of order",
-                    $"Session {session.Id} has received up to {received}: the next message must be {expected}, not {frames[i].Sequence}. Nothing in the request was delivered.",
-                    ("received", received));
+                await WriteOutOfOrderAsync(context, session.Id, received, expected, frames[i].Sequence);
                 return;
             }
         }
@@ -446,7 +532,7 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             {
                 session.Received = frame.Sequence;
                 activity?.SetStatus(System.Diagnostics.ActivityStatusCode.Error, ex.Message);
-                await WriteProblemAsync(context, 422, DuplexWire.Codes.MessageRejected, "Message rejected", $"Message {frame.Sequence}: {ex.Message}", ("received", session.Received));
+                await WriteRejectedAsync(context, frame.Sequence, ex.Message, session.Received);
                 return;
             }
             catch (Exception ex) when (ex is not OperationCanceledException || !context.RequestAborted.IsCancellationRequested)
@@ -458,15 +544,10 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
             }
         }
 
-        context.Response.StatusCode = StatusCodes.Status200OK;
-        context.Response.ContentType = "application/json";
-        await using var body = new Utf8JsonWriter(context.Response.BodyWriter);
-        body.WriteStartObject();
-        body.WriteNumber("received", session.Received);
-        body.WriteEndObject();
+        await WriteReceivedAsync(context, session.Received);
     }
 
-    private async Task<(FrameReadStatus Status, string? Error)> ReadFramesAsync(HttpContext context, DuplexEncoding encoding, List<DuplexFrame> frames)
+    private static async Task<(FrameReadStatus Status, string? Error)> ReadFramesAsync(HttpContext context, PollingDuplexOptions options, DuplexEncoding encoding, List<DuplexFrame> frames)
     {
         var reader = context.Request.BodyReader;
         try
@@ -477,7 +558,7 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
                 var buffer = result.Buffer;
                 FrameReadStatus status;
                 string? error;
-                while ((status = DuplexFrameReader.TryRead(ref buffer, encoding, fromServer: false, Options.MaxMessageSize, result.IsCompleted, out var frame, out error)) == FrameReadStatus.Frame)
+                while ((status = DuplexFrameReader.TryRead(ref buffer, encoding, fromServer: false, options.MaxMessageSize, result.IsCompleted, out var frame, out error)) == FrameReadStatus.Frame)
                 {
                     frames.Add(frame);
                 }
@@ -496,11 +577,11 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         }
         catch (BadHttpRequestException ex) when (ex.StatusCode == StatusCodes.Status413PayloadTooLarge)
         {
-            return (FrameReadStatus.TooLarge, $"the request exceeds the {Options.MaxSendRequestSize}-byte send limit");
+            return (FrameReadStatus.TooLarge, $"the request exceeds the {options.MaxSendRequestSize}-byte send limit");
         }
     }
 
-    private static void WriteFrames(PipeWriter output, DuplexEncoding encoding, List<OutboundFrame> frames)
+    internal static void WriteFrames(PipeWriter output, DuplexEncoding encoding, List<OutboundFrame> frames)
     {
         foreach (var frame in frames)
         {
@@ -540,7 +621,7 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         return null;
     }
 
-    private static Task WriteLookupFailureAsync(HttpContext context, string id, SessionLookup lookup, DuplexSessionEndReason? endedBecause) => lookup switch
+    internal static Task WriteLookupFailureAsync(HttpContext context, string id, SessionLookup lookup, DuplexSessionEndReason? endedBecause) => lookup switch
     {
         SessionLookup.MissingToken => WriteProblemAsync(context, 401, DuplexWire.Codes.MissingToken, "Missing token", "Send the session's token: Authorization: Bearer <token>."),
         SessionLookup.InvalidToken => WriteProblemAsync(context, 403, DuplexWire.Codes.InvalidToken, "Invalid token", $"The token does not belong to session {id}."),
@@ -548,7 +629,7 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         _ => WriteProblemAsync(context, 404, DuplexWire.Codes.UnknownSession, "Unknown session", $"There is no session {id}. Open a new one."),
     };
 
-    private static Task WriteEndedAsync(HttpContext context, string id, DuplexSessionEndReason reason) => reason switch
+    internal static Task WriteEndedAsync(HttpContext context, string id, DuplexSessionEndReason reason) => reason switch
     {
         DuplexSessionEndReason.ClosedByClient => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionClosed, "Session closed", $"Session {id} was closed by its client."),
         DuplexSessionEndReason.Expired => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionExpired, "Session expired", $"Session {id} had no request within the inactivity timeout and was ended."),
@@ -557,14 +638,14 @@ internal sealed partial class PollingDuplexEndpoints(PollingDuplexServer server,
         _ => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} was closed by the server."),
     };
 
-    private static string? BearerToken(HttpContext context)
+    internal static string? BearerToken(HttpContext context)
     {
         var header = context.Request.Headers.Authorization.ToString();
         const string Scheme = "Bearer ";
         return header.StartsWith(Scheme, StringComparison.OrdinalIgnoreCase) && header.Length > Scheme.Length ? header[Scheme.Length..].Trim() : null;
     }
 
-    private static async Task WriteProblemAsync(HttpContext context, int status, string code, string title, string detail, (string Name, object Value)? extra = null)
+    internal static async Task WriteProblemAsync(HttpContext context, int status, string code, string title, string detail, (string Name, object Value)? extra = null)
     {
         var response = context.Response;
         if (response.HasStarted)

@@ -188,7 +188,7 @@ internal sealed partial class PollingDuplexServer : IDisposable
 
     internal static byte[] HashToken(string token) => SHA256.HashData(System.Text.Encoding.UTF8.GetBytes(token));
 
-    private static string Base64Url(byte[] bytes) => Convert.ToBase64String(bytes).TrimEnd('=').Replace('+', '-').Replace('/', '_');
+    internal static string Base64Url(byte[] bytes) => Convert.ToBase64String(bytes).TrimEnd('=').Replace('+', '-').Replace('/', '_');
 
     /// <summary>Keeps an ended session's record, forgetting the oldest beyond MaxEndedSessionRecords, so any number of opens and closes holds bounded memory.</summary>
     private void Remember(DuplexSession session, DuplexSessionEndReason reason, long forgetAt)

@@ -32,7 +32,7 @@ public class PerfConsoleTests
         // The figures come from real WCF calls: a per-call proxy pays a TLS handshake per call on every binding (a new
         // ClientBase builds a new factory, and with it a new connection); a warm net.tcp reuse pool pays none.
         var proxies = sections["proxies"].EnumerateArray().ToList();
-        Assert.That(proxies, Has.Count.EqualTo(30), "five kinds on three bindings at concurrency 1 and 8");
+        Assert.That(proxies, Has.Count.EqualTo(40), "five kinds on four bindings at concurrency 1 and 8");
 
         // Quick figures judge no target on the console, and output that is not a terminal carries no escape codes.
         Assert.That(console, Does.Contain("not judged (quick)").And.Not.Contain("missed ").And.Not.Contain("\u001b["));
@@ -98,6 +98,8 @@ public class PerfConsoleTests
     [TestCase("poll-modes --rounds 0", "--rounds must be from 1 to 100; got 0.")]
     [TestCase("poll-modes --size 8", "--size must be from 16 to 61440 bytes; got 8.")]
     [TestCase("poll-modes --streams 1000", "--streams must be from 1 to 256; got 1000.")]
+    [TestCase("redis --clients 0", "--clients must be from 1 to 20000; got 0.")]
+    [TestCase("redis --members 1", "--members must be at least 2")]
     [TestCase("--server somewhere", "somewhere")]
     [TestCase("--server-url ftp://example.com/", "--server-url must be an absolute http:// or https:// address")]
     [TestCase("--loopback-addresses 300", "--loopback-addresses must be from 1 to 254; got 300.")]

@@ -35,6 +35,12 @@ internal sealed class RawSession
         return new RawSession(http, endpoint, json.RootElement.GetProperty("sessionId").GetString()!, json.RootElement.GetProperty("token").GetString()!);
     }
 
+    /// <summary>A session known only by its id and token, to send requests on it (or on one that does not exist).</summary>
+    public static RawSession Attach(HttpClient http, Uri endpoint, string id, string token) => new(http, endpoint, id, token);
+
+    /// <summary>The same session, its requests sent to another address: another node of a cluster.</summary>
+    public RawSession At(Uri endpoint) => new(_http, endpoint, Id, Token);
+
     public static StringContent JsonContent(string json) => new(json, Encoding.UTF8, "application/json");
 
     public Task<HttpResponseMessage> SendAsync(byte[] body, string contentType = "application/x-ndjson") =>

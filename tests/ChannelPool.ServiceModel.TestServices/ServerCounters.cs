@@ -12,6 +12,9 @@ public sealed class ServerCounters
     private long _sessionsEnded;
     private long _calls;
     private long _endRecords;
+    private long _negotiations;
+    private long _cancels;
+    private long _securityFaults;
 
     /// <summary>Gets the TCP connections accepted.</summary>
     public long Connections => Interlocked.Read(ref _connections);
@@ -34,9 +37,18 @@ public sealed class ServerCounters
     /// <summary>Gets the operations dispatched.</summary>
     public long Calls => Interlocked.Read(ref _calls);
 
+    /// <summary>Gets the security context tokens issued (WS-SecureConversation negotiations that succeeded).</summary>
+    public long Negotiations => Interlocked.Read(ref _negotiations);
+
+    /// <summary>Gets the security context tokens cancelled by their client (a channel's close).</summary>
+    public long Cancels => Interlocked.Read(ref _cancels);
+
+    /// <summary>Gets the requests the WS-SecureConversation endpoint refused with a fault.</summary>
+    public long SecurityFaults => Interlocked.Read(ref _securityFaults);
+
     /// <summary>Takes all counts at once, for before/after comparisons.</summary>
     /// <returns>The counts now.</returns>
-    public ServerCountsSnapshot Snapshot() => new(Connections, TlsHandshakes, SessionsStarted, SessionsEnded, Calls, EndRecords);
+    public ServerCountsSnapshot Snapshot() => new(Connections, TlsHandshakes, SessionsStarted, SessionsEnded, Calls, EndRecords, Negotiations);
 
     internal void ConnectionAccepted() => Interlocked.Increment(ref _connections);
 
@@ -49,6 +61,12 @@ public sealed class ServerCounters
     internal void CallDispatched() => Interlocked.Increment(ref _calls);
 
     internal void EndRecordReceived() => Interlocked.Increment(ref _endRecords);
+
+    internal void NegotiationCompleted() => Interlocked.Increment(ref _negotiations);
+
+    internal void TokenCancelled() => Interlocked.Increment(ref _cancels);
+
+    internal void SecurityFaultSent() => Interlocked.Increment(ref _securityFaults);
 }
 
 /// <summary>A server's counts at one moment.</summary>
@@ -58,7 +76,8 @@ public sealed class ServerCounters
 /// <param name="SessionsEnded">Sessions ended.</param>
 /// <param name="Calls">Operations dispatched.</param>
 /// <param name="EndRecords">Sessions the client ended with an end record.</param>
-public readonly record struct ServerCountsSnapshot(long Connections, long TlsHandshakes, long SessionsStarted, long SessionsEnded, long Calls, long EndRecords = 0)
+/// <param name="Negotiations">Security context tokens issued (WS-SecureConversation).</param>
+public readonly record struct ServerCountsSnapshot(long Connections, long TlsHandshakes, long SessionsStarted, long SessionsEnded, long Calls, long EndRecords = 0, long Negotiations = 0)
 {
     /// <summary>Subtracts an earlier snapshot: what happened between the two.</summary>
     /// <param name="later">The later snapshot.</param>
@@ -70,7 +89,8 @@ public readonly record struct ServerCountsSnapshot(long Connections, long TlsHan
         later.SessionsStarted - earlier.SessionsStarted,
         later.SessionsEnded - earlier.SessionsEnded,
         later.Calls - earlier.Calls,
-        later.EndRecords - earlier.EndRecords);
+        later.EndRecords - earlier.EndRecords,
+        later.Negotiations - earlier.Negotiations);
 
     /// <summary>Subtracts an earlier snapshot.</summary>
     /// <param name="earlier">The earlier snapshot.</param>

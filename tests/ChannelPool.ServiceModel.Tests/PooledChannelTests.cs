@@ -78,7 +78,7 @@ public sealed class PooledChannelTests
 
     [Test]
     public async Task Many_proxies_in_parallel_all_get_answers_in_both_lease_modes(
-        [Values(Transport.NetTcp, Transport.BasicHttps, Transport.UserName)] Transport transport,
+        [Values(Transport.NetTcp, Transport.BasicHttps, Transport.UserName, Transport.SecureConversation)] Transport transport,
         [Values] LeaseMode mode)
     {
         await using var service = await TestService.StartAsync(transport);

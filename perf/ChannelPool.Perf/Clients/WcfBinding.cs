@@ -18,8 +18,10 @@ internal sealed class WcfBinding
     public const string NetTcp = "nettcp";
     public const string BasicHttps = "basichttps";
     public const string WsHttpUserName = "wshttp-username";
+    public const string WsHttpSecureConversation = "wshttp-sct";
 
-    public static readonly string[] All = [NetTcp, BasicHttps, WsHttpUserName];
+    /// <summary>Every binding, the original's scenario (a security context per channel) first.</summary>
+    public static readonly string[] All = [WsHttpSecureConversation, NetTcp, BasicHttps, WsHttpUserName];
 
     private readonly WcfEndpoints _endpoints;
     private readonly X509Certificate2 _certificate;
@@ -34,14 +36,19 @@ internal sealed class WcfBinding
             NetTcp => ("net.tcp TLS", NetTcpTestHost.CreateAddress(new Uri($"net.tcp://127.0.0.1:{endpoints.NetTcpPort}/echo"))),
             BasicHttps => ("BasicHttps", SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{endpoints.SoapPort}/basic"))),
             WsHttpUserName => ("WSHttp UserName", SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{endpoints.SoapPort}/username"))),
+            WsHttpSecureConversation => ("WSHttp SecureConversation", SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{endpoints.SoapPort}/sct"))),
             _ => throw new ArgumentException($"Unknown binding '{name}'; use {string.Join(", ", All)}.", nameof(name)),
         };
     }
 
-    /// <summary>Gets the command-line name: <c>nettcp</c>, <c>basichttps</c> or <c>wshttp-username</c>.</summary>
+    /// <summary>Gets the command-line name: <c>wshttp-sct</c>, <c>nettcp</c>, <c>basichttps</c> or <c>wshttp-username</c>.</summary>
     public string Name { get; }
 
-    /// <summary>Gets what the report calls it (WSHttp UserName: WSHttpBinding with TransportWithMessageCredential and a UserName credential).</summary>
+    /// <summary>
+    /// Gets what the report calls it (WSHttp UserName: WSHttpBinding with TransportWithMessageCredential and a UserName
+    /// credential; WSHttp SecureConversation: the same with EstablishSecurityContext, so every channel open negotiates a
+    /// security context token, the original's scenario).
+    /// </summary>
     public string Description { get; }
 
     public EndpointAddress Address { get; }
@@ -54,14 +61,15 @@ internal sealed class WcfBinding
     {
         NetTcp => NetTcpTestHost.CreateBinding(),
         BasicHttps => SoapTestHost.CreateBasicBinding(),
+        WsHttpSecureConversation => SoapTestHost.CreateSecureConversationBinding(),
         _ => SoapTestHost.CreateUserNameBinding(),
     };
 
-    /// <summary>Trusts the test certificate and, on the UserName binding, signs in as alice.</summary>
+    /// <summary>Trusts the test certificate and, on the UserName bindings, signs in as alice.</summary>
     public void Configure(ClientCredentials credentials)
     {
         TestCertificate.TrustOnly(credentials, _certificate);
-        if (Name == WsHttpUserName)
+        if (Name is WsHttpUserName or WsHttpSecureConversation)
         {
             credentials.UserName.UserName = TestUsers.Alice;
             credentials.UserName.Password = TestUsers.AlicePassword;

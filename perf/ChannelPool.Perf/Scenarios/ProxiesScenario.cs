@@ -95,7 +95,10 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
                     context.Console.MarkupLine(Markup.Escape(
                         $"  {binding.Description}, concurrency {concurrency}, {kind}: {result.CallsPerSecond:N0} calls/s, p50 {result.Latency.P50Ms:0.000} ms, " +
                         $"p99 {result.Latency.P99Ms:0.000} ms, {result.CpuMicrosPerCall:N0} µs CPU/call, {result.AllocatedBytesPerCall:N0} B/call, " +
-                        $"{result.DuringCalls.TlsHandshakes:N0} handshakes during calls ({result.WarmUp.TlsHandshakes:N0} in warm-up)"));
+                        $"{result.DuringCalls.TlsHandshakes:N0} handshakes during calls ({result.WarmUp.TlsHandshakes:N0} in warm-up)" +
+                        (result.WarmUp.Negotiations + result.DuringCalls.Negotiations > 0
+                            ? $", {result.DuringCalls.Negotiations:N0} negotiations during calls ({result.WarmUp.Negotiations:N0} in warm-up)"
+                            : string.Empty)));
                 }
             }
         }
@@ -166,11 +169,11 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
 
         section.Tables.Add(new ReportTable(
             "Figures",
-            ["Binding", "Concurrency", "Kind", "Calls", "Calls/s", "p50 ms", "p99 ms", "CPU µs/call", "Bytes/call", "Handshakes warm-up", "Handshakes calls", "Sessions warm-up", "Sessions calls"],
+            ["Binding", "Concurrency", "Kind", "Calls", "Calls/s", "p50 ms", "p99 ms", "CPU µs/call", "Bytes/call", "Handshakes warm-up", "Handshakes calls", "Sessions warm-up", "Sessions calls", "Negotiations warm-up", "Negotiations calls"],
             [.. results.Select(r => (IReadOnlyList<string>)[
                 r.Binding, Num(r.Concurrency), r.Kind, Num(r.Calls), Num(r.CallsPerSecond), Num(r.Latency.P50Ms, "0.000"), Num(r.Latency.P99Ms, "0.000"),
                 Num(r.CpuMicrosPerCall), Num(r.AllocatedBytesPerCall), Num(r.WarmUp.TlsHandshakes), Num(r.DuringCalls.TlsHandshakes),
-                Num(r.WarmUp.SessionsStarted), Num(r.DuringCalls.SessionsStarted)])]));
+                Num(r.WarmUp.SessionsStarted), Num(r.DuringCalls.SessionsStarted), Num(r.WarmUp.Negotiations), Num(r.DuringCalls.Negotiations)])]));
 
         if (settings.Original)
         {
@@ -190,6 +193,7 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
             {
                 var d when d.StartsWith("net.tcp", StringComparison.Ordinal) => WcfBinding.NetTcp,
                 var d when d.StartsWith("Basic", StringComparison.Ordinal) => WcfBinding.BasicHttps,
+                var d when d.EndsWith("SecureConversation", StringComparison.Ordinal) => WcfBinding.WsHttpSecureConversation,
                 _ => WcfBinding.WsHttpUserName,
             };
             var cells = results.Where(r => r.Binding == binding).ToList();
@@ -225,7 +229,7 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
         section.Notes.Add(
             "CPU µs/call and Bytes/call are the client process's, the pool's background opens and closes included" +
             (serverKind == "in-process" ? "; with --server in-process they include the servers' work too." : "; the servers run in their own process and are not counted."));
-        section.Notes.Add("Handshakes and sessions are the test services' own counts (TLS handshakes completed; net.tcp sessions started; HTTP has no sessions), during the proxy's set-up (pool warm-up, singleton open) and during the calls.");
+        section.Notes.Add("Handshakes, sessions and negotiations are the test services' own counts (TLS handshakes completed; net.tcp sessions started; HTTP has no sessions; security context tokens issued on WSHttp SecureConversation), during the proxy's set-up (pool warm-up, singleton open) and during the calls.");
         return section;
     }
 
@@ -245,7 +249,8 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
         results.GroupBy(r => (r.Binding, r.Concurrency)).Select(g => new Group(g.Key, [.. g]));
 
     private static ServerCountsSnapshot Add(ServerCountsSnapshot a, ServerCountsSnapshot b) => new(
-        a.Connections + b.Connections, a.TlsHandshakes + b.TlsHandshakes, a.SessionsStarted + b.SessionsStarted, a.SessionsEnded + b.SessionsEnded, a.Calls + b.Calls, a.EndRecords + b.EndRecords);
+        a.Connections + b.Connections, a.TlsHandshakes + b.TlsHandshakes, a.SessionsStarted + b.SessionsStarted, a.SessionsEnded + b.SessionsEnded, a.Calls + b.Calls, a.EndRecords + b.EndRecords,
+        a.Negotiations + b.Negotiations);
 
     private static string Minutes(double seconds) => TimeSpan.FromSeconds(seconds).ToString(seconds >= 3600 ? @"h\:mm\:ss" : @"m\:ss\.f", CultureInfo.InvariantCulture);
 

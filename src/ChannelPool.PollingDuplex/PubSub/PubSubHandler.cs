@@ -107,8 +107,31 @@ public sealed class PubSubHandler : PollingDuplexHandler
             return 0;
         }
 
-        // Serialized once, for both encodings: every subscriber's frame carries these same bytes. Copying the topic as
-        // escaped and the data without line breaks means the notification is shorter than the publish command.
+        var subscribers = t.Subscribers;
+        var limit = (except ?? subscribers.FirstOrDefault())?.MaxMessageSize ?? int.MaxValue;
+        var payload = Notification(topic, escapedTopic, data, limit, fromClient);
+
+        var message = DuplexMessage.FromValidatedJson(payload);
+        var queued = 0;
+        foreach (var subscriber in subscribers)
+        {
+            if (subscriber != except && subscriber.Send(message) == DuplexSendResult.Queued)
+            {
+                queued++;
+            }
+        }
+
+        return queued;
+    }
+
+    /// <summary>
+    /// Serializes a notification once, for both encodings: every subscriber's frame carries these same bytes. Copying
+    /// the topic as escaped and the data without line breaks means the notification is shorter than the publish command.
+    /// </summary>
+    /// <exception cref="DuplexMessageRejectedException">A client's notification would exceed <paramref name="limit"/>.</exception>
+    /// <exception cref="ArgumentException">A server-side notification would exceed <paramref name="limit"/>.</exception>
+    internal static byte[] Notification(string topic, ReadOnlySpan<byte> escapedTopic, ReadOnlySpan<byte> data, int limit, bool fromClient)
+    {
         var compact = DuplexMessage.HasLineBreak(data) ? DuplexMessage.Compact(data) : data;
         var payload = new byte["{\"topic\":\"\",\"data\":}"u8.Length + escapedTopic.Length + compact.Length];
         var written = 0;
@@ -123,27 +146,17 @@ public sealed class PubSubHandler : PollingDuplexHandler
         Append("\",\"data\":"u8);
         Append(compact);
         Append("}"u8);
-
-        var subscribers = t.Subscribers;
-        var limit = (except ?? subscribers.FirstOrDefault())?.MaxMessageSize ?? int.MaxValue;
         if (payload.Length > limit)
         {
             var reason = $"Published to \"{topic}\", the notification would be {payload.Length} bytes, over the endpoint's {limit}-byte MaxMessageSize.";
             throw fromClient ? new DuplexMessageRejectedException(reason) : new ArgumentException(reason, nameof(data));
         }
 
-        var message = DuplexMessage.FromValidatedJson(payload);
-        var queued = 0;
-        foreach (var subscriber in subscribers)
-        {
-            if (subscriber != except && subscriber.Send(message) == DuplexSendResult.Queued)
-            {
-                queued++;
-            }
-        }
-
-        return queued;
+        return payload;
     }
+
+    /// <summary>Wraps a notification built by <see cref="Notification"/>, which is valid JSON by construction.</summary>
+    internal static DuplexMessage NotificationMessage(byte[] payload) => DuplexMessage.FromValidatedJson(payload);
 
     private void Subscribe(DuplexSession session, string topic)
     {
@@ -191,7 +204,8 @@ public sealed class PubSubHandler : PollingDuplexHandler
         }
     }
 
-    private static Command Parse(ReadOnlyMemory<byte> payload)
+    /// <summary>Reads one client command, or throws <see cref="DuplexMessageRejectedException"/> saying what is wrong with it.</summary>
+    internal static Command Parse(ReadOnlyMemory<byte> payload)
     {
         if (!System.Text.Unicode.Utf8.IsValid(payload.Span))
         {
@@ -271,7 +285,8 @@ public sealed class PubSubHandler : PollingDuplexHandler
         return new Command(op, topic, rawTopic, data, echo);
     }
 
-    private readonly record struct Command(string Op, string Topic, Range RawTopic, Range Data, bool Echo);
+    /// <summary>A client command: its op, topic (and where the topic and data sit in the payload), and whether to echo.</summary>
+    internal readonly record struct Command(string Op, string Topic, Range RawTopic, Range Data, bool Echo);
 
     /// <summary>A topic's subscribers: copy-on-write, so a broadcast walks a stable array with no lock held.</summary>
     private sealed class Topic

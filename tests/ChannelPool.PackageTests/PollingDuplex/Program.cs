@@ -11,6 +11,7 @@ using Microsoft.Extensions.Logging;
 var builder = WebApplication.CreateSlimBuilder(args);
 builder.WebHost.UseUrls("http://127.0.0.1:0");
 builder.Logging.SetMinimumLevel(LogLevel.Warning);
+builder.Services.AddPollingDuplexRedis(o => o.Configuration = "127.0.0.1:6379");
 await using var app = builder.Build();
 app.MapPollingDuplexPubSub("/pubsub");
 await app.StartAsync();

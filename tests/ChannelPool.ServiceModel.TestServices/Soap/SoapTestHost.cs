@@ -12,6 +12,8 @@ using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
 using SoapCore;
 using SoapCore.Extensibility;
+using ChannelPool.ServiceModel.TestServices.SecureConversation;
+using Microsoft.AspNetCore.Http;
 
 namespace ChannelPool.ServiceModel.TestServices.Soap;
 
@@ -27,18 +29,22 @@ public sealed class SoapTestHost : IAsyncDisposable
     private const string BasicPath = "/basic";
     private const string WsPath = "/ws";
     private const string UserNamePath = "/username";
+    private const string SecureConversationPath = "/sct";
 
     private readonly WebApplication _app;
+    private readonly SecurityContextStore _tokens;
     private int _stopped;
 
-    private SoapTestHost(WebApplication app, int port, ServerCounters counters)
+    private SoapTestHost(WebApplication app, int port, ServerCounters counters, SecurityContextStore tokens)
     {
+        _tokens = tokens;
         _app = app;
         Port = port;
         Counters = counters;
         BasicAddress = new Uri($"https://127.0.0.1:{port}{BasicPath}");
         WsAddress = new Uri($"https://127.0.0.1:{port}{WsPath}");
         UserNameAddress = new Uri($"https://127.0.0.1:{port}{UserNamePath}");
+        SecureConversationAddress = new Uri($"https://127.0.0.1:{port}{SecureConversationPath}");
     }
 
     /// <summary>Gets the port the host listens on.</summary>
@@ -56,6 +62,15 @@ public sealed class SoapTestHost : IAsyncDisposable
     /// </summary>
     public Uri UserNameAddress { get; }
 
+    /// <summary>
+    /// Gets the WS-SecureConversation endpoint for <see cref="CreateSecureConversationBinding"/>:
+    /// <c>https://127.0.0.1:{port}/sct</c>, served by <see cref="SecureConversationEndpoint"/>.
+    /// </summary>
+    public Uri SecureConversationAddress { get; }
+
+    /// <summary>Gets the number of security context tokens the <c>/sct</c> endpoint has issued and still accepts (not cancelled, not found expired).</summary>
+    public int SecurityContextTokens => _tokens.Count;
+
     /// <summary>Gets what the host counts; the same instance that was passed to <see cref="StartAsync"/>, if one was.</summary>
     public ServerCounters Counters { get; }
 
@@ -63,9 +78,10 @@ public sealed class SoapTestHost : IAsyncDisposable
     /// <param name="certificate">The TLS server certificate, for example from <see cref="TestCertificate.Create"/>.</param>
     /// <param name="port">The port, or 0 for a free one. A stopped host's port can be used again.</param>
     /// <param name="counters">Counters to keep adding to, so counts survive a restart; <see langword="null"/> for new ones.</param>
+    /// <param name="secureConversation">Token lifetime, inactivity timeout and clock of the <c>/sct</c> endpoint; <see langword="null"/> for WCF's defaults.</param>
     /// <param name="cancellationToken">Cancels the start.</param>
     /// <returns>The listening host.</returns>
-    public static async Task<SoapTestHost> StartAsync(X509Certificate2 certificate, int port = 0, ServerCounters? counters = null, CancellationToken cancellationToken = default)
+    public static async Task<SoapTestHost> StartAsync(X509Certificate2 certificate, int port = 0, ServerCounters? counters = null, SecureConversationOptions? secureConversation = null, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(certificate);
         ArgumentOutOfRangeException.ThrowIfNegative(port);
@@ -91,6 +107,13 @@ public sealed class SoapTestHost : IAsyncDisposable
         WebApplication app = builder.Build();
 
         // Plain middleware, not endpoint routing: the empty builder has no routing, and three fixed paths need none.
+        secureConversation ??= new SecureConversationOptions();
+        var tokens = new SecurityContextStore(secureConversation);
+        var secureConversationEndpoint = new SecureConversationEndpoint(tokens, secureConversation, counters);
+        app.Use(next => context =>
+            context.Request.Path == SecureConversationPath && HttpMethods.IsPost(context.Request.Method)
+                ? secureConversationEndpoint.HandleAsync(context)
+                : next(context));
         IApplicationBuilder pipeline = app;
         pipeline.UseSoapEndpoint<EchoService>(options => Configure(options, BasicPath, MessageVersion.Soap11));
         pipeline.UseSoapEndpoint<EchoService>(options => Configure(options, WsPath, MessageVersion.Soap12WSAddressing10));
@@ -106,7 +129,7 @@ public sealed class SoapTestHost : IAsyncDisposable
             throw;
         }
 
-        return new SoapTestHost(app, BoundPort(app), counters);
+        return new SoapTestHost(app, BoundPort(app), counters, tokens);
     }
 
     /// <summary>Creates the client binding for <see cref="BasicAddress"/>: SOAP 1.1 over HTTPS, no client credential.</summary>
@@ -145,6 +168,21 @@ public sealed class SoapTestHost : IAsyncDisposable
             ?? throw new InvalidOperationException("A WSHttpBinding with message credentials has a security binding element.");
         security.EnableUnsecuredResponse = true;
         return new CustomBinding(elements) { Name = "UserNameOverHttps" };
+    }
+
+    /// <summary>
+    /// Creates the client binding for <see cref="SecureConversationAddress"/>, the 2007 pool's scenario: a plain
+    /// <see cref="WSHttpBinding"/> with <see cref="SecurityMode.TransportWithMessageCredential"/>, a UserName credential
+    /// and <see cref="NonDualMessageSecurityOverHttp.EstablishSecurityContext"/> on, so every channel open negotiates a
+    /// security context token (RST/SCT) and every call is signed with a key derived from it.
+    /// </summary>
+    /// <returns>A new binding; set the user name and password on the channel factory's client credentials.</returns>
+    public static WSHttpBinding CreateSecureConversationBinding()
+    {
+        var binding = new WSHttpBinding(SecurityMode.TransportWithMessageCredential);
+        binding.Security.Message.ClientCredentialType = MessageCredentialType.UserName;
+        binding.Security.Message.EstablishSecurityContext = true;
+        return binding;
     }
 
     /// <summary>

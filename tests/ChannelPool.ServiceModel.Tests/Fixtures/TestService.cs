@@ -3,6 +3,7 @@ using System.ServiceModel;
 using System.ServiceModel.Channels;
 using ChannelPool.ServiceModel.TestServices;
 using ChannelPool.ServiceModel.TestServices.NetTcp;
+using ChannelPool.ServiceModel.TestServices.SecureConversation;
 using ChannelPool.ServiceModel.TestServices.Soap;
 
 namespace ChannelPool.ServiceModel.Tests.Fixtures;
@@ -21,6 +22,13 @@ public enum Transport
 
     /// <summary>WSHttpBinding with TransportWithMessageCredential and UserName credentials against SoapCore.</summary>
     UserName,
+
+    /// <summary>
+    /// The original's scenario: WSHttpBinding with TransportWithMessageCredential, UserName credentials and a security
+    /// context (EstablishSecurityContext), against the test host's WS-SecureConversation endpoint. Every channel open
+    /// negotiates a token; every call is signed with its key.
+    /// </summary>
+    SecureConversation,
 }
 
 /// <summary>
@@ -32,8 +40,11 @@ internal sealed class TestService : IAsyncDisposable
     private NetTcpTestHost? _netTcp;
     private SoapTestHost? _soap;
 
-    private TestService(Transport transport, X509Certificate2 certificate)
+    private readonly SecureConversationOptions? _secureConversation;
+
+    private TestService(Transport transport, X509Certificate2 certificate, SecureConversationOptions? secureConversation)
     {
+        _secureConversation = secureConversation;
         Transport = transport;
         Certificate = certificate;
     }
@@ -46,6 +57,8 @@ internal sealed class TestService : IAsyncDisposable
 
     public int Port { get; private set; }
 
+    public SoapTestHost SoapHost => _soap ?? throw new InvalidOperationException("Not a running SOAP service.");
+
     public NetTcpTestHost NetTcpHost => _netTcp ?? throw new InvalidOperationException("Not a running net.tcp service.");
 
     public Binding Binding => Transport switch
@@ -53,6 +66,7 @@ internal sealed class TestService : IAsyncDisposable
         Transport.NetTcp => NetTcpTestHost.CreateBinding(),
         Transport.BasicHttps => SoapTestHost.CreateBasicBinding(),
         Transport.WsHttps => SoapTestHost.CreateWsBinding(),
+        Transport.SecureConversation => SoapTestHost.CreateSecureConversationBinding(),
         _ => SoapTestHost.CreateUserNameBinding(),
     };
 
@@ -61,17 +75,20 @@ internal sealed class TestService : IAsyncDisposable
         Transport.NetTcp => NetTcpTestHost.CreateAddress(new Uri($"net.tcp://127.0.0.1:{Port}/echo")),
         Transport.BasicHttps => SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{Port}/basic")),
         Transport.WsHttps => SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{Port}/ws")),
+        Transport.SecureConversation => SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{Port}/sct")),
         _ => SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{Port}/username")),
     };
 
     public EndpointAddress CounterAddress => NetTcpTestHost.CreateAddress(new Uri($"net.tcp://127.0.0.1:{Port}/counter"));
 
     /// <summary>The user a channel factory signs in as on <see cref="Transport.UserName"/>; "anonymous" elsewhere.</summary>
-    public string ExpectedUser => Transport == Transport.UserName ? TestUsers.Alice : "anonymous";
+    public string ExpectedUser => SignsIn ? TestUsers.Alice : "anonymous";
 
-    public static async Task<TestService> StartAsync(Transport transport, X509Certificate2? certificate = null)
+    private bool SignsIn => Transport is Transport.UserName or Transport.SecureConversation;
+
+    public static async Task<TestService> StartAsync(Transport transport, X509Certificate2? certificate = null, SecureConversationOptions? secureConversation = null)
     {
-        var service = new TestService(transport, certificate ?? TestCertificate.Create());
+        var service = new TestService(transport, certificate ?? TestCertificate.Create(), secureConversation);
         await service.StartAsync();
         return service;
     }
@@ -80,7 +97,7 @@ internal sealed class TestService : IAsyncDisposable
     public void Configure<TContract>(ChannelFactory<TContract> factory)
     {
         TestCertificate.TrustOnly(factory.Credentials, Certificate);
-        if (Transport == Transport.UserName)
+        if (SignsIn)
         {
             factory.Credentials.UserName.UserName = TestUsers.Alice;
             factory.Credentials.UserName.Password = TestUsers.AlicePassword;
@@ -96,7 +113,7 @@ internal sealed class TestService : IAsyncDisposable
         }
         else
         {
-            _soap = await SoapTestHost.StartAsync(Certificate, Port, Counters);
+            _soap = await SoapTestHost.StartAsync(Certificate, Port, Counters, _secureConversation);
             Port = _soap.Port;
         }
     }
