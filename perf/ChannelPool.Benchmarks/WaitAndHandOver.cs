@@ -10,8 +10,8 @@ namespace ChannelPool.Benchmarks;
 [MemoryDiagnoser]
 public class WaitAndHandOver
 {
-    private ChannelPool<BenchChannel> _timed = null!;
-    private ChannelPool<BenchChannel> _untimed = null!;
+    private DefaultChannelPool<BenchChannel> _timed = null!;
+    private DefaultChannelPool<BenchChannel> _untimed = null!;
     private ChannelLease<BenchChannel> _timedHeld;
     private ChannelLease<BenchChannel> _untimedHeld;
 
@@ -39,7 +39,7 @@ public class WaitAndHandOver
     [Benchmark(Description = "wait + hand-over, AcquireTimeout infinite (no timer)")]
     public void Untimed() => _untimedHeld = WaitForHandOver(_untimed, _untimedHeld);
 
-    private static ChannelLease<BenchChannel> WaitForHandOver(ChannelPool<BenchChannel> pool, ChannelLease<BenchChannel> held)
+    private static ChannelLease<BenchChannel> WaitForHandOver(DefaultChannelPool<BenchChannel> pool, ChannelLease<BenchChannel> held)
     {
         var waiting = pool.AcquireAsync();
         held.Dispose();
@@ -48,9 +48,9 @@ public class WaitAndHandOver
         return waiting.IsCompleted ? waiting.Result : throw new InvalidOperationException("The release did not reach the waiter.");
     }
 
-    private static ChannelPool<BenchChannel> Create(TimeSpan acquireTimeout)
+    private static DefaultChannelPool<BenchChannel> Create(TimeSpan acquireTimeout)
     {
-        var pool = new ChannelPool<BenchChannel>(
+        var pool = new DefaultChannelPool<BenchChannel>(
             new BenchChannelFactory(),
             new ChannelPoolOptions
             {

@@ -4,7 +4,7 @@ using Polly;
 namespace ChannelPool;
 
 /// <summary>
-/// Settings for one <see cref="ChannelPool{TChannel}"/>. Defaults follow the original 2007 WCF channel pool where it
+/// Settings for one <see cref="DefaultChannelPool{TChannel}"/>. Defaults follow the original 2007 WCF channel pool where it
 /// had one; <c>docs/configuration.md</c> gives the reason for each.
 /// </summary>
 /// <remarks>Validated when a pool is created: a broken rule throws an <see cref="Microsoft.Extensions.Options.OptionsValidationException"/> that names every rule broken.</remarks>

@@ -30,5 +30,5 @@ public interface IChannelPool<TChannel> : IChannelPool
     /// <exception cref="ChannelPoolUnavailableException">No channel is idle and the breaker stops the pool opening one.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled first.</exception>
     /// <exception cref="ObjectDisposedException">The pool was disposed.</exception>
-    ChannelLease<TChannel> AcquireBlocking(CancellationToken cancellationToken = default);
+    ChannelLease<TChannel> Acquire(CancellationToken cancellationToken = default);
 }

@@ -23,7 +23,7 @@ public class HealthTests
     {
         var factory = new FakeChannelFactory();
         await using var host = await StartAsync(factory);
-        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
+        var pool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders");
         factory.HoldOpens();
         await using var first = await pool.AcquireAsync();
         await using var second = await pool.AcquireAsync();

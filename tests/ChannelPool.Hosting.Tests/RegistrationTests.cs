@@ -12,12 +12,12 @@ public class RegistrationTests
         var factory = new FakeChannelFactory();
         await using var host = TestHost.Create(services => services.AddChannelPool("orders", _ => factory).Configure(o => o.PoolSize = 3));
 
-        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
+        var pool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders");
 
         Assert.That(pool.Name, Is.EqualTo("orders"));
         Assert.That(pool.PoolSize, Is.EqualTo(3));
         Assert.That(host.Services.GetRequiredKeyedService<IChannelPool>("orders"), Is.SameAs(pool));
-        Assert.That(host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders"), Is.SameAs(pool));
+        Assert.That(host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders"), Is.SameAs(pool));
     }
 
     [Test]
@@ -28,14 +28,14 @@ public class RegistrationTests
         await host.Host.StartAsync().Within();
 
         var pool = host.Services.GetRequiredKeyedService<IChannelPool<FakeChannel>>("orders");
-        Assert.That(pool, Is.SameAs(host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders")));
+        Assert.That(pool, Is.SameAs(host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders")));
 
         await using (var lease = await pool.AcquireAsync().AsTask().Within())
         {
             Assert.That(lease.Channel.IsOpen, Is.True);
         }
 
-        using (var lease = pool.AcquireBlocking())
+        using (var lease = pool.Acquire())
         {
             Assert.That(lease.Channel.IsOpen, Is.True);
         }
@@ -56,8 +56,8 @@ public class RegistrationTests
         });
 
         await host.Host.StartAsync().Within();
-        var ordersPool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
-        var billingPool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("billing");
+        var ordersPool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders");
+        var billingPool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("billing");
         await Eventually.That(() => orders.Opened == 2 && billing.Opened == 5, "each pool filled from its own factory");
 
         Assert.That(ordersPool, Is.Not.SameAs(billingPool));

@@ -13,7 +13,7 @@ internal sealed class PooledChannel<TChannel>
     /// </summary>
     internal int LeaseVersion;
 
-    public PooledChannel(ChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, double jitterDraw)
+    public PooledChannel(DefaultChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, double jitterDraw)
     {
         Pool = pool;
         Id = id;
@@ -22,7 +22,7 @@ internal sealed class PooledChannel<TChannel>
         JitterDraw = jitterDraw;
     }
 
-    public ChannelPool<TChannel> Pool { get; }
+    public DefaultChannelPool<TChannel> Pool { get; }
 
     public long Id { get; }
 
@@ -60,5 +60,5 @@ internal sealed class PooledChannel<TChannel>
     public EvictionReason EvictionReason { get; set; }
 
     /// <summary>Gets or sets the precise timestamp the current lease started, or <c>NotMeasured</c> when use time is not measured.</summary>
-    public long LeaseStartedAt { get; set; } = ChannelPool<TChannel>.NotMeasured;
+    public long LeaseStartedAt { get; set; } = DefaultChannelPool<TChannel>.NotMeasured;
 }

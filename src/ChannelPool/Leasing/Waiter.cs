@@ -15,7 +15,7 @@ namespace ChannelPool;
 internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>>, IDisposable
     where TChannel : class
 {
-    private readonly ChannelPool<TChannel> _pool;
+    private readonly DefaultChannelPool<TChannel> _pool;
     private ManualResetValueTaskSourceCore<ChannelLease<TChannel>> _core;
     private ManualResetEventSlim? _wakeUp;
     private ChannelLease<TChannel> _blockingResult;
@@ -24,7 +24,7 @@ internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>
     private CancellationTokenRegistration _timeoutRegistration;
     private CancellationTokenRegistration _cancellationRegistration;
 
-    public Waiter(ChannelPool<TChannel> pool)
+    public Waiter(DefaultChannelPool<TChannel> pool)
     {
         _pool = pool;
         _core.RunContinuationsAsynchronously = true;

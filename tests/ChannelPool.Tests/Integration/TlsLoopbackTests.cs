@@ -157,11 +157,11 @@ public class TlsLoopbackTests
         await Eventually.That(() => _server.OpenConnections == 0, "nothing leaked: the server holds no connection");
     }
 
-    private ChannelPool<TlsChannel> CreatePool(Action<ChannelPoolOptions> configure)
+    private DefaultChannelPool<TlsChannel> CreatePool(Action<ChannelPoolOptions> configure)
     {
         var options = new ChannelPoolOptions { Name = TestContext.CurrentContext.Test.Name, LifetimeJitter = 0 };
         configure(options);
-        return new ChannelPool<TlsChannel>(_factory, options, _time, _log);
+        return new DefaultChannelPool<TlsChannel>(_factory, options, _time, _log);
     }
 
     /// <summary>Passes every call to the real factory and remembers the channels it opened.</summary>

@@ -2,7 +2,7 @@ namespace ChannelPool.Tests.Leasing;
 
 public class AcquireTests : PoolTestBase
 {
-    private ChannelPool<FakeChannel> SingleChannelPool(Action<ChannelPoolOptions>? configure = null) => CreatePool(o =>
+    private DefaultChannelPool<FakeChannel> SingleChannelPool(Action<ChannelPoolOptions>? configure = null) => CreatePool(o =>
     {
         o.PoolSize = 1;
         o.MaxChannels = 1;
@@ -37,9 +37,9 @@ public class AcquireTests : PoolTestBase
     {
         var pool = SingleChannelPool(o => o.AcquireTimeout = TimeSpan.FromSeconds(5));
         await pool.WarmUpAsync().Within();
-        using var held = pool.AcquireBlocking();
+        using var held = pool.Acquire();
 
-        var blocked = Task.Factory.StartNew(() => pool.AcquireBlocking(), TaskCreationOptions.LongRunning);
+        var blocked = Task.Factory.StartNew(() => pool.Acquire(), TaskCreationOptions.LongRunning);
         await Eventually.That(() => pool.GetSnapshot().Waiting == 1, "the blocking caller waits");
         Time.Advance(TimeSpan.FromSeconds(5));
 
@@ -83,10 +83,10 @@ public class AcquireTests : PoolTestBase
     {
         var pool = SingleChannelPool();
         await pool.WarmUpAsync().Within();
-        using var held = pool.AcquireBlocking();
+        using var held = pool.Acquire();
         using var cancellation = new CancellationTokenSource();
 
-        var blocked = Task.Factory.StartNew(() => pool.AcquireBlocking(cancellation.Token), TaskCreationOptions.LongRunning);
+        var blocked = Task.Factory.StartNew(() => pool.Acquire(cancellation.Token), TaskCreationOptions.LongRunning);
         await Eventually.That(() => pool.GetSnapshot().Waiting == 1, "the blocking caller waits");
         await cancellation.CancelAsync();
 
@@ -169,13 +169,13 @@ public class AcquireTests : PoolTestBase
     {
         var pool = SingleChannelPool();
         await pool.WarmUpAsync().Within();
-        var held = pool.AcquireBlocking();
+        var held = pool.Acquire();
         var channel = held.Channel;
         FakeChannel? received = null;
 
         var thread = new Thread(() =>
         {
-            using var lease = pool.AcquireBlocking();
+            using var lease = pool.Acquire();
             received = lease.Channel;
         });
         thread.Start();

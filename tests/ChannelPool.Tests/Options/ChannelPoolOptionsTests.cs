@@ -51,7 +51,7 @@ public class ChannelPoolOptionsTests
         var options = new ChannelPoolOptions { Name = "orders" };
         breakIt(options);
 
-        var error = Assert.Throws<OptionsValidationException>(() => _ = new ChannelPool<FakeChannel>(Factory, options));
+        var error = Assert.Throws<OptionsValidationException>(() => _ = new DefaultChannelPool<FakeChannel>(Factory, options));
 
         Assert.That(error!.Message, Does.Contain(expected));
         Assert.That(error.Message, Does.StartWith("Channel pool '"), "the message names the pool");
@@ -63,7 +63,7 @@ public class ChannelPoolOptionsTests
     {
         var options = new ChannelPoolOptions { PoolSize = 0, MaxConcurrentOpens = 0 };
 
-        var error = Assert.Throws<OptionsValidationException>(() => _ = new ChannelPool<FakeChannel>(Factory, options));
+        var error = Assert.Throws<OptionsValidationException>(() => _ = new DefaultChannelPool<FakeChannel>(Factory, options));
 
         Assert.That(error!.Failures, Has.Exactly(2).Items);
         Assert.That(error.Message, Does.Contain("PoolSize").And.Contain("MaxConcurrentOpens"));
@@ -134,7 +134,7 @@ public class ChannelPoolOptionsTests
     public void Pool_CopiesItsOptions_SoLaterChangesHaveNoEffect()
     {
         var options = new ChannelPoolOptions { PoolSize = 5, LeaseMode = LeaseMode.SingleUse };
-        using var pool = new ChannelPool<FakeChannel>(new FakeChannelFactory(), options, new FakeTimeProvider());
+        using var pool = new DefaultChannelPool<FakeChannel>(new FakeChannelFactory(), options, new FakeTimeProvider());
 
         options.LeaseMode = LeaseMode.Reuse;
 

@@ -4,7 +4,7 @@ namespace ChannelPool.Tests.Resilience;
 
 public class CircuitBreakerTests : PoolTestBase
 {
-    private ChannelPool<FakeChannel> BreakerPool(Action<ChannelPoolOptions>? configure = null) => CreatePool(o =>
+    private DefaultChannelPool<FakeChannel> BreakerPool(Action<ChannelPoolOptions>? configure = null) => CreatePool(o =>
     {
         o.PoolSize = 2;
         o.MaxConcurrentOpens = 2;

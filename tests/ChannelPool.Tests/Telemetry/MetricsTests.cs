@@ -152,7 +152,7 @@ public class MetricsTests : PoolTestBase
             .Where(m => !m.Tags.ContainsKey(ChannelPoolTelemetry.PoolNameTag))
             .Select(_ => collector.Instrument!.Name);
 
-    private ChannelPool<FakeChannel> MeteredPool(Action<ChannelPoolOptions> configure)
+    private DefaultChannelPool<FakeChannel> MeteredPool(Action<ChannelPoolOptions> configure)
     {
         var options = SmallPool();
         configure(options);

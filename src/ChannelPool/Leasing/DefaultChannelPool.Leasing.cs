@@ -1,6 +1,6 @@
 namespace ChannelPool;
 
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     /// <summary>
     /// Marks a timestamp that was not taken because no listener wants the measurement. Not 0: a TimeProvider may
@@ -40,7 +40,7 @@ public sealed partial class ChannelPool<TChannel>
     /// <exception cref="ChannelPoolUnavailableException">No channel is idle and the breaker stops the pool opening one.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled first.</exception>
     /// <exception cref="ObjectDisposedException">The pool was disposed.</exception>
-    public ChannelLease<TChannel> AcquireBlocking(CancellationToken cancellationToken = default)
+    public ChannelLease<TChannel> Acquire(CancellationToken cancellationToken = default)
     {
         var waitStartedAt = _metrics.WaitTimeEnabled ? _timeProvider.GetTimestamp() : NotMeasured;
         if (TryLeaseIdle(waitStartedAt, out var lease))

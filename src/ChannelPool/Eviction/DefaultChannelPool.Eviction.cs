@@ -1,6 +1,6 @@
 namespace ChannelPool;
 
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     private static readonly Func<object?, Task> CloseOne = static state =>
     {

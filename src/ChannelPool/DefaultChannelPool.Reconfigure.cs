@@ -2,7 +2,7 @@ using Microsoft.Extensions.Options;
 
 namespace ChannelPool;
 
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     /// <inheritdoc />
     public int PoolSize => Volatile.Read(ref _settings).PoolSize;

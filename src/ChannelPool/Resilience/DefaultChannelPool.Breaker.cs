@@ -7,7 +7,7 @@ namespace ChannelPool;
 /// which open is its probe. The pool only reacts: it pauses opens for the break, fails waiting callers fast, sends
 /// one open at a time while the breaker is not closed, and backs off between failed opens the breaker let through.
 /// </summary>
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     private static readonly TimeSpan MinOpenBackoff = TimeSpan.FromMilliseconds(50);
     private static readonly TimeSpan MaxOpenBackoff = TimeSpan.FromSeconds(30);

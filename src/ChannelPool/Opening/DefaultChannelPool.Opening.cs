@@ -3,10 +3,10 @@ using Polly;
 
 namespace ChannelPool;
 
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     private const string OpenOperationKey = "channelpool.open";
-    private static readonly Func<object?, Task> OpenOne = static state => ((ChannelPool<TChannel>)state!).OpenOneAsync();
+    private static readonly Func<object?, Task> OpenOne = static state => ((DefaultChannelPool<TChannel>)state!).OpenOneAsync();
 
     // Guarded by _gate.
     private List<(int Ready, TaskCompletionSource Done)>? _warmUpWaiters;

@@ -1,6 +1,6 @@
 namespace ChannelPool;
 
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     // Guarded by _gate; created when the drain starts.
     private Task? _drainTask;

@@ -22,7 +22,7 @@ namespace ChannelPool;
 /// <see cref="Wait_NoLock"/> and <see cref="Abandon_NoLock"/>.
 /// </para>
 /// </remarks>
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     // Guarded by _gate; changed only in this file.
     private readonly IdleQueue<TChannel> _idle;

@@ -23,7 +23,7 @@ namespace ChannelPool;
 /// </para>
 /// <para>Every member is safe to call from any thread.</para>
 /// </remarks>
-public sealed partial class ChannelPool<TChannel> : IChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel>
     where TChannel : class
 {
     private readonly IPooledChannelFactory<TChannel> _factory;
@@ -39,7 +39,7 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool<TChannel>
     private readonly CancellationTokenSource _shutdown = new();
     private readonly PoolGate _gate = new();
 
-    // Guarded by _gate. The counts and their transitions are in State/ChannelPool.State.cs.
+    // Guarded by _gate. The counts and their transitions are in State/DefaultChannelPool.State.cs.
     private PoolSettings _settings;
     private bool _disposed;
 
@@ -50,7 +50,7 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool<TChannel>
     /// <param name="loggerFactory">Where the pool logs. Defaults to no logging.</param>
     /// <param name="meterFactory">Creates the pool's meter. Defaults to a meter the pool owns.</param>
     /// <exception cref="OptionsValidationException"><paramref name="options"/> breaks a rule; the message names each one.</exception>
-    public ChannelPool(
+    public DefaultChannelPool(
         IPooledChannelFactory<TChannel> factory,
         ChannelPoolOptions options,
         TimeProvider? timeProvider = null,
@@ -88,9 +88,9 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool<TChannel>
 
         _clock = new PoolClock(_timeProvider, _settings.ChannelLifetime);
         _resumeTimer = _timeProvider.CreateTimer(
-            static state => ((ChannelPool<TChannel>)state!).ResumeOpens(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+            static state => ((DefaultChannelPool<TChannel>)state!).ResumeOpens(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         _cleanupTimer = _timeProvider.CreateTimer(
-            static state => ((ChannelPool<TChannel>)state!).RunCleanup(), this, _settings.CleanupInterval, _settings.CleanupInterval);
+            static state => ((DefaultChannelPool<TChannel>)state!).RunCleanup(), this, _settings.CleanupInterval, _settings.CleanupInterval);
 
         Log.PoolCreated(_logger, Name, _settings.PoolSize, _settings.MaxChannels, _settings.RefillThreshold, _settings.ChannelLifetime, _settings.LeaseMode);
     }
@@ -116,7 +116,7 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool<TChannel>
         return (settings.PoolSize, settings.RefillThreshold, settings.MaxChannels);
     }
 
-    private sealed class WaiterPolicy(ChannelPool<TChannel> pool) : IPooledObjectPolicy<Waiter<TChannel>>
+    private sealed class WaiterPolicy(DefaultChannelPool<TChannel> pool) : IPooledObjectPolicy<Waiter<TChannel>>
     {
         public Waiter<TChannel> Create() => new(pool);
 
