@@ -14,7 +14,7 @@ public class ContendedAcquireRelease
 
     private DefaultObjectPool<BenchChannel> _objectPool = null!;
     private LockQueuePool _lockQueue = null!;
-    private ChannelPool<BenchChannel> _pool = null!;
+    private DefaultChannelPool<BenchChannel> _pool = null!;
     private ParallelOptions _parallel = null!;
 
     [Params(2, 4)]

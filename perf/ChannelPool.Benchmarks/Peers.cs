@@ -61,9 +61,9 @@ internal static class BenchPools
     public const int PoolSize = 64;
 
     /// <summary>A warm pool whose channels outlive the run, so only lease and release are measured.</summary>
-    public static ChannelPool<BenchChannel> CreateWarm()
+    public static DefaultChannelPool<BenchChannel> CreateWarm()
     {
-        var pool = new ChannelPool<BenchChannel>(
+        var pool = new DefaultChannelPool<BenchChannel>(
             new BenchChannelFactory(),
             new ChannelPoolOptions
             {

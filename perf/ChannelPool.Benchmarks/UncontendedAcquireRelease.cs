@@ -12,7 +12,7 @@ public class UncontendedAcquireRelease
 {
     private DefaultObjectPool<BenchChannel> _objectPool = null!;
     private LockQueuePool _lockQueue = null!;
-    private ChannelPool<BenchChannel> _pool = null!;
+    private DefaultChannelPool<BenchChannel> _pool = null!;
 
     [GlobalSetup]
     public void Setup()
@@ -53,10 +53,10 @@ public class UncontendedAcquireRelease
         return channel;
     }
 
-    [Benchmark(Description = "ChannelPool AcquireBlocking+Release")]
+    [Benchmark(Description = "ChannelPool Acquire+Release")]
     public BenchChannel ChannelPool_AcquireBlockingRelease()
     {
-        var lease = _pool.AcquireBlocking();
+        var lease = _pool.Acquire();
         var channel = lease.Channel;
         lease.Dispose();
         return channel;

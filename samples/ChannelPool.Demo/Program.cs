@@ -133,7 +133,7 @@ namespace ChannelPool.Demo
                 MaxConcurrentOpens = concurrency,
                 LeaseMode = mode,
             };
-            await using var pool = new ChannelPool<TlsChannel>(factory, options);
+            await using var pool = new DefaultChannelPool<TlsChannel>(factory, options);
             var before = server.Handshakes;
             await pool.WarmUpAsync();
             await server.WaitForHandshakesAsync(before + options.PoolSize);

@@ -8,7 +8,7 @@ namespace ChannelPool.WorkerSample;
 /// fails on purpose and marks its channel broken, so evictions for both lifetime and breakage show up.
 /// </summary>
 internal sealed partial class EchoCallers(
-    [FromKeyedServices("echo")] ChannelPool<TlsChannel> pool,
+    [FromKeyedServices("echo")] DefaultChannelPool<TlsChannel> pool,
     IOptions<SampleOptions> options,
     IHostApplicationLifetime lifetime,
     ILogger<EchoCallers> logger) : BackgroundService

@@ -3,7 +3,7 @@ using ChannelPool.Hosting;
 using Microsoft.Extensions.Diagnostics.HealthChecks;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.Options;
-using Polly;
+using Polly.Registry;
 
 namespace Microsoft.Extensions.DependencyInjection;
 
@@ -75,15 +75,27 @@ public sealed class ChannelPoolBuilder<TChannel>
     }
 
     /// <summary>
-    /// Runs opens through a pipeline from the container instead of the one the pool builds from its options, for
-    /// example one an application keeps in a Polly <c>ResiliencePipelineRegistry</c> under a name of its choosing.
+    /// Runs opens through the pipeline registered under <paramref name="pipelineKey"/> with Polly's
+    /// <c>services.AddResiliencePipeline(key, ...)</c>, instead of the one the pool builds from its options. The
+    /// pipeline then reloads and reports telemetry as Polly's registry arranges. It should include a circuit breaker.
     /// </summary>
-    /// <param name="pipeline">Resolves the pipeline.</param>
+    /// <param name="pipelineKey">The key the pipeline is registered under.</param>
     /// <returns>This builder.</returns>
-    public ChannelPoolBuilder<TChannel> UseOpenPipeline(Func<IServiceProvider, ResiliencePipeline> pipeline)
+    /// <exception cref="ArgumentException"><paramref name="pipelineKey"/> is empty or white space.</exception>
+    /// <remarks>A key with no pipeline behind it stops the pool's creation with an error naming the pool and the key.</remarks>
+    public ChannelPoolBuilder<TChannel> UseOpenPipeline(string pipelineKey)
     {
-        ArgumentNullException.ThrowIfNull(pipeline);
-        Services.AddOptions<ChannelPoolOptions>(Name).Configure<IServiceProvider>((options, services) => options.OpenPipeline = pipeline(services));
+        ArgumentException.ThrowIfNullOrWhiteSpace(pipelineKey);
+        var name = Name;
+        Services.AddOptions<ChannelPoolOptions>(Name).Configure<IServiceProvider>((options, services) =>
+        {
+            var provider = services.GetService<ResiliencePipelineProvider<string>>();
+            options.OpenPipeline = provider is not null && provider.TryGetPipeline(pipelineKey, out var pipeline)
+                ? pipeline
+                : throw new InvalidOperationException(
+                    $"Channel pool '{name}': no resilience pipeline is registered under the key '{pipelineKey}'. " +
+                    $"Register one with services.AddResiliencePipeline(\"{pipelineKey}\", ...) from Polly.Extensions.");
+        });
         return this;
     }
 

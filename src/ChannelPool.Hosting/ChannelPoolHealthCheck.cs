@@ -1,5 +1,4 @@
 using Microsoft.Extensions.Diagnostics.HealthChecks;
-using Polly.CircuitBreaker;
 
 namespace ChannelPool.Hosting;
 
@@ -41,11 +40,11 @@ public sealed class ChannelPoolHealthCheck : IHealthCheck
 
         var result = s switch
         {
-            { BreakerState: CircuitState.Open or CircuitState.Isolated } => new HealthCheckResult(
+            { BreakerState: BreakerState.Open or BreakerState.Isolated } => new HealthCheckResult(
                 context.Registration.FailureStatus, $"Pool '{_pool.Name}' cannot open channels: its circuit breaker is open ({s}).", data: data),
             { Idle: 0, Leased: 0 } => new HealthCheckResult(
                 context.Registration.FailureStatus, $"Pool '{_pool.Name}' has no open channel ({s}).", data: data),
-            { BreakerState: CircuitState.HalfOpen } => HealthCheckResult.Degraded(
+            { BreakerState: BreakerState.HalfOpen } => HealthCheckResult.Degraded(
                 $"Pool '{_pool.Name}' is probing whether the server is back ({s}).", data: data),
             _ when s.Idle <= _pool.RefillThreshold || s.Opening > 0 => HealthCheckResult.Degraded(
                 $"Pool '{_pool.Name}' is refilling: {s.Idle} idle against a refill threshold of {_pool.RefillThreshold} ({s}).", data: data),

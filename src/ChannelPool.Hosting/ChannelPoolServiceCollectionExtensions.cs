@@ -13,7 +13,7 @@ public static class ChannelPoolServiceCollectionExtensions
 {
     /// <summary>
     /// Registers a named pool of <typeparamref name="TChannel"/>. The pool is a singleton keyed by
-    /// <paramref name="name"/>, resolvable as <see cref="ChannelPool{TChannel}"/> and as <see cref="IChannelPool"/>;
+    /// <paramref name="name"/>, resolvable as <see cref="DefaultChannelPool{TChannel}"/> and as <see cref="IChannelPool"/>;
     /// its options are validated when the host starts; the host warms it at start and drains it at stop.
     /// </summary>
     /// <typeparam name="TChannel">The channel type.</typeparam>
@@ -35,13 +35,14 @@ public static class ChannelPoolServiceCollectionExtensions
 
         services.AddChannelPoolCore(name, typeof(TChannel));
 
-        services.AddKeyedSingleton(name, (provider, _) => new ChannelPool<TChannel>(
+        services.AddKeyedSingleton(name, (provider, _) => new DefaultChannelPool<TChannel>(
             factory(provider),
             provider.GetRequiredService<IOptionsMonitor<ChannelPoolOptions>>().Get(name),
             provider.GetService<TimeProvider>(),
             provider.GetService<ILoggerFactory>(),
             provider.GetService<IMeterFactory>()));
-        services.AddKeyedSingleton<IChannelPool>(name, (provider, key) => provider.GetRequiredKeyedService<ChannelPool<TChannel>>(key));
+        services.AddKeyedSingleton<IChannelPool<TChannel>>(name, (provider, key) => provider.GetRequiredKeyedService<DefaultChannelPool<TChannel>>(key));
+        services.AddKeyedSingleton<IChannelPool>(name, (provider, key) => provider.GetRequiredKeyedService<DefaultChannelPool<TChannel>>(key));
 
         return new ChannelPoolBuilder<TChannel>(services, name);
     }

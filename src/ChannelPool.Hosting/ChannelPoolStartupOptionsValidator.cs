@@ -2,22 +2,26 @@ using Microsoft.Extensions.Options;
 
 namespace ChannelPool.Hosting;
 
-/// <summary>Checks <see cref="ChannelPoolStartupOptions"/>; the rule that needs the pool size is checked when the host starts.</summary>
+/// <summary>
+/// Checks <see cref="ChannelPoolStartupOptions"/>: its data annotations through the generated validator, with each
+/// failure naming the pool, and the timeout's infinite value by hand. The rule that needs the pool size is checked
+/// when the host starts.
+/// </summary>
 internal sealed class ChannelPoolStartupOptionsValidator : IValidateOptions<ChannelPoolStartupOptions>
 {
     public ValidateOptionsResult Validate(string? name, ChannelPoolStartupOptions options)
     {
-        var failures = new List<string>();
-        if (options.WaitForReadyChannels < 0)
-        {
-            failures.Add($"Channel pool '{name}': Startup.WaitForReadyChannels must be at least 0; it was {options.WaitForReadyChannels}.");
-        }
-
+        ArgumentNullException.ThrowIfNull(options);
+        var failures = new OptionsFailures(name);
+        failures.AddAnnotations(new ChannelPoolStartupOptionsAnnotations().Validate(null, options), options, "Startup.");
         if (options.ReadyTimeout <= TimeSpan.Zero && options.ReadyTimeout != Timeout.InfiniteTimeSpan)
         {
-            failures.Add($"Channel pool '{name}': Startup.ReadyTimeout must be greater than zero, or Timeout.InfiniteTimeSpan; it was {options.ReadyTimeout}.");
+            failures.Add("Startup." + nameof(options.ReadyTimeout), "must be greater than zero, or Timeout.InfiniteTimeSpan", options.ReadyTimeout);
         }
 
-        return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
+        return failures.Result;
     }
 }
+
+[OptionsValidator]
+internal sealed partial class ChannelPoolStartupOptionsAnnotations : IValidateOptions<ChannelPoolStartupOptions>;

@@ -3,7 +3,7 @@ using ChannelPool;
 namespace ChannelPool.PollingDuplex.Client;
 
 /// <summary>
-/// Lets a <see cref="ChannelPool{TChannel}"/> pre-open polling duplex sessions on its background worker, so a caller
+/// Lets a <see cref="DefaultChannelPool{TChannel}"/> pre-open polling duplex sessions on its background worker, so a caller
 /// leases a session that is already open and polling.
 /// </summary>
 public sealed class PollingDuplexChannelFactory : IPooledChannelFactory<DuplexClientSession>

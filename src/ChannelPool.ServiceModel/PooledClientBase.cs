@@ -52,7 +52,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     private readonly Lock _sync = new();
     private ServiceChannelPool<TContract>? _endpointPool;
     private ClientCredentials? _credentials;
-    private ChannelPool<TContract>? _pool;
+    private DefaultChannelPool<TContract>? _pool;
     private ChannelLease<TContract> _lease;
     private FailureTrackingChannel<TContract>? _channel;
     private int _state = StateCreated;
@@ -187,7 +187,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
             return;
         }
 
-        ChannelPool<TContract> pool;
+        DefaultChannelPool<TContract> pool;
         using (_sync.EnterScope())
         {
             ThrowIfClosed();
@@ -289,7 +289,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
             OnOpening();
 
             // Waiting under the proxy's own lock is deliberate: threads sharing one proxy share its one channel.
-            var lease = SelectPool().AcquireBlocking(cancellationToken);
+            var lease = SelectPool().Acquire(cancellationToken);
             Keep(lease);
         }
 
@@ -332,7 +332,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     }
 
     // Credentials are read here, at first use: the original pool's rule, since applications set them after construction.
-    private ChannelPool<TContract> SelectPool() => _pool ??= ServiceChannelPool.GetPool(_credentials);
+    private DefaultChannelPool<TContract> SelectPool() => _pool ??= ServiceChannelPool.GetPool(_credentials);
 
     private void Release(bool broken)
     {

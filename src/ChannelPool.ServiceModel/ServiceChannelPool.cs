@@ -5,12 +5,11 @@ using System.ServiceModel.Description;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Abstractions;
 using Microsoft.Extensions.Options;
-using Polly.CircuitBreaker;
 
 namespace ChannelPool.ServiceModel;
 
 /// <summary>
-/// The pooled channels of one WCF service endpoint: one <see cref="ChannelPool{TChannel}"/> for each set of client
+/// The pooled channels of one WCF service endpoint: one <see cref="DefaultChannelPool{TChannel}"/> for each set of client
 /// credentials, as the original pool's <c>GetPool(ClientCredentials)</c> kept them. Proxies with different credentials
 /// never share a channel. <see cref="PooledClientBase{TContract}"/> leases from it.
 /// </summary>
@@ -116,7 +115,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     public ServiceEndpoint Endpoint => _default.Factory.ChannelFactory.Endpoint;
 
     /// <summary>Gets the pool for the endpoint's own credentials, the one warm-up fills.</summary>
-    public ChannelPool<TContract> DefaultPool => _default.Pool;
+    public DefaultChannelPool<TContract> DefaultPool => _default.Pool;
 
     /// <inheritdoc />
     public LeaseMode LeaseMode => _default.Pool.LeaseMode;
@@ -136,7 +135,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// <param name="credentials">A proxy's credentials; null for the endpoint's own.</param>
     /// <returns>The pool whose channels were opened with these credentials.</returns>
     /// <exception cref="InvalidOperationException">More than <see cref="MaxCredentialSets"/> distinct credentials were used.</exception>
-    public ChannelPool<TContract> GetPool(ClientCredentials? credentials)
+    public DefaultChannelPool<TContract> GetPool(ClientCredentials? credentials)
     {
         if (credentials is null)
         {
@@ -152,7 +151,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     public ChannelPoolSnapshot GetSnapshot()
     {
         var pools = _byCredentials.Values;
-        var total = default(ChannelPoolSnapshot) with { BreakerState = CircuitState.Closed };
+        var total = default(ChannelPoolSnapshot) with { BreakerState = BreakerState.Closed };
         foreach (var pooled in pools)
         {
             var s = pooled.Pool.GetSnapshot();
@@ -221,7 +220,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// <summary>A copy of the endpoint's own credentials, for a proxy to change before its first call.</summary>
     internal ClientCredentials CloneDefaultCredentials() => _defaultCredentials.Clone();
 
-    private ChannelPool<TContract> CreateCredentialPool(CredentialKey key, ClientCredentials credentials)
+    private DefaultChannelPool<TContract> CreateCredentialPool(CredentialKey key, ClientCredentials credentials)
     {
         using (_createLock.EnterScope())
         {
@@ -270,7 +269,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     private Pooled CreatePool(ChannelFactory<TContract> factory, string name)
     {
         var adapter = new ServiceModelChannelFactory<TContract>(factory, _timeProvider);
-        var pool = new ChannelPool<TContract>(
+        var pool = new DefaultChannelPool<TContract>(
             adapter, _options.CopyFor(name, EffectiveLeaseMode(_options)), _timeProvider, _loggerFactory, _meterFactory);
         return new Pooled(pool, adapter);
     }
@@ -289,17 +288,17 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         }
     }
 
-    private static CircuitState Worst(CircuitState a, CircuitState b) => Rank(a) >= Rank(b) ? a : b;
+    private static BreakerState Worst(BreakerState a, BreakerState b) => Rank(a) >= Rank(b) ? a : b;
 
-    private static int Rank(CircuitState state) => state switch
+    private static int Rank(BreakerState state) => state switch
     {
-        CircuitState.Closed => 0,
-        CircuitState.HalfOpen => 1,
+        BreakerState.Closed => 0,
+        BreakerState.HalfOpen => 1,
         _ => 2,
     };
 
     [LoggerMessage(301, LogLevel.Information, "Channel pool '{PoolName}' opened a pool for other client credentials: '{CredentialPoolName}'.")]
     private static partial void LogCredentialPoolCreated(ILogger logger, string poolName, string credentialPoolName);
 
-    private sealed record Pooled(ChannelPool<TContract> Pool, ServiceModelChannelFactory<TContract> Factory);
+    private sealed record Pooled(DefaultChannelPool<TContract> Pool, ServiceModelChannelFactory<TContract> Factory);
 }

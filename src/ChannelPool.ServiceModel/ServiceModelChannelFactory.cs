@@ -3,7 +3,7 @@ using System.ServiceModel;
 namespace ChannelPool.ServiceModel;
 
 /// <summary>
-/// Opens, checks and closes real WCF client channels for a <see cref="ChannelPool{TChannel}"/>. All channels come from
+/// Opens, checks and closes real WCF client channels for a <see cref="DefaultChannelPool{TChannel}"/>. All channels come from
 /// one <see cref="ChannelFactory{TChannel}"/>, because that is where a binding keeps its connections (HTTP bindings
 /// share one HTTP client per factory).
 /// </summary>

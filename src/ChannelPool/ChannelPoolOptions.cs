@@ -1,9 +1,10 @@
+using System.ComponentModel.DataAnnotations;
 using Polly;
 
 namespace ChannelPool;
 
 /// <summary>
-/// Settings for one <see cref="ChannelPool{TChannel}"/>. Defaults follow the original 2007 WCF channel pool where it
+/// Settings for one <see cref="DefaultChannelPool{TChannel}"/>. Defaults follow the original 2007 WCF channel pool where it
 /// had one; <c>docs/configuration.md</c> gives the reason for each.
 /// </summary>
 /// <remarks>Validated when a pool is created: a broken rule throws an <see cref="Microsoft.Extensions.Options.OptionsValidationException"/> that names every rule broken.</remarks>
@@ -38,6 +39,7 @@ public sealed class ChannelPoolOptions
     /// Gets or sets the hard cap on opening, idle and leased channels together. Defaults to
     /// <see cref="DefaultMaxChannels"/>.
     /// </summary>
+    [Range(1, int.MaxValue)]
     public int MaxChannels { get; set; } = DefaultMaxChannels;
 
     /// <summary>
@@ -54,12 +56,14 @@ public sealed class ChannelPoolOptions
     /// Gets or sets how long a channel may live after it opened. Each channel's own deadline is this value less a
     /// random share of up to <see cref="LifetimeJitter"/>. Defaults to 90 seconds.
     /// </summary>
+    [Range(typeof(TimeSpan), "00:00:01", "1.00:00:00")]
     public TimeSpan ChannelLifetime { get; set; } = TimeSpan.FromSeconds(90);
 
     /// <summary>
     /// Gets or sets the largest fraction by which a channel's deadline is brought forward at random, so that channels
     /// opened together do not all expire together. Defaults to 0.1 (up to 10%).
     /// </summary>
+    [Range(0.0, 0.5)]
     public double LifetimeJitter { get; set; } = 0.1;
 
     /// <summary>
@@ -134,26 +138,38 @@ public sealed class ChannelPoolOptions
     /// Gets or sets how many opens may be in flight at once. Defaults to 4. Opens never take the pool above
     /// <see cref="MaxChannels"/>, whatever this says.
     /// </summary>
+    [Range(1, int.MaxValue)]
     public int MaxConcurrentOpens { get; set; } = 4;
 
     /// <summary>
     /// Gets or sets how long a graceful close may take before the channel is aborted instead. Defaults to 10 seconds.
     /// </summary>
+    [Range(typeof(TimeSpan), "00:00:00", "1.00:00:00", MinimumIsExclusive = true)]
     public TimeSpan CloseTimeout { get; set; } = TimeSpan.FromSeconds(10);
 
     /// <summary>
     /// Gets or sets how long disposing the pool waits for leased channels to come back before aborting them.
     /// Defaults to 30 seconds.
     /// </summary>
+    [Range(typeof(TimeSpan), "00:00:00", "1.00:00:00")]
     public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(30);
 
-    /// <summary>Gets or sets the settings of the default open pipeline: timeouts, retry and circuit breaker.</summary>
+    /// <summary>
+    /// Gets or sets the strategies of the default open pipeline, as Polly's own options: total timeout, retry, circuit
+    /// breaker, attempt timeout. Not used when <see cref="OpenPipeline"/> is set.
+    /// </summary>
+    // Validated on its own, and only when no OpenPipeline replaces it (ChannelPoolOptionsValidator).
+#pragma warning disable SYSLIB1212
+    [Required]
     public OpenResilienceOptions Resilience { get; set; } = new();
+#pragma warning restore SYSLIB1212
 
     /// <summary>
-    /// Gets or sets a pipeline to run every open through instead of the one built from <see cref="Resilience"/>.
-    /// It should include a circuit breaker: the pool pauses opens and fails waiting callers fast when the pipeline
-    /// throws a <see cref="Polly.CircuitBreaker.BrokenCircuitException"/>.
+    /// Gets or sets a pipeline to run every open through instead of the one built from <see cref="Resilience"/>, for
+    /// example one from Polly's <c>ResiliencePipelineProvider&lt;string&gt;</c> (the hosting package's
+    /// <c>UseOpenPipeline(key)</c> does that). It should include a circuit breaker: the pool pauses opens and fails
+    /// waiting callers fast when the pipeline throws a <see cref="Polly.CircuitBreaker.BrokenCircuitException"/>, and its
+    /// snapshot then reports the breaker as the pipeline last showed it.
     /// </summary>
     public ResiliencePipeline? OpenPipeline { get; set; }
 

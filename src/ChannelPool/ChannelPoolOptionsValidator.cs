@@ -1,155 +1,152 @@
 using System.Globalization;
 using Microsoft.Extensions.Options;
+using Polly.Retry;
 
 namespace ChannelPool;
 
 /// <summary>
-/// Checks every <see cref="ChannelPoolOptions"/> rule, single-field and cross-field, in one place. The pool runs it
-/// when it is created; the hosting package registers it so a bad configuration stops start-up.
+/// Checks <see cref="ChannelPoolOptions"/>. Single-field ranges come from data annotations (ours, and Polly's on its
+/// strategy options) through the <c>[OptionsValidator]</c> source generator; the rules that relate two fields are
+/// written here. The pool runs it when it is created; the hosting package registers it so a bad configuration stops
+/// start-up.
 /// </summary>
 /// <remarks>Each failure names the pool, the option, the rule and the value that broke it.</remarks>
 internal sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOptions>
 {
-    private static readonly TimeSpan OneDay = TimeSpan.FromDays(1);
-
     /// <inheritdoc />
     public ValidateOptionsResult Validate(string? name, ChannelPoolOptions options)
     {
         ArgumentNullException.ThrowIfNull(options);
-        var failures = new List<string>();
-        var pool = options.Name ?? name;
-        var prefix = string.IsNullOrEmpty(pool) ? string.Empty : $"Channel pool '{pool}': ";
-        void Fail(string option, string rule, object value) =>
-            failures.Add(string.Create(CultureInfo.InvariantCulture, $"{prefix}{option} {rule}; it was {value}."));
+        var failures = new OptionsFailures(options.Name ?? name);
+        failures.AddAnnotations(new ChannelPoolOptionsAnnotations().Validate(null, options), options);
 
         if (options.Name is not null && string.IsNullOrWhiteSpace(options.Name))
         {
-            Fail(nameof(options.Name), "must not be empty or white space when it is set", $"'{options.Name}'");
+            failures.Add(nameof(options.Name), "must not be empty or white space when it is set", $"'{options.Name}'");
         }
 
-        if (options.MaxChannels < 1)
-        {
-            Fail(nameof(options.MaxChannels), "must be at least 1", options.MaxChannels);
-        }
-
+        // PoolSize and RefillThreshold have no annotation: each range ends at another option.
         if (options.PoolSize < 1 || options.PoolSize > Math.Max(1, options.MaxChannels))
         {
-            Fail(nameof(options.PoolSize), $"must be between 1 and MaxChannels ({options.MaxChannels})", options.PoolSize);
+            failures.Add(nameof(options.PoolSize), $"must be between 1 and MaxChannels ({options.MaxChannels})", options.PoolSize);
         }
 
         if (options.RefillThreshold < 0 || options.RefillThreshold >= Math.Max(1, options.PoolSize))
         {
-            Fail(nameof(options.RefillThreshold), $"must be at least 0 and less than PoolSize ({options.PoolSize})", options.RefillThreshold);
-        }
-
-        if (options.ChannelLifetime < TimeSpan.FromSeconds(1) || options.ChannelLifetime > OneDay)
-        {
-            Fail(nameof(options.ChannelLifetime), "must be between 1 second and 1 day", options.ChannelLifetime);
-        }
-
-        if (double.IsNaN(options.LifetimeJitter) || options.LifetimeJitter < 0 || options.LifetimeJitter > 0.5)
-        {
-            Fail(nameof(options.LifetimeJitter), "must be between 0 and 0.5 (a fraction of ChannelLifetime)", options.LifetimeJitter);
+            failures.Add(nameof(options.RefillThreshold), $"must be at least 0 and less than PoolSize ({options.PoolSize})", options.RefillThreshold);
         }
 
         if (options.CleanupInterval <= TimeSpan.Zero || options.CleanupInterval > options.ChannelLifetime)
         {
-            Fail(nameof(options.CleanupInterval), $"must be greater than zero and at most ChannelLifetime ({options.ChannelLifetime})", options.CleanupInterval);
+            failures.Add(nameof(options.CleanupInterval), $"must be greater than zero and at most ChannelLifetime ({options.ChannelLifetime})", options.CleanupInterval);
         }
 
+        // Not annotations: the binder and casts can produce values outside an enum, and the message names the choices.
         if (!Enum.IsDefined(options.LeaseMode))
         {
-            Fail(nameof(options.LeaseMode), "must be Reuse or SingleUse", options.LeaseMode);
+            failures.Add(nameof(options.LeaseMode), "must be Reuse or SingleUse", options.LeaseMode);
         }
 
         if (!Enum.IsDefined(options.IdleOrder))
         {
-            Fail(nameof(options.IdleOrder), "must be MostRecentlyUsed or LeastRecentlyUsed", options.IdleOrder);
+            failures.Add(nameof(options.IdleOrder), "must be MostRecentlyUsed or LeastRecentlyUsed", options.IdleOrder);
         }
 
+        // Not an annotation: the infinite value is negative.
         if (options.AcquireTimeout <= TimeSpan.Zero && options.AcquireTimeout != Timeout.InfiniteTimeSpan)
         {
-            Fail(nameof(options.AcquireTimeout), "must be greater than zero, or Timeout.InfiniteTimeSpan to wait without limit", options.AcquireTimeout);
+            failures.Add(nameof(options.AcquireTimeout), "must be greater than zero, or Timeout.InfiniteTimeSpan to wait without limit", options.AcquireTimeout);
         }
 
-        // No upper bound: opens are capped by the room under MaxChannels anyway, so lowering MaxChannels below the
-        // default MaxConcurrentOpens must not be an error.
-        if (options.MaxConcurrentOpens < 1)
+        // The resilience options only shape the default pipeline; a custom OpenPipeline replaces them.
+        if (options.Resilience is { } resilience && options.OpenPipeline is null)
         {
-            Fail(nameof(options.MaxConcurrentOpens), "must be at least 1", options.MaxConcurrentOpens);
+            ValidateResilience(resilience, failures);
         }
 
-        if (options.CloseTimeout <= TimeSpan.Zero || options.CloseTimeout > OneDay)
-        {
-            Fail(nameof(options.CloseTimeout), "must be greater than zero and at most 1 day", options.CloseTimeout);
-        }
-
-        if (options.DrainTimeout < TimeSpan.Zero || options.DrainTimeout > OneDay)
-        {
-            Fail(nameof(options.DrainTimeout), "must be between zero and 1 day", options.DrainTimeout);
-        }
-
-        if (options.Resilience is null)
-        {
-            Fail(nameof(options.Resilience), "must not be null", "null");
-        }
-        else if (options.OpenPipeline is null)
-        {
-            // The numbers below only shape the default pipeline; a custom OpenPipeline replaces them.
-            ValidateResilience(options.Resilience, Fail);
-        }
-
-        return failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
+        return failures.Result;
     }
 
-    private static void ValidateResilience(OpenResilienceOptions resilience, Action<string, string, object> fail)
+    private static void ValidateResilience(OpenResilienceOptions resilience, OptionsFailures failures)
     {
         const string Section = nameof(ChannelPoolOptions.Resilience) + ".";
-        var minTimeout = TimeSpan.FromMilliseconds(10);
-        var minBreakerWindow = TimeSpan.FromMilliseconds(500);
-
-        if (resilience.AttemptTimeout <= minTimeout || resilience.AttemptTimeout >= OneDay)
+        failures.AddAnnotations(new OpenResilienceOptionsAnnotations().Validate(null, resilience), resilience, Section);
+        // 0 retries is the pool's switch for leaving the retry out, below Polly's own minimum of 1.
+        if (resilience.Retry is { MaxRetryAttempts: not 0 } retry)
         {
-            fail(Section + nameof(resilience.AttemptTimeout), "must be more than 10 milliseconds and less than 1 day", resilience.AttemptTimeout);
+            failures.AddAnnotations(new RetryAnnotations().Validate(null, retry), retry, Section + nameof(resilience.Retry) + ".");
         }
 
-        if (resilience.TotalTimeout <= minTimeout || resilience.TotalTimeout >= OneDay)
+        if (resilience is { TotalTimeout: { } total, AttemptTimeout: { } attempt } && total.Timeout < attempt.Timeout)
         {
-            fail(Section + nameof(resilience.TotalTimeout), "must be more than 10 milliseconds and less than 1 day", resilience.TotalTimeout);
-        }
-        else if (resilience.TotalTimeout < resilience.AttemptTimeout)
-        {
-            fail(Section + nameof(resilience.TotalTimeout), $"must be at least AttemptTimeout ({resilience.AttemptTimeout})", resilience.TotalTimeout);
-        }
-
-        if (resilience.MaxRetryAttempts < 0 || resilience.MaxRetryAttempts > 100)
-        {
-            fail(Section + nameof(resilience.MaxRetryAttempts), "must be between 0 and 100", resilience.MaxRetryAttempts);
-        }
-
-        if (resilience.RetryBaseDelay < TimeSpan.Zero || resilience.RetryBaseDelay > OneDay)
-        {
-            fail(Section + nameof(resilience.RetryBaseDelay), "must be between zero and 1 day", resilience.RetryBaseDelay);
-        }
-
-        if (double.IsNaN(resilience.BreakerFailureRatio) || resilience.BreakerFailureRatio <= 0 || resilience.BreakerFailureRatio > 1)
-        {
-            fail(Section + nameof(resilience.BreakerFailureRatio), "must be more than 0 and at most 1", resilience.BreakerFailureRatio);
-        }
-
-        if (resilience.BreakerMinimumThroughput < 2)
-        {
-            fail(Section + nameof(resilience.BreakerMinimumThroughput), "must be at least 2", resilience.BreakerMinimumThroughput);
-        }
-
-        if (resilience.BreakerSamplingDuration < minBreakerWindow || resilience.BreakerSamplingDuration > OneDay)
-        {
-            fail(Section + nameof(resilience.BreakerSamplingDuration), "must be between 0.5 seconds and 1 day", resilience.BreakerSamplingDuration);
-        }
-
-        if (resilience.BreakerBreakDuration < minBreakerWindow || resilience.BreakerBreakDuration > OneDay)
-        {
-            fail(Section + nameof(resilience.BreakerBreakDuration), "must be between 0.5 seconds and 1 day", resilience.BreakerBreakDuration);
+            failures.Add(Section + "TotalTimeout.Timeout", $"must be at least AttemptTimeout.Timeout ({attempt.Timeout})", total.Timeout);
         }
     }
 }
+
+/// <summary>Collects failures, each prefixed with the pool's name, in the form the pool's exceptions use.</summary>
+/// <param name="poolName">The pool the options belong to; left out of the messages when empty.</param>
+internal sealed class OptionsFailures(string? poolName)
+{
+    private const string FieldPrefix = "The field ";
+    private readonly List<string> _failures = [];
+    private readonly string _prefix = string.IsNullOrEmpty(poolName) ? string.Empty : $"Channel pool '{poolName}': ";
+
+    public ValidateOptionsResult Result => _failures.Count == 0 ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(_failures);
+
+    public void Add(string option, string rule, object value) =>
+        _failures.Add(string.Create(CultureInfo.InvariantCulture, $"{_prefix}{option} {rule}; it was {value}."));
+
+    /// <summary>
+    /// Adds the failures of a generated validator, rewritten from "Member: The field Type.Path must be …." to
+    /// "Channel pool 'name': Section.Path must be …; it was value." so that they read like the hand-written ones.
+    /// </summary>
+    /// <param name="result">What the generated validator returned; it was called with no name.</param>
+    /// <param name="validated">The object it validated, to read the value that broke the rule.</param>
+    /// <param name="section">Where that object sits in the pool's options, for example <c>Resilience.Retry.</c>.</param>
+    public void AddAnnotations(ValidateOptionsResult result, object validated, string section = "")
+    {
+        if (!result.Failed || result.Failures is null)
+        {
+            return;
+        }
+
+        var typePrefix = validated.GetType().Name + ".";
+        foreach (var failure in result.Failures)
+        {
+            // The generated message starts with the member name and a colon; the rest names the type and the path.
+            var message = failure[(failure.IndexOf(": ", StringComparison.Ordinal) + 2)..].TrimEnd('.');
+            if (message.StartsWith(FieldPrefix + typePrefix, StringComparison.Ordinal))
+            {
+                var rest = message[(FieldPrefix.Length + typePrefix.Length)..];
+                var space = rest.IndexOf(' ', StringComparison.Ordinal);
+                var path = rest[..space];
+                Add(section + path, rest[(space + 1)..], ValueAt(validated, path));
+            }
+            else
+            {
+                _failures.Add($"{_prefix}{message.Replace(typePrefix, section, StringComparison.Ordinal)}.");
+            }
+        }
+    }
+
+    private static object ValueAt(object root, string path)
+    {
+        object? value = root;
+        foreach (var member in path.Split('.'))
+        {
+            value = value?.GetType().GetProperty(member)?.GetValue(value);
+        }
+
+        return value ?? "null";
+    }
+}
+
+[OptionsValidator]
+internal sealed partial class ChannelPoolOptionsAnnotations : IValidateOptions<ChannelPoolOptions>;
+
+[OptionsValidator]
+internal sealed partial class OpenResilienceOptionsAnnotations : IValidateOptions<OpenResilienceOptions>;
+
+[OptionsValidator]
+internal sealed partial class RetryAnnotations : IValidateOptions<RetryStrategyOptions>;

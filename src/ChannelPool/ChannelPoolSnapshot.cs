@@ -1,5 +1,3 @@
-using Polly.CircuitBreaker;
-
 namespace ChannelPool;
 
 /// <summary>A consistent picture of a pool's counts at one moment, as carried by pool exceptions and health checks.</summary>
@@ -17,7 +15,7 @@ public readonly record struct ChannelPoolSnapshot(
     int Opening,
     int Closing,
     int Waiting,
-    CircuitState BreakerState,
+    BreakerState BreakerState,
     long TotalOpened,
     long TotalClosed)
 {

@@ -2,7 +2,7 @@ namespace ChannelPool;
 
 /// <summary>
 /// A pool seen without its channel type: what hosting, health checks and dashboards need to warm it, watch it, retune
-/// it and drain it. <see cref="ChannelPool{TChannel}"/> implements it.
+/// it and drain it. <see cref="IChannelPool{TChannel}"/> adds leasing; <see cref="DefaultChannelPool{TChannel}"/> implements both.
 /// </summary>
 public interface IChannelPool : IAsyncDisposable, IDisposable
 {

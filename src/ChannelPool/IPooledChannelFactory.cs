@@ -1,7 +1,7 @@
 namespace ChannelPool;
 
 /// <summary>
-/// Opens, checks and closes the channels a <see cref="ChannelPool{TChannel}"/> holds. This is the only thing the pool
+/// Opens, checks and closes the channels a <see cref="DefaultChannelPool{TChannel}"/> holds. This is the only thing the pool
 /// knows about a transport.
 /// </summary>
 /// <typeparam name="TChannel">The channel type, for example a WCF channel or a duplex session.</typeparam>

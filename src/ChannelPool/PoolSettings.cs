@@ -33,6 +33,6 @@ internal sealed record PoolSettings(
         options.MaxConcurrentOpens,
         options.CloseTimeout,
         options.DrainTimeout,
-        options.Resilience.RetryBaseDelay,
-        options.Resilience.BreakerBreakDuration);
+        options.Resilience.Retry.Delay,
+        options.Resilience.CircuitBreaker.BreakDuration);
 }

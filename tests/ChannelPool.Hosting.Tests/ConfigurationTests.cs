@@ -19,7 +19,7 @@ public class ConfigurationTests
                 [$"{Section}:MaxChannels"] = "40",
                 [$"{Section}:ChannelLifetime"] = "00:02:00",
                 [$"{Section}:LeaseMode"] = "SingleUse",
-                [$"{Section}:Resilience:MaxRetryAttempts"] = "1",
+                [$"{Section}:Resilience:Retry:MaxRetryAttempts"] = "1",
                 [$"{Section}:Startup:WaitForReadyChannels"] = "4",
             });
 
@@ -31,7 +31,7 @@ public class ConfigurationTests
         Assert.That(options.MaxChannels, Is.EqualTo(40));
         Assert.That(options.ChannelLifetime, Is.EqualTo(TimeSpan.FromMinutes(2)));
         Assert.That(options.LeaseMode, Is.EqualTo(LeaseMode.SingleUse));
-        Assert.That(options.Resilience.MaxRetryAttempts, Is.EqualTo(1));
+        Assert.That(options.Resilience.Retry.MaxRetryAttempts, Is.EqualTo(1));
         Assert.That(startup.WaitForReadyChannels, Is.EqualTo(4));
     }
 
@@ -52,10 +52,10 @@ public class ConfigurationTests
 
         yield return Case("PoolSize", "0", "Channel pool 'orders': PoolSize must be between 1 and MaxChannels (126); it was 0.");
         yield return Case("RefillThreshold", "80", "Channel pool 'orders': RefillThreshold must be at least 0 and less than PoolSize (50); it was 80.");
-        yield return Case("ChannelLifetime", "00:00:00.1", "Channel pool 'orders': ChannelLifetime must be between 1 second and 1 day; it was 00:00:00.1000000.");
-        yield return Case("MaxConcurrentOpens", "0", "Channel pool 'orders': MaxConcurrentOpens must be at least 1; it was 0.");
-        yield return Case("Resilience:BreakerFailureRatio", "2", "Channel pool 'orders': Resilience.BreakerFailureRatio must be more than 0 and at most 1; it was 2.");
-        yield return Case("Startup:WaitForReadyChannels", "-1", "Channel pool 'orders': Startup.WaitForReadyChannels must be at least 0; it was -1.");
+        yield return Case("ChannelLifetime", "00:00:00.1", "Channel pool 'orders': ChannelLifetime must be between 00:00:01 and 1.00:00:00; it was 00:00:00.1000000.");
+        yield return Case("MaxConcurrentOpens", "0", "Channel pool 'orders': MaxConcurrentOpens must be between 1 and 2147483647; it was 0.");
+        yield return Case("Resilience:CircuitBreaker:FailureRatio", "2", "Channel pool 'orders': Resilience.CircuitBreaker.FailureRatio must be between 0 and 1; it was 2.");
+        yield return Case("Startup:WaitForReadyChannels", "-1", "Channel pool 'orders': Startup.WaitForReadyChannels must be between 0 and 2147483647; it was -1.");
         yield return Case("Startup:WaitForReadyChannels", "51", "Channel pool 'orders': Startup.WaitForReadyChannels must be at most PoolSize (50); it was 51.");
         yield return Case("PoolSize", "lots", "Failed to convert configuration value 'lots' at 'ChannelPool:Pools:orders:PoolSize' to type 'System.Int32'.");
     }

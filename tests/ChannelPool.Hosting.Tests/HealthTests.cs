@@ -23,7 +23,7 @@ public class HealthTests
     {
         var factory = new FakeChannelFactory();
         await using var host = await StartAsync(factory);
-        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
+        var pool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders");
         factory.HoldOpens();
         await using var first = await pool.AcquireAsync();
         await using var second = await pool.AcquireAsync();
@@ -43,13 +43,13 @@ public class HealthTests
             .Configure(o =>
             {
                 o.PoolSize = 4;
-                o.Resilience.MaxRetryAttempts = 0;
-                o.Resilience.BreakerMinimumThroughput = 2;
+                o.Resilience.Retry.MaxRetryAttempts = 0;
+                o.Resilience.CircuitBreaker.MinimumThroughput = 2;
             })
             .AddHealthCheck());
         await host.Host.StartAsync().Within();
         var pool = host.Services.GetRequiredKeyedService<IChannelPool>("orders");
-        await Eventually.That(() => pool.GetSnapshot().BreakerState == Polly.CircuitBreaker.CircuitState.Open, "the breaker opened");
+        await Eventually.That(() => pool.GetSnapshot().BreakerState == BreakerState.Open, "the breaker opened");
 
         var report = await CheckAsync(host);
 

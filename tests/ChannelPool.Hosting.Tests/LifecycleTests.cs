@@ -60,8 +60,8 @@ public class LifecycleTests
             .Configure(o =>
             {
                 o.PoolSize = 2;
-                o.Resilience.MaxRetryAttempts = 0;
-                o.Resilience.BreakerMinimumThroughput = 2;
+                o.Resilience.Retry.MaxRetryAttempts = 0;
+                o.Resilience.CircuitBreaker.MinimumThroughput = 2;
             })
             .ConfigureStartup(o => o.WaitForReadyChannels = 2));
 
@@ -99,7 +99,7 @@ public class LifecycleTests
             .Configure(o => o.PoolSize = 3)
             .ConfigureStartup(o => o.WaitForReadyChannels = 3));
         await host.Host.StartAsync().Within();
-        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
+        var pool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders");
         var lease = await pool.AcquireAsync();
         var leased = lease.Channel;
 
@@ -132,7 +132,7 @@ public class LifecycleTests
                 .ConfigureStartup(o => o.WaitForReadyChannels = 2),
             shutdownTimeout: TimeSpan.FromSeconds(1));
         await host.Host.StartAsync().Within();
-        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
+        var pool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders");
         var forgotten = await pool.AcquireAsync();
 
         await host.Host.StopAsync().Within();

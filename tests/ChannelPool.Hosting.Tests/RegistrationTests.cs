@@ -1,7 +1,6 @@
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
 using Polly;
-using Polly.Registry;
 
 namespace ChannelPool.Hosting.Tests;
 
@@ -13,12 +12,36 @@ public class RegistrationTests
         var factory = new FakeChannelFactory();
         await using var host = TestHost.Create(services => services.AddChannelPool("orders", _ => factory).Configure(o => o.PoolSize = 3));
 
-        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
+        var pool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders");
 
         Assert.That(pool.Name, Is.EqualTo("orders"));
         Assert.That(pool.PoolSize, Is.EqualTo(3));
         Assert.That(host.Services.GetRequiredKeyedService<IChannelPool>("orders"), Is.SameAs(pool));
-        Assert.That(host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders"), Is.SameAs(pool));
+        Assert.That(host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders"), Is.SameAs(pool));
+    }
+
+    [Test]
+    public async Task NamedPool_IsResolvableAsItsLeasingAbstraction_AndLeasesThroughIt()
+    {
+        var factory = new FakeChannelFactory();
+        await using var host = TestHost.Create(services => services.AddChannelPool("orders", _ => factory).Configure(o => o.PoolSize = 1));
+        await host.Host.StartAsync().Within();
+
+        var pool = host.Services.GetRequiredKeyedService<IChannelPool<FakeChannel>>("orders");
+        Assert.That(pool, Is.SameAs(host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders")));
+
+        await using (var lease = await pool.AcquireAsync().AsTask().Within())
+        {
+            Assert.That(lease.Channel.IsOpen, Is.True);
+        }
+
+        using (var lease = pool.Acquire())
+        {
+            Assert.That(lease.Channel.IsOpen, Is.True);
+        }
+
+        Assert.That(pool.GetSnapshot().Leased, Is.EqualTo(0), "both leases went back to the pool");
+        await host.Host.StopAsync().Within();
     }
 
     [Test]
@@ -33,8 +56,8 @@ public class RegistrationTests
         });
 
         await host.Host.StartAsync().Within();
-        var ordersPool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
-        var billingPool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("billing");
+        var ordersPool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders");
+        var billingPool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("billing");
         await Eventually.That(() => orders.Opened == 2 && billing.Opened == 5, "each pool filled from its own factory");
 
         Assert.That(ordersPool, Is.Not.SameAs(billingPool));
@@ -65,8 +88,7 @@ public class RegistrationTests
         var factory = new FakeChannelFactory { OpenFailure = () => Interlocked.Increment(ref attempts) == 1 ? new IOException("reset") : null };
         await using var host = TestHost.Create(services =>
         {
-            var registry = new ResiliencePipelineRegistry<string>();
-            registry.TryAddBuilder("orders-open", (pipeline, _) => pipeline.AddRetry(new()
+            services.AddResiliencePipeline("orders-open", pipeline => pipeline.AddRetry(new()
             {
                 MaxRetryAttempts = 2,
                 Delay = TimeSpan.Zero,
@@ -76,10 +98,9 @@ public class RegistrationTests
                     return ValueTask.CompletedTask;
                 },
             }));
-            services.AddSingleton(registry);
             services.AddChannelPool("orders", _ => factory)
                 .Configure(o => o.PoolSize = 1)
-                .UseOpenPipeline(sp => sp.GetRequiredService<ResiliencePipelineRegistry<string>>().GetPipeline("orders-open"))
+                .UseOpenPipeline("orders-open")
                 .ConfigureStartup(o => o.WaitForReadyChannels = 1);
         });
 
@@ -88,6 +109,30 @@ public class RegistrationTests
         Assert.That(retries, Is.EqualTo(1), "the registry's pipeline retried the failed open");
         Assert.That(factory.Opened, Is.EqualTo(1));
         await host.Host.StopAsync().Within();
+    }
+
+    [Test]
+    public async Task OpenPipeline_WithAnUnknownKey_StopsStartUp_NamingThePoolAndTheKey()
+    {
+        var factory = new FakeChannelFactory();
+        await using var host = TestHost.Create(services =>
+        {
+            services.AddResiliencePipeline("orders-open", pipeline => pipeline.AddTimeout(TimeSpan.FromSeconds(1)));
+            services.AddChannelPool("orders", _ => factory).UseOpenPipeline("order-open");
+        });
+
+        var error = Assert.CatchAsync<Exception>(() => host.Host.StartAsync().Within());
+
+        Assert.That(error!.Message, Does.Contain("Channel pool 'orders'").And.Contain("'order-open'"));
+        Assert.That(factory.OpenAttempts, Is.EqualTo(0));
+    }
+
+    [Test]
+    public void OpenPipeline_WithABlankKey_IsRejected()
+    {
+        var builder = new ServiceCollection().AddChannelPool("orders", _ => new FakeChannelFactory());
+
+        Assert.Throws<ArgumentException>(() => builder.UseOpenPipeline(" "));
     }
 
     [Test]

@@ -40,7 +40,7 @@ public class ReloadTests
             },
             time);
         await host.Host.StartAsync().Within();
-        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
+        var pool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders");
         var originals = factory.Channels.ToList();
 
         host.Reconfigure($"{Section}:ChannelLifetime", "00:00:10");
@@ -62,7 +62,7 @@ public class ReloadTests
             services => services.AddChannelPool("orders", _ => factory).BindConfiguration(),
             new Dictionary<string, string?> { [$"{Section}:PoolSize"] = "4" });
         await host.Host.StartAsync().Within();
-        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("orders");
+        var pool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("orders");
 
         Assert.DoesNotThrow(() => host.Reconfigure($"{Section}:PoolSize", "0"));
 

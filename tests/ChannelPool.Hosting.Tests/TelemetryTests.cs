@@ -22,7 +22,7 @@ public class TelemetryTests
             .Configure(o => o.PoolSize = 3)
             .ConfigureStartup(o => o.WaitForReadyChannels = 3));
         await host.Host.StartAsync().Within();
-        var pool = host.Services.GetRequiredKeyedService<ChannelPool<FakeChannel>>("otel-orders");
+        var pool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("otel-orders");
         await Eventually.That(() => pool.GetSnapshot() is { Idle: 3, Opening: 0 }, "the pool is warm");
 
         var held = await pool.AcquireAsync();

@@ -12,7 +12,7 @@ public class PooledSessionTests
         server.Recorder.Echo = true;
         using var http = DuplexTestServer.CreateHttpClient();
         var client = new PollingDuplexClient(http, server.Duplex, new PollingDuplexClientOptions { Encoding = DuplexEncoding.Text });
-        var pool = new ChannelPool<DuplexClientSession>(new PollingDuplexChannelFactory(client), new ChannelPoolOptions { Name = "duplex", PoolSize = 4 });
+        var pool = new DefaultChannelPool<DuplexClientSession>(new PollingDuplexChannelFactory(client), new ChannelPoolOptions { Name = "duplex", PoolSize = 4 });
 
         await pool.WarmUpAsync().Within();
         Assert.That(server.Recorder.Sessions, Has.Count.EqualTo(4), "the sessions were opened before any caller asked");
@@ -37,7 +37,7 @@ public class PooledSessionTests
         await using var server = await DuplexTestServer.StartAsync();
         using var http = DuplexTestServer.CreateHttpClient();
         var client = new PollingDuplexClient(http, server.Duplex, new PollingDuplexClientOptions { Encoding = DuplexEncoding.Text });
-        await using var pool = new ChannelPool<DuplexClientSession>(new PollingDuplexChannelFactory(client), new ChannelPoolOptions { Name = "duplex", PoolSize = 2, MaxChannels = 2 });
+        await using var pool = new DefaultChannelPool<DuplexClientSession>(new PollingDuplexChannelFactory(client), new ChannelPoolOptions { Name = "duplex", PoolSize = 2, MaxChannels = 2 });
         await pool.WarmUpAsync().Within();
         var doomed = server.Recorder.Sessions.Values.First();
 
@@ -57,7 +57,7 @@ public class PooledSessionTests
         await Eventually.That(() => server.Recorder.Sessions.Count == 3, "a replacement was opened in the background");
     }
 
-    private static async Task<List<DuplexClientSession>> LeaseAllAsync(ChannelPool<DuplexClientSession> pool)
+    private static async Task<List<DuplexClientSession>> LeaseAllAsync(DefaultChannelPool<DuplexClientSession> pool)
     {
         var leases = new List<ChannelLease<DuplexClientSession>>();
         for (var i = 0; i < pool.PoolSize; i++)

@@ -57,8 +57,8 @@ public sealed class ServerFailureTests
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         var options = new ChannelPoolOptions { PoolSize = 2, AcquireTimeout = TimeSpan.FromSeconds(30) };
-        options.Resilience.BreakerBreakDuration = TimeSpan.FromSeconds(1);
-        options.Resilience.RetryBaseDelay = TimeSpan.FromMilliseconds(50);
+        options.Resilience.CircuitBreaker.BreakDuration = TimeSpan.FromSeconds(1);
+        options.Resilience.Retry.Delay = TimeSpan.FromMilliseconds(50);
         var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, options, service.Configure);
         await pool.WarmUpAsync(readyChannels: 2);
 

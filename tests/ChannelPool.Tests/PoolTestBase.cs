@@ -8,7 +8,7 @@ namespace ChannelPool.Tests;
 /// </summary>
 public abstract class PoolTestBase
 {
-    private readonly List<ChannelPool<FakeChannel>> _pools = [];
+    private readonly List<DefaultChannelPool<FakeChannel>> _pools = [];
 
     protected FakeTimeProvider Time { get; private set; } = null!;
 
@@ -49,28 +49,28 @@ public abstract class PoolTestBase
         PoolSize = poolSize,
         MaxChannels = maxChannels,
         LifetimeJitter = 0,
-        Resilience = { MaxRetryAttempts = 0, RetryBaseDelay = TimeSpan.FromMilliseconds(100) },
+        Resilience = { Retry = { MaxRetryAttempts = 0, Delay = TimeSpan.FromMilliseconds(100) } },
     };
 
     /// <summary>A pool on <see cref="Time"/>, or on a clock of the test's own, which teardown cannot move.</summary>
-    protected ChannelPool<FakeChannel> CreatePool(ChannelPoolOptions options, TimeProvider? time = null, IMeterFactory? meterFactory = null)
+    protected DefaultChannelPool<FakeChannel> CreatePool(ChannelPoolOptions options, TimeProvider? time = null, IMeterFactory? meterFactory = null)
     {
-        var pool = new ChannelPool<FakeChannel>(Factory, options, time ?? Time, meterFactory: meterFactory);
+        var pool = new DefaultChannelPool<FakeChannel>(Factory, options, time ?? Time, meterFactory: meterFactory);
         _pools.Add(pool);
         return pool;
     }
 
-    protected ChannelPool<FakeChannel> CreatePool(Action<ChannelPoolOptions>? configure = null)
+    protected DefaultChannelPool<FakeChannel> CreatePool(Action<ChannelPoolOptions>? configure = null)
     {
         var options = SmallPool();
         configure?.Invoke(options);
         return CreatePool(options);
     }
 
-    protected static Task UntilIdle(ChannelPool<FakeChannel> pool, int idle) =>
+    protected static Task UntilIdle(DefaultChannelPool<FakeChannel> pool, int idle) =>
         Eventually.That(() => pool.GetSnapshot().Idle == idle, () => $"{idle} channels are idle (now {pool.GetSnapshot()})");
 
-    protected static Task UntilQuiet(ChannelPool<FakeChannel> pool) =>
+    protected static Task UntilQuiet(DefaultChannelPool<FakeChannel> pool) =>
         Eventually.That(
             () => pool.GetSnapshot() is { Opening: 0, Closing: 0 },
             () => $"no open or close is in flight (now {pool.GetSnapshot()})");

@@ -46,10 +46,6 @@ internal sealed class IdleQueue<TChannel>
         return true;
     }
 
-    /// <summary>Takes the channel released first, whatever the lease order: for draining, where order does not matter.</summary>
-    public bool TryDequeue([System.Diagnostics.CodeAnalysis.NotNullWhen(true)] out PooledChannel<TChannel>? entry) =>
-        TryTake(IdleOrder.LeastRecentlyUsed, out entry);
-
     public void Enqueue(PooledChannel<TChannel> entry)
     {
         if (Count == _slots.Length)

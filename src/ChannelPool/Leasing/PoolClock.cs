@@ -7,7 +7,7 @@ namespace ChannelPool;
 /// Reading the precise clock costs about 25 ns on Linux, roughly twice a whole <c>DefaultObjectPool</c> Get+Return,
 /// and the hot path would need it twice. Deadlines only need to be right to a fraction of the lifetime, so lease and
 /// release read this cached value instead. To stay safe the check is conservative: a channel counts as expired one
-/// <see cref="Resolution"/> before its deadline, so it is retired early by at most that much, never late.
+/// <see cref="Resolution"/> before its deadline, so it is evicted early by at most that much, never late.
 /// </remarks>
 internal sealed class PoolClock : IDisposable
 {
@@ -28,17 +28,14 @@ internal sealed class PoolClock : IDisposable
     /// <summary>Gets the refresh period in timestamp units.</summary>
     public long Resolution => Volatile.Read(ref _resolution);
 
-    /// <summary>Gets the precise current timestamp, for the places that are not on the hot path.</summary>
-    public long PreciseNow => _timeProvider.GetTimestamp();
-
     /// <summary>Gets whether <paramref name="deadline"/> has passed, or will within one resolution, by the cached clock.</summary>
     /// <param name="deadline">A timestamp from this clock's <see cref="TimeProvider"/>.</param>
-    /// <returns><see langword="true"/> when a channel with that deadline must be retired.</returns>
+    /// <returns><see langword="true"/> when a channel with that deadline must be evicted.</returns>
     public bool HasPassed(long deadline) => deadline - Resolution <= Volatile.Read(ref _now);
 
     /// <summary>Gets whether <paramref name="deadline"/> has passed by the precise clock, with the same margin.</summary>
     /// <param name="deadline">A timestamp from this clock's <see cref="TimeProvider"/>.</param>
-    /// <returns><see langword="true"/> when a channel with that deadline must be retired.</returns>
+    /// <returns><see langword="true"/> when a channel with that deadline must be evicted.</returns>
     public bool HasPassedPrecise(long deadline) => deadline - Resolution <= _timeProvider.GetTimestamp();
 
     /// <summary>Converts a duration to <see cref="TimeProvider.GetTimestamp"/> units.</summary>
@@ -58,7 +55,7 @@ internal sealed class PoolClock : IDisposable
 
     public void Dispose() => _timer.Dispose();
 
-    /// <summary>A sixty-fourth of the lifetime, between 10 ms and 1 s: under 2% early retirement at any lifetime.</summary>
+    /// <summary>A sixty-fourth of the lifetime, between 10 ms and 1 s: under 2% early eviction at any lifetime.</summary>
     internal static TimeSpan ResolutionFor(TimeSpan channelLifetime) =>
         TimeSpan.FromTicks(Math.Clamp(channelLifetime.Ticks / 64, TimeSpan.TicksPerMillisecond * 10, TimeSpan.TicksPerSecond));
 

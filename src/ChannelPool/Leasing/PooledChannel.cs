@@ -13,7 +13,7 @@ internal sealed class PooledChannel<TChannel>
     /// </summary>
     internal int LeaseVersion;
 
-    public PooledChannel(ChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, double jitterDraw)
+    public PooledChannel(DefaultChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, double jitterDraw)
     {
         Pool = pool;
         Id = id;
@@ -22,7 +22,7 @@ internal sealed class PooledChannel<TChannel>
         JitterDraw = jitterDraw;
     }
 
-    public ChannelPool<TChannel> Pool { get; }
+    public DefaultChannelPool<TChannel> Pool { get; }
 
     public long Id { get; }
 
@@ -47,18 +47,18 @@ internal sealed class PooledChannel<TChannel>
         ExpiresAt = OpenedAt + lifetime - (long)(lifetime * jitter * JitterDraw);
 
     /// <summary>
-    /// Gets or sets whether the channel has left the pool for good and is being closed. Set once, under the pool's
+    /// Gets or sets whether the channel was evicted: it has left the pool for good and is being closed. Set once, under the pool's
     /// gate. Whether an open channel is idle or leased is not recorded here: the idle queue knows, and writing it on
     /// every lease and release would move this object's cache line between cores for nothing.
     /// </summary>
-    public bool IsRetiring { get; set; }
+    public bool IsEvicted { get; set; }
 
     /// <summary>Gets or sets whether the current holder marked the channel broken. Reset when a new lease starts.</summary>
     public bool IsBroken { get; set; }
 
-    /// <summary>Gets or sets why the channel is being retired; set once it leaves the idle and leased states.</summary>
-    public EvictionReason RetireReason { get; set; }
+    /// <summary>Gets or sets why the channel was evicted; set once it leaves the idle and leased states.</summary>
+    public EvictionReason EvictionReason { get; set; }
 
     /// <summary>Gets or sets the precise timestamp the current lease started, or <c>NotMeasured</c> when use time is not measured.</summary>
-    public long LeaseStartedAt { get; set; } = ChannelPool<TChannel>.NotMeasured;
+    public long LeaseStartedAt { get; set; } = DefaultChannelPool<TChannel>.NotMeasured;
 }

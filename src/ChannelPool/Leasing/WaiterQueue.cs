@@ -7,12 +7,12 @@ namespace ChannelPool;
 internal sealed class WaiterQueue<TChannel>
     where TChannel : class
 {
-    private PendingAcquire<TChannel>? _head;
-    private PendingAcquire<TChannel>? _tail;
+    private Waiter<TChannel>? _head;
+    private Waiter<TChannel>? _tail;
 
     public int Count { get; private set; }
 
-    public void Enqueue(PendingAcquire<TChannel> waiter)
+    public void Enqueue(Waiter<TChannel> waiter)
     {
         waiter.Previous = _tail;
         waiter.Next = null;
@@ -30,7 +30,7 @@ internal sealed class WaiterQueue<TChannel>
         Count++;
     }
 
-    public PendingAcquire<TChannel>? Dequeue()
+    public Waiter<TChannel>? Dequeue()
     {
         var first = _head;
         if (first is not null)
@@ -41,7 +41,7 @@ internal sealed class WaiterQueue<TChannel>
         return first;
     }
 
-    public void Remove(PendingAcquire<TChannel> waiter)
+    public void Remove(Waiter<TChannel> waiter)
     {
         if (waiter.Previous is null)
         {
@@ -68,9 +68,9 @@ internal sealed class WaiterQueue<TChannel>
     }
 
     /// <summary>Empties the queue and returns its waiters in FIFO order.</summary>
-    public List<PendingAcquire<TChannel>> DequeueAll()
+    public List<Waiter<TChannel>> DequeueAll()
     {
-        var all = new List<PendingAcquire<TChannel>>(Count);
+        var all = new List<Waiter<TChannel>>(Count);
         while (Dequeue() is { } waiter)
         {
             all.Add(waiter);

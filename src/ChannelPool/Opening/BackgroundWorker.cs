@@ -42,9 +42,6 @@ internal sealed class BackgroundWorker : TaskScheduler
     /// <inheritdoc />
     public override int MaximumConcurrencyLevel => _threadCount;
 
-    /// <summary>Gets whether the calling thread is one of the worker's threads.</summary>
-    public static bool IsWorkerThread => t_isWorkerThread;
-
     /// <summary>
     /// Runs <paramref name="work"/> on the worker, fire-and-forget. <paramref name="work"/> must not throw.
     /// </summary>
@@ -65,10 +62,6 @@ internal sealed class BackgroundWorker : TaskScheduler
             Task.Factory.StartNew(work, state, CancellationToken.None, TaskCreationOptions.DenyChildAttach, this);
         }
     }
-
-    /// <summary>Runs <paramref name="work"/> on the worker and returns a task for its completion.</summary>
-    public Task Run(Func<Task> work) =>
-        Task.Factory.StartNew(work, CancellationToken.None, TaskCreationOptions.DenyChildAttach, this).Unwrap();
 
     /// <inheritdoc />
     protected override void QueueTask(Task task) => _queue.Add(task);

@@ -4,18 +4,14 @@ using Polly.Retry;
 
 namespace ChannelPool;
 
-/// <summary>Builds the default pipeline channel opens run through.</summary>
+/// <summary>Builds the default pipeline channel opens run through, from <see cref="OpenResilienceOptions"/>.</summary>
 internal static class OpenPipeline
 {
-    /// <summary>
-    /// Outermost first: total timeout, retry (exponential backoff with jitter), circuit breaker, attempt timeout. The
-    /// breaker sits inside the retry so every attempt counts towards it, and the retry never retries a rejection by
-    /// the breaker: that is what lets the pool stop, rather than hammer a server that is down.
-    /// </summary>
     public static ResiliencePipeline Build(
         OpenResilienceOptions options,
         string poolName,
         TimeProvider timeProvider,
+        CircuitBreakerStateProvider breakerState,
         Action<TimeSpan> onBreakerOpened,
         Action onBreakerClosed)
     {
@@ -27,48 +23,68 @@ internal static class OpenPipeline
         };
 
         builder.AddTimeout(options.TotalTimeout);
-
-        if (options.MaxRetryAttempts > 0)
+        if (options.Retry.MaxRetryAttempts != 0)
         {
-            var shouldRetry = options.ShouldRetry;
-            builder.AddRetry(new RetryStrategyOptions
-            {
-                MaxRetryAttempts = options.MaxRetryAttempts,
-                Delay = options.RetryBaseDelay,
-                BackoffType = DelayBackoffType.Exponential,
-                UseJitter = true,
-                ShouldHandle = args => ValueTask.FromResult(IsRetryable(args.Outcome.Exception, shouldRetry)),
-            });
+            builder.AddRetry(WithPoolRules(options.Retry));
         }
 
-        builder.AddCircuitBreaker(new CircuitBreakerStrategyOptions
-        {
-            FailureRatio = options.BreakerFailureRatio,
-            MinimumThroughput = options.BreakerMinimumThroughput,
-            SamplingDuration = options.BreakerSamplingDuration,
-            BreakDuration = options.BreakerBreakDuration,
-            ShouldHandle = args => ValueTask.FromResult(args.Outcome.Exception is not null and not OperationCanceledException),
-            OnOpened = args =>
-            {
-                onBreakerOpened(args.BreakDuration);
-                return ValueTask.CompletedTask;
-            },
-            OnClosed = _ =>
-            {
-                onBreakerClosed();
-                return ValueTask.CompletedTask;
-            },
-        });
-
+        builder.AddCircuitBreaker(WithPoolCallbacks(options.CircuitBreaker, breakerState, onBreakerOpened, onBreakerClosed));
         builder.AddTimeout(options.AttemptTimeout);
         return builder.Build();
     }
 
-    private static bool IsRetryable(Exception? error, Func<Exception, bool>? shouldRetry) => error switch
+    /// <summary>A copy whose predicate never retries cancellation or a rejection by the breaker, whatever the caller's says.</summary>
+    private static RetryStrategyOptions WithPoolRules(RetryStrategyOptions retry)
     {
-        null => false,
-        OperationCanceledException => false,
-        BrokenCircuitException or IsolatedCircuitException => false,
-        _ => shouldRetry?.Invoke(error) ?? true,
-    };
+        var shouldHandle = retry.ShouldHandle;
+        return new RetryStrategyOptions
+        {
+            Name = retry.Name,
+            MaxRetryAttempts = retry.MaxRetryAttempts,
+            BackoffType = retry.BackoffType,
+            UseJitter = retry.UseJitter,
+            Delay = retry.Delay,
+            MaxDelay = retry.MaxDelay,
+            DelayGenerator = retry.DelayGenerator,
+            OnRetry = retry.OnRetry,
+            Randomizer = retry.Randomizer,
+            ShouldHandle = args => args.Outcome.Exception is null or OperationCanceledException or BrokenCircuitException or IsolatedCircuitException
+                ? ValueTask.FromResult(false)
+                : shouldHandle(args),
+        };
+    }
+
+    /// <summary>A copy that reports its state to the pool; callbacks set in the options still run.</summary>
+    private static CircuitBreakerStrategyOptions WithPoolCallbacks(
+        CircuitBreakerStrategyOptions breaker,
+        CircuitBreakerStateProvider breakerState,
+        Action<TimeSpan> onBreakerOpened,
+        Action onBreakerClosed)
+    {
+        var onOpened = breaker.OnOpened;
+        var onClosed = breaker.OnClosed;
+        return new CircuitBreakerStrategyOptions
+        {
+            Name = breaker.Name,
+            FailureRatio = breaker.FailureRatio,
+            MinimumThroughput = breaker.MinimumThroughput,
+            SamplingDuration = breaker.SamplingDuration,
+            BreakDuration = breaker.BreakDuration,
+            BreakDurationGenerator = breaker.BreakDurationGenerator,
+            ShouldHandle = breaker.ShouldHandle,
+            ManualControl = breaker.ManualControl,
+            OnHalfOpened = breaker.OnHalfOpened,
+            StateProvider = breakerState,
+            OnOpened = args =>
+            {
+                onBreakerOpened(args.BreakDuration);
+                return onOpened?.Invoke(args) ?? ValueTask.CompletedTask;
+            },
+            OnClosed = args =>
+            {
+                onBreakerClosed();
+                return onClosed?.Invoke(args) ?? ValueTask.CompletedTask;
+            },
+        };
+    }
 }

@@ -1,50 +1,69 @@
+using System.ComponentModel.DataAnnotations;
+using Microsoft.Extensions.Options;
+using Polly;
+using Polly.CircuitBreaker;
+using Polly.Retry;
+using Polly.Timeout;
+
 namespace ChannelPool;
 
 /// <summary>
-/// Settings of the pipeline every channel open runs through, outermost first: total timeout, retry with exponential
-/// backoff and jitter, circuit breaker, attempt timeout.
+/// The pipeline every channel open runs through, as Polly's own strategy options in pipeline order, outermost first:
+/// <see cref="TotalTimeout"/>, <see cref="Retry"/>, <see cref="CircuitBreaker"/>, <see cref="AttemptTimeout"/>.
 /// </summary>
+/// <remarks>
+/// <para>
+/// Shaped like <c>HttpStandardResilienceOptions</c>: each strategy is validated by Polly's own data annotations, and
+/// only the rules that span two strategies are the pool's. The breaker sits inside the retry, so every attempt counts
+/// towards it, and the retry never retries a rejection by the breaker: that is what lets the pool stop, rather than
+/// hammer a server that is down.
+/// </para>
+/// <para>
+/// The pool builds its pipeline from copies of these objects, so one options instance can serve several pools. The
+/// pool adds its own callbacks; a callback set here still runs.
+/// </para>
+/// </remarks>
 public sealed class OpenResilienceOptions
 {
-    /// <summary>Gets or sets how long one open attempt may take. Defaults to 30 seconds.</summary>
-    public TimeSpan AttemptTimeout { get; set; } = TimeSpan.FromSeconds(30);
-
     /// <summary>Gets or sets how long one open may take across all its attempts and delays. Defaults to 2 minutes.</summary>
-    public TimeSpan TotalTimeout { get; set; } = TimeSpan.FromMinutes(2);
-
-    /// <summary>Gets or sets how many times a failed attempt is retried. 0 turns retry off. Defaults to 3.</summary>
-    public int MaxRetryAttempts { get; set; } = 3;
-
-    /// <summary>
-    /// Gets or sets the median delay before the first retry; later retries double it, with jitter. Also the base of
-    /// the pause between failed opens. Defaults to 500 milliseconds.
-    /// </summary>
-    public TimeSpan RetryBaseDelay { get; set; } = TimeSpan.FromMilliseconds(500);
+    [Required]
+    [ValidateObjectMembers]
+    public TimeoutStrategyOptions TotalTimeout { get; set; } = new() { Name = "TotalTimeout", Timeout = TimeSpan.FromMinutes(2) };
 
     /// <summary>
-    /// Gets or sets the share of failed attempts within <see cref="BreakerSamplingDuration"/> that opens the breaker.
-    /// Defaults to 0.5.
+    /// Gets or sets how failed attempts are retried. Defaults to 3 retries with exponential backoff and jitter from a
+    /// median first delay of 500 ms, of every error except cancellation. <see cref="RetryStrategyOptions{TResult}.MaxRetryAttempts"/>
+    /// of 0 leaves the retry out of the pipeline; <see cref="RetryStrategyOptions{TResult}.Delay"/> is also the base of
+    /// the pause between opens the pipeline gave up on.
     /// </summary>
-    public double BreakerFailureRatio { get; set; } = 0.5;
+    // Validated on its own, and only when it is in the pipeline: 0 retries leaves it out (ChannelPoolOptionsValidator).
+#pragma warning disable SYSLIB1212
+    [Required]
+    public RetryStrategyOptions Retry { get; set; } = new()
+    {
+        MaxRetryAttempts = 3,
+        Delay = TimeSpan.FromMilliseconds(500),
+        BackoffType = DelayBackoffType.Exponential,
+        UseJitter = true,
+    };
+#pragma warning restore SYSLIB1212
 
     /// <summary>
-    /// Gets or sets how many attempts must be seen within <see cref="BreakerSamplingDuration"/> before the breaker may
-    /// open. Defaults to 4, one wave of <see cref="ChannelPoolOptions.MaxConcurrentOpens"/>.
+    /// Gets or sets the circuit breaker. Defaults to opening when half the attempts in 30 seconds fail, once at least 4
+    /// (one wave of <see cref="ChannelPoolOptions.MaxConcurrentOpens"/>) were seen, for a break of 5 seconds.
     /// </summary>
-    public int BreakerMinimumThroughput { get; set; } = 4;
+    [Required]
+    [ValidateObjectMembers]
+    public CircuitBreakerStrategyOptions CircuitBreaker { get; set; } = new()
+    {
+        FailureRatio = 0.5,
+        MinimumThroughput = 4,
+        SamplingDuration = TimeSpan.FromSeconds(30),
+        BreakDuration = TimeSpan.FromSeconds(5),
+    };
 
-    /// <summary>Gets or sets the window over which the failure ratio is measured. Defaults to 30 seconds.</summary>
-    public TimeSpan BreakerSamplingDuration { get; set; } = TimeSpan.FromSeconds(30);
-
-    /// <summary>
-    /// Gets or sets how long the breaker stays open, with opens paused and waiting callers failed fast, before one
-    /// probe open is allowed. Defaults to 5 seconds.
-    /// </summary>
-    public TimeSpan BreakerBreakDuration { get; set; } = TimeSpan.FromSeconds(5);
-
-    /// <summary>
-    /// Gets or sets a test for errors worth retrying. Errors it rejects, such as rejected credentials, still count
-    /// towards the breaker but are not retried. When <see langword="null"/>, every error except cancellation is retried.
-    /// </summary>
-    public Func<Exception, bool>? ShouldRetry { get; set; }
+    /// <summary>Gets or sets how long one open attempt may take. Defaults to 30 seconds.</summary>
+    [Required]
+    [ValidateObjectMembers]
+    public TimeoutStrategyOptions AttemptTimeout { get; set; } = new() { Name = "AttemptTimeout", Timeout = TimeSpan.FromSeconds(30) };
 }

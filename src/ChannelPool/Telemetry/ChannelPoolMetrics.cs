@@ -56,7 +56,7 @@ internal sealed class ChannelPoolMetrics : IDisposable
             "channelpool.channel.idle.max",
             () => new Measurement<int>(limits().PoolSize, poolTag),
             unit: "{channel}",
-            description: "The idle count a refill fills the pool back up to (PoolSize). A refill does not count leased channels, so when callers return theirs the idle count can exceed it, up to MaxChannels, until channels retire.");
+            description: "The idle count a refill fills the pool back up to (PoolSize). A refill does not count leased channels, so when callers return theirs the idle count can exceed it, up to MaxChannels, until channels are evicted.");
         _meter.CreateObservableUpDownCounter<int>(
             "channelpool.channel.idle.min",
             () => new Measurement<int>(limits().RefillThreshold, poolTag),

@@ -20,8 +20,8 @@ internal static partial class Log
     [LoggerMessage(5, LogLevel.Information, "Channel pool '{PoolName}' opened a channel again; its circuit breaker is closed.")]
     public static partial void BreakerClosed(ILogger logger, string poolName);
 
-    [LoggerMessage(6, LogLevel.Debug, "Channel pool '{PoolName}' retired channel {ChannelId}: {Reason}.")]
-    public static partial void ChannelRetired(ILogger logger, string poolName, long channelId, EvictionReason reason);
+    [LoggerMessage(6, LogLevel.Debug, "Channel pool '{PoolName}' evicted channel {ChannelId}: {Reason}.")]
+    public static partial void ChannelEvicted(ILogger logger, string poolName, long channelId, EvictionReason reason);
 
     [LoggerMessage(7, LogLevel.Debug, "Channel pool '{PoolName}' could not close channel {ChannelId} gracefully and aborted it.")]
     public static partial void CloseFailed(ILogger logger, string poolName, long channelId, Exception error);
@@ -42,7 +42,7 @@ internal static partial class Log
     public static partial void DrainCompleted(ILogger logger, string poolName, long opened, long closed);
 
     [LoggerMessage(14, LogLevel.Debug, "Channel pool '{PoolName}' resumes opening channels; breaker {BreakerState}, {Opens} open(s) started.")]
-    public static partial void OpensResumed(ILogger logger, string poolName, Polly.CircuitBreaker.CircuitState breakerState, int opens);
+    public static partial void OpensResumed(ILogger logger, string poolName, BreakerState breakerState, int opens);
 
     [LoggerMessage(15, LogLevel.Debug, "Channel pool '{PoolName}' resume timer fired {Remaining} early; waiting on.")]
     public static partial void ResumeDeferred(ILogger logger, string poolName, TimeSpan remaining);

@@ -20,7 +20,7 @@ var address = app.Services.GetRequiredService<IServer>().Features.GetRequiredFea
 using var http = new HttpClient();
 var client = new PollingDuplexClient(http, new Uri(new Uri(address), "/pubsub"));
 
-await using (var pool = new ChannelPool<DuplexClientSession>(new PollingDuplexChannelFactory(client), new ChannelPoolOptions { Name = "pubsub", PoolSize = 1 }))
+await using (var pool = new DefaultChannelPool<DuplexClientSession>(new PollingDuplexChannelFactory(client), new ChannelPoolOptions { Name = "pubsub", PoolSize = 1 }))
 {
     await pool.WarmUpAsync(readyChannels: 1);
     await using var lease = await pool.AcquireAsync();

@@ -79,7 +79,7 @@ public class DrainTests : PoolTestBase
         var error = Assert.ThrowsAsync<ObjectDisposedException>(() => waiting.Within());
         Assert.That(error!.Message, Does.Contain($"'{pool.Name}' was disposed"));
         Assert.ThrowsAsync<ObjectDisposedException>(async () => await pool.AcquireAsync());
-        Assert.Throws<ObjectDisposedException>(() => pool.AcquireBlocking());
+        Assert.Throws<ObjectDisposedException>(() => pool.Acquire());
         Assert.Throws<ObjectDisposedException>(() => pool.WarmUpAsync());
         held.Dispose();
         await drain.Within();

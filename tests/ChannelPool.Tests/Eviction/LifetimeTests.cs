@@ -7,7 +7,7 @@ namespace ChannelPool.Tests.Eviction;
 /// </summary>
 public class LifetimeTests : PoolTestBase
 {
-    private ChannelPool<FakeChannel> NinetySecondPool(int poolSize = 4) => CreatePool(o =>
+    private DefaultChannelPool<FakeChannel> NinetySecondPool(int poolSize = 4) => CreatePool(o =>
     {
         o.PoolSize = poolSize;
         o.ChannelLifetime = TimeSpan.FromSeconds(90);

@@ -3,7 +3,6 @@ using System.Net.Sockets;
 using ChannelPool.Samples.Tls;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
-using Polly.CircuitBreaker;
 
 namespace ChannelPool.Tests.Integration;
 
@@ -111,9 +110,9 @@ public class TlsLoopbackTests
         {
             o.PoolSize = 2;
             o.MaxConcurrentOpens = 2;
-            o.Resilience.MaxRetryAttempts = 0;
-            o.Resilience.BreakerMinimumThroughput = 2;
-            o.Resilience.BreakerBreakDuration = TimeSpan.FromSeconds(5);
+            o.Resilience.Retry.MaxRetryAttempts = 0;
+            o.Resilience.CircuitBreaker.MinimumThroughput = 2;
+            o.Resilience.CircuitBreaker.BreakDuration = TimeSpan.FromSeconds(5);
         });
         await pool.WarmUpAsync().Within();
         var port = _server.EndPoint.Port;
@@ -144,7 +143,7 @@ public class TlsLoopbackTests
         _time.Advance(TimeSpan.FromSeconds(5));
 
         await Eventually.That(
-            () => pool.GetSnapshot() is { Idle: 2, BreakerState: CircuitState.Closed },
+            () => pool.GetSnapshot() is { Idle: 2, BreakerState: BreakerState.Closed },
             () => $"the pool refilled after the server came back (now {pool.GetSnapshot()})");
         Assert.That(_factory.OpenAttempts - attemptsWhileDown, Is.EqualTo(2), "one probe, then one refill open: no storm");
         for (var i = 0; i < 10; i++)
@@ -158,11 +157,11 @@ public class TlsLoopbackTests
         await Eventually.That(() => _server.OpenConnections == 0, "nothing leaked: the server holds no connection");
     }
 
-    private ChannelPool<TlsChannel> CreatePool(Action<ChannelPoolOptions> configure)
+    private DefaultChannelPool<TlsChannel> CreatePool(Action<ChannelPoolOptions> configure)
     {
         var options = new ChannelPoolOptions { Name = TestContext.CurrentContext.Test.Name, LifetimeJitter = 0 };
         configure(options);
-        return new ChannelPool<TlsChannel>(_factory, options, _time, _log);
+        return new DefaultChannelPool<TlsChannel>(_factory, options, _time, _log);
     }
 
     /// <summary>Passes every call to the real factory and remembers the channels it opened.</summary>

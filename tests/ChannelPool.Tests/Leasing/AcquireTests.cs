@@ -2,7 +2,7 @@ namespace ChannelPool.Tests.Leasing;
 
 public class AcquireTests : PoolTestBase
 {
-    private ChannelPool<FakeChannel> SingleChannelPool(Action<ChannelPoolOptions>? configure = null) => CreatePool(o =>
+    private DefaultChannelPool<FakeChannel> SingleChannelPool(Action<ChannelPoolOptions>? configure = null) => CreatePool(o =>
     {
         o.PoolSize = 1;
         o.MaxChannels = 1;
@@ -37,9 +37,9 @@ public class AcquireTests : PoolTestBase
     {
         var pool = SingleChannelPool(o => o.AcquireTimeout = TimeSpan.FromSeconds(5));
         await pool.WarmUpAsync().Within();
-        using var held = pool.AcquireBlocking();
+        using var held = pool.Acquire();
 
-        var blocked = Task.Factory.StartNew(() => pool.AcquireBlocking(), TaskCreationOptions.LongRunning);
+        var blocked = Task.Factory.StartNew(() => pool.Acquire(), TaskCreationOptions.LongRunning);
         await Eventually.That(() => pool.GetSnapshot().Waiting == 1, "the blocking caller waits");
         Time.Advance(TimeSpan.FromSeconds(5));
 
@@ -83,10 +83,10 @@ public class AcquireTests : PoolTestBase
     {
         var pool = SingleChannelPool();
         await pool.WarmUpAsync().Within();
-        using var held = pool.AcquireBlocking();
+        using var held = pool.Acquire();
         using var cancellation = new CancellationTokenSource();
 
-        var blocked = Task.Factory.StartNew(() => pool.AcquireBlocking(cancellation.Token), TaskCreationOptions.LongRunning);
+        var blocked = Task.Factory.StartNew(() => pool.Acquire(cancellation.Token), TaskCreationOptions.LongRunning);
         await Eventually.That(() => pool.GetSnapshot().Waiting == 1, "the blocking caller waits");
         await cancellation.CancelAsync();
 
@@ -169,13 +169,13 @@ public class AcquireTests : PoolTestBase
     {
         var pool = SingleChannelPool();
         await pool.WarmUpAsync().Within();
-        var held = pool.AcquireBlocking();
+        var held = pool.Acquire();
         var channel = held.Channel;
         FakeChannel? received = null;
 
         var thread = new Thread(() =>
         {
-            using var lease = pool.AcquireBlocking();
+            using var lease = pool.Acquire();
             received = lease.Channel;
         });
         thread.Start();
@@ -184,5 +184,32 @@ public class AcquireTests : PoolTestBase
 
         Assert.That(thread.Join(Eventually.Limit), Is.True);
         Assert.That(received, Is.SameAs(channel));
+    }
+
+    [Test]
+    public async Task RecycledWaiter_OnTheSystemClock_StillTimesOut_AndServesAgainAfterItsTimeoutFired()
+    {
+        // A waiter keeps its timeout source across waits (reset, not reallocated); only the system clock's timers can
+        // be reset, so this runs in real time, briefly.
+        var options = SmallPool(poolSize: 1, maxChannels: 1);
+        options.RefillThreshold = 0;
+        options.AcquireTimeout = TimeSpan.FromMilliseconds(100);
+        var pool = CreatePool(options, TimeProvider.System);
+        await pool.WarmUpAsync().Within();
+        var held = await pool.AcquireAsync().Within();
+        for (var i = 0; i < 3; i++)
+        {
+            var waiting = pool.AcquireAsync();
+            held.Dispose();
+            held = await waiting.AsTask().Within();
+        }
+
+        Assert.ThrowsAsync<ChannelPoolTimeoutException>(async () => await pool.AcquireAsync().AsTask().Within());
+
+        var next = pool.AcquireAsync();
+        held.Dispose();
+        held = await next.AsTask().Within();
+        Assert.That(held.IsActive, Is.True, "the waiter whose timeout fired was replaced, not reused with a cancelled source");
+        held.Dispose();
     }
 }

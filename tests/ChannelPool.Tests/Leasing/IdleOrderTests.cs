@@ -71,7 +71,7 @@ public class IdleOrderTests : PoolTestBase
     }
 
     // Leases two channels at once, then releases them in order, so the idle set holds them first, then second.
-    private static async Task<(FakeChannel First, FakeChannel Second)> ReleaseTwoInOrderAsync(ChannelPool<FakeChannel> pool)
+    private static async Task<(FakeChannel First, FakeChannel Second)> ReleaseTwoInOrderAsync(DefaultChannelPool<FakeChannel> pool)
     {
         var a = await pool.AcquireAsync();
         var b = await pool.AcquireAsync();

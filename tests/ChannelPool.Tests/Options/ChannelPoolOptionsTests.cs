@@ -14,32 +14,32 @@ public class ChannelPoolOptionsTests
 
         yield return Case("PoolSize of zero", o => o.PoolSize = 0, "PoolSize must be between 1 and MaxChannels (126); it was 0.");
         yield return Case("PoolSize above MaxChannels", o => o.PoolSize = 127, "PoolSize must be between 1 and MaxChannels (126); it was 127.");
-        yield return Case("MaxChannels of zero", o => o.MaxChannels = 0, "MaxChannels must be at least 1; it was 0.");
+        yield return Case("MaxChannels of zero", o => o.MaxChannels = 0, "MaxChannels must be between 1 and 2147483647; it was 0.");
         yield return Case("negative RefillThreshold", o => o.RefillThreshold = -1, "RefillThreshold must be at least 0 and less than PoolSize (50); it was -1.");
         yield return Case("RefillThreshold equal to PoolSize", o => o.RefillThreshold = 50, "RefillThreshold must be at least 0 and less than PoolSize (50); it was 50.");
-        yield return Case("ChannelLifetime under a second", o => o.ChannelLifetime = TimeSpan.FromMilliseconds(500), "ChannelLifetime must be between 1 second and 1 day; it was 00:00:00.5000000.");
-        yield return Case("ChannelLifetime over a day", o => o.ChannelLifetime = TimeSpan.FromDays(2), "ChannelLifetime must be between 1 second and 1 day; it was 2.00:00:00.");
-        yield return Case("negative LifetimeJitter", o => o.LifetimeJitter = -0.1, "LifetimeJitter must be between 0 and 0.5 (a fraction of ChannelLifetime); it was -0.1.");
-        yield return Case("LifetimeJitter above one half", o => o.LifetimeJitter = 0.6, "LifetimeJitter must be between 0 and 0.5 (a fraction of ChannelLifetime); it was 0.6.");
+        yield return Case("ChannelLifetime under a second", o => o.ChannelLifetime = TimeSpan.FromMilliseconds(500), "ChannelLifetime must be between 00:00:01 and 1.00:00:00; it was 00:00:00.5000000.");
+        yield return Case("ChannelLifetime over a day", o => o.ChannelLifetime = TimeSpan.FromDays(2), "ChannelLifetime must be between 00:00:01 and 1.00:00:00; it was 2.00:00:00.");
+        yield return Case("negative LifetimeJitter", o => o.LifetimeJitter = -0.1, "LifetimeJitter must be between 0 and 0.5; it was -0.1.");
+        yield return Case("LifetimeJitter above one half", o => o.LifetimeJitter = 0.6, "LifetimeJitter must be between 0 and 0.5; it was 0.6.");
         yield return Case("NaN LifetimeJitter", o => o.LifetimeJitter = double.NaN, "LifetimeJitter must be between 0 and 0.5");
         yield return Case("zero CleanupInterval", o => o.CleanupInterval = TimeSpan.Zero, "CleanupInterval must be greater than zero and at most ChannelLifetime (00:01:30); it was 00:00:00.");
         yield return Case("CleanupInterval longer than the lifetime", o => o.CleanupInterval = TimeSpan.FromSeconds(91), "CleanupInterval must be greater than zero and at most ChannelLifetime (00:01:30); it was 00:01:31.");
         yield return Case("zero AcquireTimeout", o => o.AcquireTimeout = TimeSpan.Zero, "AcquireTimeout must be greater than zero, or Timeout.InfiniteTimeSpan to wait without limit; it was 00:00:00.");
         yield return Case("negative AcquireTimeout", o => o.AcquireTimeout = TimeSpan.FromSeconds(-5), "AcquireTimeout must be greater than zero, or Timeout.InfiniteTimeSpan to wait without limit; it was -00:00:05.");
-        yield return Case("zero MaxConcurrentOpens", o => o.MaxConcurrentOpens = 0, "MaxConcurrentOpens must be at least 1; it was 0.");
-        yield return Case("zero CloseTimeout", o => o.CloseTimeout = TimeSpan.Zero, "CloseTimeout must be greater than zero and at most 1 day; it was 00:00:00.");
-        yield return Case("negative DrainTimeout", o => o.DrainTimeout = TimeSpan.FromSeconds(-1), "DrainTimeout must be between zero and 1 day; it was -00:00:01.");
-        yield return Case("null Resilience", o => o.Resilience = null!, "Resilience must not be null; it was null.");
-        yield return Case("tiny AttemptTimeout", o => o.Resilience.AttemptTimeout = TimeSpan.FromMilliseconds(5), "Resilience.AttemptTimeout must be more than 10 milliseconds and less than 1 day; it was 00:00:00.0050000.");
-        yield return Case("TotalTimeout below AttemptTimeout", o => o.Resilience.TotalTimeout = TimeSpan.FromSeconds(10), "Resilience.TotalTimeout must be at least AttemptTimeout (00:00:30); it was 00:00:10.");
-        yield return Case("negative MaxRetryAttempts", o => o.Resilience.MaxRetryAttempts = -1, "Resilience.MaxRetryAttempts must be between 0 and 100; it was -1.");
-        yield return Case("MaxRetryAttempts above 100", o => o.Resilience.MaxRetryAttempts = 101, "Resilience.MaxRetryAttempts must be between 0 and 100; it was 101.");
-        yield return Case("negative RetryBaseDelay", o => o.Resilience.RetryBaseDelay = TimeSpan.FromMilliseconds(-1), "Resilience.RetryBaseDelay must be between zero and 1 day; it was -00:00:00.0010000.");
-        yield return Case("zero BreakerFailureRatio", o => o.Resilience.BreakerFailureRatio = 0, "Resilience.BreakerFailureRatio must be more than 0 and at most 1; it was 0.");
-        yield return Case("BreakerFailureRatio above one", o => o.Resilience.BreakerFailureRatio = 1.5, "Resilience.BreakerFailureRatio must be more than 0 and at most 1; it was 1.5.");
-        yield return Case("BreakerMinimumThroughput of one", o => o.Resilience.BreakerMinimumThroughput = 1, "Resilience.BreakerMinimumThroughput must be at least 2; it was 1.");
-        yield return Case("short BreakerSamplingDuration", o => o.Resilience.BreakerSamplingDuration = TimeSpan.FromMilliseconds(100), "Resilience.BreakerSamplingDuration must be between 0.5 seconds and 1 day; it was 00:00:00.1000000.");
-        yield return Case("short BreakerBreakDuration", o => o.Resilience.BreakerBreakDuration = TimeSpan.FromMilliseconds(100), "Resilience.BreakerBreakDuration must be between 0.5 seconds and 1 day; it was 00:00:00.1000000.");
+        yield return Case("zero MaxConcurrentOpens", o => o.MaxConcurrentOpens = 0, "MaxConcurrentOpens must be between 1 and 2147483647; it was 0.");
+        yield return Case("zero CloseTimeout", o => o.CloseTimeout = TimeSpan.Zero, "CloseTimeout must be between 00:00:00 exclusive and 1.00:00:00; it was 00:00:00.");
+        yield return Case("negative DrainTimeout", o => o.DrainTimeout = TimeSpan.FromSeconds(-1), "DrainTimeout must be between 00:00:00 and 1.00:00:00; it was -00:00:01.");
+        yield return Case("null Resilience", o => o.Resilience = null!, "The Resilience field is required.");
+        yield return Case("tiny AttemptTimeout", o => o.Resilience.AttemptTimeout.Timeout = TimeSpan.FromMilliseconds(5), "Resilience.AttemptTimeout.Timeout must be between 00:00:00.0100000 and 1.00:00:00; it was 00:00:00.0050000.");
+        yield return Case("TotalTimeout below AttemptTimeout", o => o.Resilience.TotalTimeout.Timeout = TimeSpan.FromSeconds(10), "Resilience.TotalTimeout.Timeout must be at least AttemptTimeout.Timeout (00:00:30); it was 00:00:10.");
+        yield return Case("negative MaxRetryAttempts", o => o.Resilience.Retry.MaxRetryAttempts = -1, "Resilience.Retry.MaxRetryAttempts must be between 1 and 2147483647; it was -1.");
+        yield return Case("negative RetryBaseDelay", o => o.Resilience.Retry.Delay = TimeSpan.FromMilliseconds(-1), "Resilience.Retry.Delay must be between 00:00:00 and 1.00:00:00; it was -00:00:00.0010000.");
+        yield return Case("BreakerFailureRatio above one", o => o.Resilience.CircuitBreaker.FailureRatio = 1.5, "Resilience.CircuitBreaker.FailureRatio must be between 0 and 1; it was 1.5.");
+        yield return Case("BreakerMinimumThroughput of one", o => o.Resilience.CircuitBreaker.MinimumThroughput = 1, "Resilience.CircuitBreaker.MinimumThroughput must be between 2 and 2147483647; it was 1.");
+        yield return Case("short BreakerSamplingDuration", o => o.Resilience.CircuitBreaker.SamplingDuration = TimeSpan.FromMilliseconds(100), "Resilience.CircuitBreaker.SamplingDuration must be between 00:00:00.5000000 and 1.00:00:00; it was 00:00:00.1000000.");
+        yield return Case("short BreakerBreakDuration", o => o.Resilience.CircuitBreaker.BreakDuration = TimeSpan.FromMilliseconds(100), "Resilience.CircuitBreaker.BreakDuration must be between 00:00:00.5000000 and 1.00:00:00; it was 00:00:00.1000000.");
+        yield return Case("null Retry", o => o.Resilience.Retry = null!, "The Resilience.Retry field is required.");
+        yield return Case("null CircuitBreaker", o => o.Resilience.CircuitBreaker = null!, "The Resilience.CircuitBreaker field is required.");
         yield return Case("blank Name", o => o.Name = "  ", "Name must not be empty or white space when it is set; it was '  '.");
         yield return Case("undefined LeaseMode", o => o.LeaseMode = (LeaseMode)7, "LeaseMode must be Reuse or SingleUse; it was 7.");
         yield return Case("undefined IdleOrder", o => o.IdleOrder = (IdleOrder)7, "IdleOrder must be MostRecentlyUsed or LeastRecentlyUsed; it was 7.");
@@ -51,7 +51,7 @@ public class ChannelPoolOptionsTests
         var options = new ChannelPoolOptions { Name = "orders" };
         breakIt(options);
 
-        var error = Assert.Throws<OptionsValidationException>(() => _ = new ChannelPool<FakeChannel>(Factory, options));
+        var error = Assert.Throws<OptionsValidationException>(() => _ = new DefaultChannelPool<FakeChannel>(Factory, options));
 
         Assert.That(error!.Message, Does.Contain(expected));
         Assert.That(error.Message, Does.StartWith("Channel pool '"), "the message names the pool");
@@ -63,7 +63,7 @@ public class ChannelPoolOptionsTests
     {
         var options = new ChannelPoolOptions { PoolSize = 0, MaxConcurrentOpens = 0 };
 
-        var error = Assert.Throws<OptionsValidationException>(() => _ = new ChannelPool<FakeChannel>(Factory, options));
+        var error = Assert.Throws<OptionsValidationException>(() => _ = new DefaultChannelPool<FakeChannel>(Factory, options));
 
         Assert.That(error!.Failures, Has.Exactly(2).Items);
         Assert.That(error.Message, Does.Contain("PoolSize").And.Contain("MaxConcurrentOpens"));
@@ -73,7 +73,7 @@ public class ChannelPoolOptionsTests
     public void CustomOpenPipeline_ReplacesTheResilienceNumbers_SoTheyAreNotChecked()
     {
         var options = new ChannelPoolOptions { OpenPipeline = ResiliencePipeline.Empty };
-        options.Resilience.BreakerMinimumThroughput = 1;
+        options.Resilience.CircuitBreaker.MinimumThroughput = 1;
 
         var result = new ChannelPoolOptionsValidator().Validate("orders", options);
 
@@ -134,7 +134,7 @@ public class ChannelPoolOptionsTests
     public void Pool_CopiesItsOptions_SoLaterChangesHaveNoEffect()
     {
         var options = new ChannelPoolOptions { PoolSize = 5, LeaseMode = LeaseMode.SingleUse };
-        using var pool = new ChannelPool<FakeChannel>(new FakeChannelFactory(), options, new FakeTimeProvider());
+        using var pool = new DefaultChannelPool<FakeChannel>(new FakeChannelFactory(), options, new FakeTimeProvider());
 
         options.LeaseMode = LeaseMode.Reuse;
 

@@ -1,18 +1,17 @@
 using Polly;
-using Polly.CircuitBreaker;
 
 namespace ChannelPool.Tests.Resilience;
 
 public class CircuitBreakerTests : PoolTestBase
 {
-    private ChannelPool<FakeChannel> BreakerPool(Action<ChannelPoolOptions>? configure = null) => CreatePool(o =>
+    private DefaultChannelPool<FakeChannel> BreakerPool(Action<ChannelPoolOptions>? configure = null) => CreatePool(o =>
     {
         o.PoolSize = 2;
         o.MaxConcurrentOpens = 2;
-        o.Resilience.MaxRetryAttempts = 0;
-        o.Resilience.BreakerMinimumThroughput = 2;
-        o.Resilience.BreakerFailureRatio = 0.5;
-        o.Resilience.BreakerBreakDuration = TimeSpan.FromSeconds(5);
+        o.Resilience.Retry.MaxRetryAttempts = 0;
+        o.Resilience.CircuitBreaker.MinimumThroughput = 2;
+        o.Resilience.CircuitBreaker.FailureRatio = 0.5;
+        o.Resilience.CircuitBreaker.BreakDuration = TimeSpan.FromSeconds(5);
         configure?.Invoke(o);
     });
 
@@ -23,7 +22,7 @@ public class CircuitBreakerTests : PoolTestBase
         var pool = BreakerPool();
 
         _ = pool.WarmUpAsync(0);
-        await Eventually.That(() => pool.GetSnapshot().BreakerState == CircuitState.Open, "the breaker opens");
+        await Eventually.That(() => pool.GetSnapshot().BreakerState == BreakerState.Open, "the breaker opens");
         await UntilQuiet(pool);
         var attemptsWhenOpened = Factory.OpenAttempts;
 
@@ -41,7 +40,7 @@ public class CircuitBreakerTests : PoolTestBase
         Factory.OpenFailure = null;
         Time.Advance(TimeSpan.FromSeconds(1));
         await UntilIdle(pool, 2);
-        Assert.That(pool.GetSnapshot().BreakerState, Is.EqualTo(CircuitState.Closed));
+        Assert.That(pool.GetSnapshot().BreakerState, Is.EqualTo(BreakerState.Closed));
         await using var lease = await pool.AcquireAsync().Within();
         Assert.That(lease.Channel.IsOpen, Is.True);
     }
@@ -52,7 +51,7 @@ public class CircuitBreakerTests : PoolTestBase
         Factory.OpenFailure = () => new IOException("connection refused");
         var pool = BreakerPool();
         _ = pool.WarmUpAsync(0);
-        await Eventually.That(() => pool.GetSnapshot().BreakerState == CircuitState.Open, "the breaker opens");
+        await Eventually.That(() => pool.GetSnapshot().BreakerState == BreakerState.Open, "the breaker opens");
         await UntilQuiet(pool);
         var attempts = Factory.OpenAttempts;
 
@@ -60,7 +59,7 @@ public class CircuitBreakerTests : PoolTestBase
         {
             Time.Advance(TimeSpan.FromSeconds(5));
             await Eventually.That(() => Factory.OpenAttempts == attempts + probe, $"probe {probe} ran");
-            await Eventually.That(() => pool.GetSnapshot().BreakerState == CircuitState.Open, "the failed probe reopened the breaker");
+            await Eventually.That(() => pool.GetSnapshot().BreakerState == BreakerState.Open, "the failed probe reopened the breaker");
             await UntilQuiet(pool);
         }
 
@@ -104,8 +103,8 @@ public class CircuitBreakerTests : PoolTestBase
         {
             o.PoolSize = 1;
             o.MaxConcurrentOpens = 1;
-            o.Resilience.MaxRetryAttempts = 3;
-            o.Resilience.RetryBaseDelay = TimeSpan.FromSeconds(1);
+            o.Resilience.Retry.MaxRetryAttempts = 3;
+            o.Resilience.Retry.Delay = TimeSpan.FromSeconds(1);
         });
 
         var warmUp = pool.WarmUpAsync();
@@ -133,9 +132,9 @@ public class CircuitBreakerTests : PoolTestBase
         {
             o.PoolSize = 1;
             o.MaxConcurrentOpens = 1;
-            o.Resilience.MaxRetryAttempts = 3;
-            o.Resilience.BreakerMinimumThroughput = 10;
-            o.Resilience.ShouldRetry = ex => ex is not UnauthorizedAccessException;
+            o.Resilience.Retry.MaxRetryAttempts = 3;
+            o.Resilience.CircuitBreaker.MinimumThroughput = 10;
+            o.Resilience.Retry.ShouldHandle = args => ValueTask.FromResult(args.Outcome.Exception is not UnauthorizedAccessException);
         });
 
         _ = pool.WarmUpAsync(0);
@@ -152,7 +151,7 @@ public class CircuitBreakerTests : PoolTestBase
             o.PoolSize = 1;
             o.MaxConcurrentOpens = 1;
             o.AcquireTimeout = TimeSpan.FromSeconds(10);
-            o.Resilience.BreakerMinimumThroughput = 1000;
+            o.Resilience.CircuitBreaker.MinimumThroughput = 1000;
         });
 
         var waiting = pool.AcquireAsync().AsTask();
@@ -162,6 +161,36 @@ public class CircuitBreakerTests : PoolTestBase
         var error = Assert.ThrowsAsync<ChannelPoolTimeoutException>(() => waiting.Within());
         Assert.That(error!.Message, Does.Contain("Opening new channels is failing: IOException: connection refused"));
         Assert.That(error.InnerException, Is.InstanceOf<IOException>());
+    }
+
+    [Test]
+    public async Task FailedOpen_TheBreakerLetThrough_IsFollowedByAPause_NotByTheNextOpenAtOnce()
+    {
+        // What the pipeline cannot do: once it gives up on an open and its breaker stays closed, the next open is the
+        // pool's decision. Without the pool's own backoff the refill would start it at once, in a tight loop.
+        Factory.OpenFailure = () => new IOException("connection refused");
+        var pool = CreatePool(o =>
+        {
+            o.PoolSize = 1;
+            o.MaxConcurrentOpens = 1;
+            o.Resilience.CircuitBreaker.MinimumThroughput = 1000;
+            o.Resilience.Retry.Delay = TimeSpan.FromSeconds(1);
+        });
+
+        _ = pool.WarmUpAsync(0);
+        // The failed open's slot is freed and the next open reserved under one lock: seeing none in flight after the
+        // failure means the pool chose to wait.
+        await Eventually.That(() => Factory.OpenAttempts == 1 && pool.GetSnapshot().Opening == 0, "the first open failed and none followed");
+
+        Time.Advance(TimeSpan.FromSeconds(1));
+        await Eventually.That(() => Factory.OpenAttempts == 2 && pool.GetSnapshot().Opening == 0, "the second open ran after one base delay");
+        Time.Advance(TimeSpan.FromSeconds(1));
+        Assert.That(pool.GetSnapshot().Opening, Is.EqualTo(0), "the backoff doubled after the second failure");
+        Assert.That(Factory.OpenAttempts, Is.EqualTo(2));
+
+        Time.Advance(TimeSpan.FromSeconds(1));
+        await Eventually.That(() => Factory.OpenAttempts == 3, "the third open ran after twice the base delay");
+        Assert.That(pool.GetSnapshot().BreakerState, Is.EqualTo(BreakerState.Closed));
     }
 
     [Test]
@@ -191,14 +220,14 @@ public class CircuitBreakerTests : PoolTestBase
         });
 
         _ = pool.WarmUpAsync(0);
-        for (var i = 0; i < 10 && pool.GetSnapshot().BreakerState != CircuitState.Open; i++)
+        for (var i = 0; i < 10 && pool.GetSnapshot().BreakerState != BreakerState.Open; i++)
         {
             await UntilQuiet(pool);
             Time.Advance(TimeSpan.FromSeconds(1));
         }
 
         Assert.That(retries, Is.GreaterThanOrEqualTo(1), "the custom pipeline's retry ran");
-        Assert.That(pool.GetSnapshot().BreakerState, Is.EqualTo(CircuitState.Open));
+        Assert.That(pool.GetSnapshot().BreakerState, Is.EqualTo(BreakerState.Open));
         Assert.ThrowsAsync<ChannelPoolUnavailableException>(async () => await pool.AcquireAsync());
     }
 }

@@ -85,7 +85,7 @@ public class ConcurrencyStressTests : PoolTestBase
                 var random = new Random(seed);
                 for (var i = 0; i < Iterations; i++)
                 {
-                    using var lease = pool.AcquireBlocking();
+                    using var lease = pool.Acquire();
                     Use(lease, random);
                 }
             },

@@ -132,7 +132,7 @@ public class MetricsTests : PoolTestBase
             o.PoolSize = 1;
             o.MaxConcurrentOpens = 1;
             o.AcquireTimeout = TimeSpan.FromSeconds(1);
-            o.Resilience.BreakerMinimumThroughput = 1000;
+            o.Resilience.CircuitBreaker.MinimumThroughput = 1000;
         });
 
         var waiting = pool.AcquireAsync().AsTask();
@@ -152,7 +152,7 @@ public class MetricsTests : PoolTestBase
             .Where(m => !m.Tags.ContainsKey(ChannelPoolTelemetry.PoolNameTag))
             .Select(_ => collector.Instrument!.Name);
 
-    private ChannelPool<FakeChannel> MeteredPool(Action<ChannelPoolOptions> configure)
+    private DefaultChannelPool<FakeChannel> MeteredPool(Action<ChannelPoolOptions> configure)
     {
         var options = SmallPool();
         configure(options);

@@ -81,6 +81,6 @@ public class TracingTests : PoolTestBase
         Assert.That(span.GetTagItem(ChannelPoolTelemetry.ErrorTypeTag), Is.EqualTo("System.IO.IOException"));
     }
 
-    private List<Activity> SpansOf(ChannelPool<FakeChannel> pool) =>
+    private List<Activity> SpansOf(DefaultChannelPool<FakeChannel> pool) =>
         _spans.Where(s => Equals(s.GetTagItem(ChannelPoolTelemetry.PoolNameTag), pool.Name)).ToList();
 }

@@ -1,8 +1,6 @@
-using Polly.CircuitBreaker;
-
 namespace ChannelPool;
 
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     /// <summary>
     /// Marks a timestamp that was not taken because no listener wants the measurement. Not 0: a TimeProvider may
@@ -42,7 +40,7 @@ public sealed partial class ChannelPool<TChannel>
     /// <exception cref="ChannelPoolUnavailableException">No channel is idle and the breaker stops the pool opening one.</exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled first.</exception>
     /// <exception cref="ObjectDisposedException">The pool was disposed.</exception>
-    public ChannelLease<TChannel> AcquireBlocking(CancellationToken cancellationToken = default)
+    public ChannelLease<TChannel> Acquire(CancellationToken cancellationToken = default)
     {
         var waitStartedAt = _metrics.WaitTimeEnabled ? _timeProvider.GetTimestamp() : NotMeasured;
         if (TryLeaseIdle(waitStartedAt, out var lease))
@@ -70,16 +68,15 @@ public sealed partial class ChannelPool<TChannel>
             var opens = 0;
             using (_gate.Enter())
             {
-                if (!_idle.TryTake(_settings.IdleOrder, out entry))
+                if (!Lease_NoLock(out entry))
                 {
                     lease = default;
                     return false;
                 }
 
-                _leasedCount++;
-                if (_idle.Count <= _refillThreshold && !_refilling)
+                if (RefillDue_NoLock())
                 {
-                    opens = ReserveOpens_NoLock();
+                    opens = Refill_NoLock();
                 }
             }
 
@@ -97,7 +94,7 @@ public sealed partial class ChannelPool<TChannel>
                 return true;
             }
 
-            RetireLeased(entry, reason.Value);
+            EvictLeased(entry, reason.Value);
         }
     }
 
@@ -125,7 +122,7 @@ public sealed partial class ChannelPool<TChannel>
         return new ValueTask<ChannelLease<TChannel>>(waiter, waiter.Version);
     }
 
-    private PendingAcquire<TChannel> RentWaiter(bool blocking, long waitStartedAt, CancellationToken cancellationToken)
+    private Waiter<TChannel> RentWaiter(bool blocking, long waitStartedAt, CancellationToken cancellationToken)
     {
         var waiter = _waiterPool.Get();
         waiter.Prepare(blocking, waitStartedAt, Volatile.Read(ref _settings).AcquireTimeout, _timeProvider, cancellationToken);
@@ -136,7 +133,7 @@ public sealed partial class ChannelPool<TChannel>
     /// Queues <paramref name="waiter"/>, or leases a channel that became idle since the fast path looked. Returns
     /// <see langword="false"/> with <paramref name="lease"/> set in the second case; throws when the caller must not wait.
     /// </summary>
-    private bool TryEnqueue(PendingAcquire<TChannel> waiter, out ChannelLease<TChannel> lease)
+    private bool TryEnqueue(Waiter<TChannel> waiter, out ChannelLease<TChannel> lease)
     {
         while (true)
         {
@@ -151,16 +148,16 @@ public sealed partial class ChannelPool<TChannel>
                 }
                 else if (_idle.Count == 0)
                 {
-                    if (_breakerState is CircuitState.Open or CircuitState.Isolated)
+                    if (RefusesWaiters_NoLock())
                     {
                         refusal = new ChannelPoolUnavailableException(Name, SnapshotNoLock(), RemainingPause_NoLock(), Volatile.Read(ref _lastOpenError));
                     }
                     else
                     {
                         // Queued under the same gate that release takes, so a channel released from here on finds us.
-                        _waiters.Enqueue(waiter);
+                        Wait_NoLock(waiter);
                         queued = true;
-                        opens = ReserveOpens_NoLock();
+                        opens = Refill_NoLock();
                     }
                 }
             }
@@ -190,7 +187,7 @@ public sealed partial class ChannelPool<TChannel>
     }
 
     /// <summary>Takes a timed-out or cancelled waiter out of the queue, unless a channel already reached it.</summary>
-    internal void AbandonWaiter(PendingAcquire<TChannel> waiter, bool timedOut)
+    internal void AbandonWaiter(Waiter<TChannel> waiter, bool timedOut)
     {
         ChannelPoolSnapshot snapshot;
         Exception? lastOpenError;
@@ -204,7 +201,7 @@ public sealed partial class ChannelPool<TChannel>
 
             // Snapshot first, so the counts include the caller that is giving up.
             snapshot = SnapshotNoLock();
-            _waiters.Remove(waiter);
+            Abandon_NoLock(waiter);
             lastOpenError = Volatile.Read(ref _lastOpenError);
             timeout = _settings.AcquireTimeout;
         }
@@ -222,7 +219,7 @@ public sealed partial class ChannelPool<TChannel>
         }
     }
 
-    internal void ReturnWaiter(PendingAcquire<TChannel> waiter) => _waiterPool.Return(waiter);
+    internal void ReturnWaiter(Waiter<TChannel> waiter) => _waiterPool.Return(waiter);
 
     private ChannelLease<TChannel> BeginLease(PooledChannel<TChannel> entry, long waitStartedAt)
     {
@@ -248,15 +245,15 @@ public sealed partial class ChannelPool<TChannel>
 
     /// <summary>
     /// Ends the lease <paramref name="version"/> of <paramref name="entry"/>: hands the channel to the oldest waiter,
-    /// puts it back as idle, or retires it. A stale or repeated release does nothing.
+    /// puts it back as idle, or evicts it. A stale or repeated release does nothing.
     /// </summary>
     internal void Release(PooledChannel<TChannel> entry, int version)
     {
         // Judged before taking the gate, so the factory's IsUsable never runs inside it. For a stale release this
         // looks at a channel someone else may hold, which is harmless: the version check below then turns it away.
-        var reason = ReasonToRetireAfterUse(entry);
+        var reason = ReasonToEvictAfterUse(entry);
         var leaseStartedAt = entry.LeaseStartedAt;
-        PendingAcquire<TChannel>? waiter = null;
+        Waiter<TChannel>? waiter = null;
         var opens = 0;
         using (_gate.Enter())
         {
@@ -270,20 +267,18 @@ public sealed partial class ChannelPool<TChannel>
             if (reason is null && !_disposed && _waiters.Count == 0)
             {
                 // The common case: a healthy channel back to idle.
-                _leasedCount--;
-                _idle.Enqueue(entry);
+                Release_NoLock(entry);
             }
             else if (reason is null && !_disposed)
             {
                 // Handed straight to the oldest waiter: the channel stays leased.
-                waiter = _waiters.Dequeue();
+                waiter = HandOver_NoLock();
             }
             else
             {
                 reason ??= EvictionReason.Shutdown;
-                _leasedCount--;
-                MarkClosing_NoLock(entry);
-                opens = ReserveOpens_NoLock();
+                EvictLeased_NoLock(entry);
+                opens = Refill_NoLock();
                 if (_disposed)
                 {
                     UpdateDrainProgress_NoLock();
@@ -302,7 +297,7 @@ public sealed partial class ChannelPool<TChannel>
         }
         else if (reason is not null)
         {
-            Retire(entry, reason.Value);
+            QueueClose(entry, reason.Value);
         }
 
         if (opens > 0)
@@ -311,25 +306,24 @@ public sealed partial class ChannelPool<TChannel>
         }
     }
 
-    private EvictionReason? ReasonToRetireAfterUse(PooledChannel<TChannel> entry) =>
+    private EvictionReason? ReasonToEvictAfterUse(PooledChannel<TChannel> entry) =>
         entry.IsBroken ? EvictionReason.Broken
         : !IsUsable(entry) ? EvictionReason.Unusable
-        : _settings.LeaseMode == LeaseMode.SingleUse ? EvictionReason.SingleUse
+        : Volatile.Read(ref _settings).LeaseMode == LeaseMode.SingleUse ? EvictionReason.SingleUse
         : _clock.HasPassed(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
         : null;
 
-    /// <summary>Retires a channel the fast path took out of the idle set but found expired or unusable.</summary>
-    private void RetireLeased(PooledChannel<TChannel> entry, EvictionReason reason)
+    /// <summary>Evicts a channel the fast path took out of the idle set but found expired or unusable.</summary>
+    private void EvictLeased(PooledChannel<TChannel> entry, EvictionReason reason)
     {
-        var opens = 0;
+        int opens;
         using (_gate.Enter())
         {
-            _leasedCount--;
-            MarkClosing_NoLock(entry);
-            opens = ReserveOpens_NoLock();
+            EvictLeased_NoLock(entry);
+            opens = Refill_NoLock();
         }
 
-        Retire(entry, reason);
+        QueueClose(entry, reason);
         StartOpens(opens);
     }
 }

@@ -1,6 +1,6 @@
 namespace ChannelPool;
 
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     private static readonly Func<object?, Task> CloseOne = static state =>
     {
@@ -9,7 +9,7 @@ public sealed partial class ChannelPool<TChannel>
     };
 
     /// <summary>
-    /// The cleanup timer: retires idle channels that are past their deadline or no longer usable, so a quiet pool does
+    /// The cleanup timer: evicts idle channels that are past their deadline or no longer usable, so a quiet pool does
     /// not hold dead channels until the next caller trips over them.
     /// </summary>
     private void RunCleanup()
@@ -43,51 +43,44 @@ public sealed partial class ChannelPool<TChannel>
             return;
         }
 
-        List<PooledChannel<TChannel>> retired;
+        List<PooledChannel<TChannel>> evicted;
         int opens;
         using (_gate.Enter())
         {
             // Only channels still idle go; one leased meanwhile is checked again on its own lease path.
-            retired = _idle.RemoveAll(doomed.ContainsKey);
-            retired.ForEach(MarkClosing_NoLock);
-            opens = ReserveOpens_NoLock();
+            evicted = EvictIdle_NoLock(doomed.ContainsKey);
+            opens = Refill_NoLock();
         }
 
-        foreach (var entry in retired)
+        foreach (var entry in evicted)
         {
-            Retire(entry, doomed[entry]);
+            QueueClose(entry, doomed[entry]);
         }
 
         StartOpens(opens);
     }
 
-    private void MarkClosing_NoLock(PooledChannel<TChannel> entry)
+    /// <summary>Counts and logs the eviction and queues the close. The entry must already be evicted.</summary>
+    private void QueueClose(PooledChannel<TChannel> entry, EvictionReason reason)
     {
-        entry.IsRetiring = true;
-        _closingCount++;
-    }
-
-    /// <summary>Counts and logs the eviction and queues the close. The entry must already be marked closing.</summary>
-    private void Retire(PooledChannel<TChannel> entry, EvictionReason reason)
-    {
-        RecordRetirement(entry, reason);
+        RecordEviction(entry, reason);
         _worker.Post(CloseOne, entry);
     }
 
-    private void RecordRetirement(PooledChannel<TChannel> entry, EvictionReason reason)
+    private void RecordEviction(PooledChannel<TChannel> entry, EvictionReason reason)
     {
-        entry.RetireReason = reason;
+        entry.EvictionReason = reason;
         _metrics.Evicted(reason);
-        Log.ChannelRetired(_logger, Name, entry.Id, reason);
+        Log.ChannelEvicted(_logger, Name, entry.Id, reason);
     }
 
     /// <summary>
-    /// Closes a retired channel on the background worker: gracefully when it is healthy, so the server ends its
+    /// Closes an evicted channel on the background worker: gracefully when it is healthy, so the server ends its
     /// session, and by abort when it is broken or faulted, or the graceful close fails or overruns.
     /// </summary>
     private async Task CloseChannelAsync(PooledChannel<TChannel> entry)
     {
-        var graceful = !entry.IsBroken && entry.RetireReason != EvictionReason.Unusable && IsUsable(entry);
+        var graceful = !entry.IsBroken && entry.EvictionReason != EvictionReason.Unusable && IsUsable(entry);
         if (graceful)
         {
             using var timeout = new CancellationTokenSource(Volatile.Read(ref _settings).CloseTimeout, _timeProvider);
@@ -114,9 +107,7 @@ public sealed partial class ChannelPool<TChannel>
     {
         using (_gate.Enter())
         {
-            _closingCount--;
-            _closedTotal++;
-            _open.Remove(entry);
+            Closed_NoLock(entry);
             if (_disposed)
             {
                 UpdateDrainProgress_NoLock();

@@ -2,7 +2,7 @@ using Microsoft.Extensions.Options;
 
 namespace ChannelPool;
 
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     /// <inheritdoc />
     public int PoolSize => Volatile.Read(ref _settings).PoolSize;
@@ -22,7 +22,7 @@ public sealed partial class ChannelPool<TChannel>
     /// refill starts now. A smaller pool shrinks as surplus channels reach their deadlines and are not replaced.</item>
     /// <item>A new <see cref="ChannelPoolOptions.ChannelLifetime"/> or <see cref="ChannelPoolOptions.LifetimeJitter"/>
     /// also moves the deadlines of channels already open: each keeps its own random share of the jitter, and channels now
-    /// past their new deadline retire at their next lease, release or cleanup.</item>
+    /// past their new deadline are evicted at their next lease, release or cleanup.</item>
     /// <item>Timeouts, <see cref="ChannelPoolOptions.LeaseMode"/>, <see cref="ChannelPoolOptions.MaxConcurrentOpens"/> and
     /// <see cref="ChannelPoolOptions.CleanupInterval"/> apply to what happens next.</item>
     /// <item><see cref="ChannelPoolOptions.Name"/>, <see cref="ChannelPoolOptions.Resilience"/> and
@@ -53,7 +53,6 @@ public sealed partial class ChannelPool<TChannel>
                 BreakDuration = _settings.BreakDuration,
             };
             _settings = settings;
-            _refillThreshold = settings.RefillThreshold;
 
             var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
             foreach (var entry in _open)
@@ -61,12 +60,8 @@ public sealed partial class ChannelPool<TChannel>
                 entry.ScheduleExpiry(lifetime, settings.LifetimeJitter);
             }
 
-            if (_idle.Count + _leasedCount + _openingCount < settings.PoolSize)
-            {
-                _refilling = true;
-            }
-
-            opens = ReserveOpens_NoLock();
+            // A larger pool than the channels open and opening refills now.
+            opens = Refill_NoLock(toPoolSize: _idle.Count + _leasedCount + _openingCount < settings.PoolSize);
         }
 
         _clock.Follow(settings.ChannelLifetime);

@@ -1,16 +1,14 @@
 using System.Diagnostics;
 using Polly;
-using Polly.CircuitBreaker;
 
 namespace ChannelPool;
 
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
     private const string OpenOperationKey = "channelpool.open";
-    private static readonly Func<object?, Task> OpenOne = static state => ((ChannelPool<TChannel>)state!).OpenOneAsync(probe: 0);
+    private static readonly Func<object?, Task> OpenOne = static state => ((DefaultChannelPool<TChannel>)state!).OpenOneAsync();
 
     // Guarded by _gate.
-    private bool _refilling;
     private List<(int Ready, TaskCompletionSource Done)>? _warmUpWaiters;
 
     // Written by whichever open attempt failed last; read for error messages.
@@ -49,8 +47,7 @@ public sealed partial class ChannelPool<TChannel>
             ObjectDisposedException.ThrowIf(_disposed, this);
 
             // Warm-up fills to PoolSize whatever the threshold says.
-            _refilling = true;
-            opens = ReserveOpens_NoLock();
+            opens = Refill_NoLock(toPoolSize: true);
             if (_idle.Count + _leasedCount < readyChannels)
             {
                 done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
@@ -62,49 +59,6 @@ public sealed partial class ChannelPool<TChannel>
         return done is null ? Task.CompletedTask : done.Task.WaitAsync(cancellationToken);
     }
 
-    /// <summary>
-    /// Decides how many opens to start now and counts them as opening. The rule: once the idle count falls to the
-    /// refill threshold, fill back up to PoolSize plus one channel per waiting caller; waiting callers alone also
-    /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
-    /// paused or the breaker is open; while it is half-open, one probe and nothing else.
-    /// </summary>
-    private int ReserveOpens_NoLock()
-    {
-        if (_disposed || _opensPaused)
-        {
-            return 0;
-        }
-
-        var settings = _settings;
-        var idle = _idle.Count;
-        if (!_refilling && idle <= settings.RefillThreshold)
-        {
-            _refilling = true;
-        }
-
-        var wanted = (_refilling ? settings.PoolSize : 0) + _waiters.Count - idle - _openingCount;
-        if (wanted <= 0)
-        {
-            _refilling = false;
-            return 0;
-        }
-
-        var room = settings.MaxChannels - (idle + _leasedCount + _openingCount);
-        if (_breakerState != CircuitState.Closed)
-        {
-            return ReserveProbe_NoLock(room);
-        }
-
-        var count = Math.Min(wanted, Math.Min(room, settings.MaxConcurrentOpens - _openingCount));
-        if (count <= 0)
-        {
-            return 0;
-        }
-
-        _openingCount += count;
-        return count;
-    }
-
     /// <summary>Queues <paramref name="count"/> reserved opens on the background worker.</summary>
     private void StartOpens(int count)
     {
@@ -114,25 +68,16 @@ public sealed partial class ChannelPool<TChannel>
         }
 
         Log.OpensStarted(_logger, Name, count);
-        var probe = TakeProbeToStart();
         for (var i = 0; i < count; i++)
         {
-            if (i == 0 && probe != 0)
-            {
-                _worker.Post(static state => ((Probe)state!).Pool.OpenOneAsync(((Probe)state).Generation), new Probe(this, probe));
-            }
-            else
-            {
-                _worker.Post(OpenOne, this);
-            }
+            _worker.Post(OpenOne, this);
         }
     }
 
     /// <summary>
-    /// One open through the resilience pipeline. Runs on the background worker and never throws. A non-zero
-    /// <paramref name="probe"/> marks the half-open breaker's probe, whose outcome decides the breaker.
+    /// One open through the resilience pipeline. Runs on the background worker and never throws.
     /// </summary>
-    private async Task OpenOneAsync(long probe)
+    private async Task OpenOneAsync()
     {
         var startedAt = _timeProvider.GetTimestamp();
 
@@ -146,7 +91,7 @@ public sealed partial class ChannelPool<TChannel>
         }
         catch (Exception ex)
         {
-            OnOpenFailed(ex, probe);
+            OnOpenFailed(ex);
             return;
         }
         finally
@@ -155,7 +100,7 @@ public sealed partial class ChannelPool<TChannel>
         }
 
         _metrics.RecordCreateTime(_timeProvider.GetElapsedTime(startedAt));
-        OnOpenSucceeded(opened.Channel, opened.Id, probe);
+        OnOpenSucceeded(opened.Channel, opened.Id);
     }
 
     /// <summary>One attempt: a span, the factory call, and the failure bookkeeping the breaker and error messages need.</summary>
@@ -187,52 +132,33 @@ public sealed partial class ChannelPool<TChannel>
         }
     }
 
-    private void OnOpenSucceeded(TChannel channel, long id, long probe)
+    private void OnOpenSucceeded(TChannel channel, long id)
     {
         var entry = new PooledChannel<TChannel>(this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble());
 
-        PendingAcquire<TChannel>? waiter = null;
+        Waiter<TChannel>? waiter;
         List<TaskCompletionSource>? warmedUp = null;
-        var breakerClosed = false;
         var opens = 0;
         using (_gate.Enter())
         {
-            _openingCount--;
-            _openedTotal++;
-            breakerClosed = OnOpenSucceeded_Breaker_NoLock(probe);
+            OnOpenSucceeded_Breaker_NoLock();
             entry.ScheduleExpiry(_clock.ToTimestampDelta(_settings.ChannelLifetime), _settings.LifetimeJitter);
-            _open.Add(entry);
+            waiter = Opened_NoLock(entry);
             if (_disposed)
             {
-                // Finished after the drain began: it goes straight to closing.
-                MarkClosing_NoLock(entry);
+                // Finished after the drain began: it went straight to evicted.
                 UpdateDrainProgress_NoLock();
             }
             else
             {
-                waiter = _waiters.Dequeue();
-                if (waiter is null)
-                {
-                    _idle.Enqueue(entry);
-                }
-                else
-                {
-                    _leasedCount++;
-                }
-
                 warmedUp = TakeFinishedWarmUps_NoLock();
-                opens = ReserveOpens_NoLock();
+                opens = Refill_NoLock();
             }
         }
 
-        if (breakerClosed)
+        if (entry.IsEvicted)
         {
-            Log.BreakerClosed(_logger, Name);
-        }
-
-        if (entry.IsRetiring)
-        {
-            Retire(entry, EvictionReason.Shutdown);
+            QueueClose(entry, EvictionReason.Shutdown);
             return;
         }
 

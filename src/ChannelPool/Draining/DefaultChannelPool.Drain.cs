@@ -1,8 +1,8 @@
 namespace ChannelPool;
 
-public sealed partial class ChannelPool<TChannel>
+public sealed partial class DefaultChannelPool<TChannel>
 {
-    // Guarded by _lock; created when the drain starts.
+    // Guarded by _gate; created when the drain starts.
     private Task? _drainTask;
     private TaskCompletionSource? _leasesReturned;
     private TaskCompletionSource? _quiescent;
@@ -20,7 +20,7 @@ public sealed partial class ChannelPool<TChannel>
     public Task DrainAsync(CancellationToken cancellationToken = default)
     {
         List<PooledChannel<TChannel>> idle;
-        List<PendingAcquire<TChannel>> waiters;
+        List<Waiter<TChannel>> waiters;
         List<(int Ready, TaskCompletionSource Done)>? warmUps;
         int leased;
         TaskCompletionSource drained;
@@ -37,14 +37,8 @@ public sealed partial class ChannelPool<TChannel>
             _leasesReturned = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
             _quiescent = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
 
-            idle = new List<PooledChannel<TChannel>>(_idle.Count);
-            while (_idle.TryDequeue(out var entry))
-            {
-                MarkClosing_NoLock(entry);
-                idle.Add(entry);
-            }
-
-            waiters = _waiters.DequeueAll();
+            idle = EvictIdle_NoLock();
+            waiters = AbandonAll_NoLock();
             warmUps = _warmUpWaiters;
             _warmUpWaiters = null;
             leased = _leasedCount;
@@ -70,7 +64,7 @@ public sealed partial class ChannelPool<TChannel>
     private async Task DrainCoreAsync(
         TaskCompletionSource drained,
         List<PooledChannel<TChannel>> idle,
-        List<PendingAcquire<TChannel>> waiters,
+        List<Waiter<TChannel>> waiters,
         List<(int Ready, TaskCompletionSource Done)>? warmUps,
         int leased,
         CancellationToken cancellationToken)
@@ -92,7 +86,7 @@ public sealed partial class ChannelPool<TChannel>
             warmUps?.ForEach(warmUp => warmUp.Done.TrySetException(new ObjectDisposedException(GetType().FullName, $"Channel pool '{Name}' was disposed during warm-up.")));
             foreach (var entry in idle)
             {
-                Retire(entry, EvictionReason.Shutdown);
+                QueueClose(entry, EvictionReason.Shutdown);
             }
 
             if (!await WaitBoundedAsync(_leasesReturned!.Task, settings.DrainTimeout, cancellationToken).ConfigureAwait(false))
@@ -122,22 +116,10 @@ public sealed partial class ChannelPool<TChannel>
     /// <summary>Aborts channels whose holders did not release them in time; their later release does nothing.</summary>
     private void AbortOutstandingLeases()
     {
-        List<PooledChannel<TChannel>> abandoned = [];
+        List<PooledChannel<TChannel>> abandoned;
         using (_gate.Enter())
         {
-            // The idle queue was emptied when the drain began and nothing re-enters it, so an open channel that is not
-            // retiring is leased.
-            foreach (var entry in _open)
-            {
-                if (!entry.IsRetiring)
-                {
-                    entry.LeaseVersion++;
-                    _leasedCount--;
-                    MarkClosing_NoLock(entry);
-                    abandoned.Add(entry);
-                }
-            }
-
+            abandoned = EvictOutstandingLeases_NoLock();
             UpdateDrainProgress_NoLock();
         }
 
@@ -150,7 +132,7 @@ public sealed partial class ChannelPool<TChannel>
         // short must still leave none of these open when it returns.
         foreach (var entry in abandoned)
         {
-            RecordRetirement(entry, EvictionReason.Shutdown);
+            RecordEviction(entry, EvictionReason.Shutdown);
             Abort(entry);
             OnChannelEnded(entry);
         }
@@ -161,7 +143,7 @@ public sealed partial class ChannelPool<TChannel>
         if (_leasedCount == 0)
         {
             _leasesReturned?.TrySetResult();
-            if (_openingCount == 0 && _closingCount == 0)
+            if (_openingCount == 0 && _evictedCount == 0)
             {
                 _quiescent?.TrySetResult();
             }

@@ -12,10 +12,10 @@ namespace ChannelPool;
 /// starve the thread pool the way sync-over-async does. Queue membership changes only under the pool's lock; the
 /// result is delivered after the lock is released.
 /// </remarks>
-internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<TChannel>>, IDisposable
+internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>>, IDisposable
     where TChannel : class
 {
-    private readonly ChannelPool<TChannel> _pool;
+    private readonly DefaultChannelPool<TChannel> _pool;
     private ManualResetValueTaskSourceCore<ChannelLease<TChannel>> _core;
     private ManualResetEventSlim? _wakeUp;
     private ChannelLease<TChannel> _blockingResult;
@@ -24,16 +24,16 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
     private CancellationTokenRegistration _timeoutRegistration;
     private CancellationTokenRegistration _cancellationRegistration;
 
-    public PendingAcquire(ChannelPool<TChannel> pool)
+    public Waiter(DefaultChannelPool<TChannel> pool)
     {
         _pool = pool;
         _core.RunContinuationsAsynchronously = true;
     }
 
     // Intrusive FIFO links, owned by WaiterQueue under the pool's lock.
-    internal PendingAcquire<TChannel>? Next { get; set; }
+    internal Waiter<TChannel>? Next { get; set; }
 
-    internal PendingAcquire<TChannel>? Previous { get; set; }
+    internal Waiter<TChannel>? Previous { get; set; }
 
     internal bool IsQueued { get; set; }
 
@@ -63,7 +63,10 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
 
         if (timeout != Timeout.InfiniteTimeSpan)
         {
-            _timeout = new CancellationTokenSource(timeout, timeProvider);
+            // Kept across waits and reset in Recycle. TryReset refuses once the timer has fired, and for timers of a
+            // TimeProvider other than the system's; then a new source is made.
+            _timeout ??= new CancellationTokenSource(Timeout.InfiniteTimeSpan, timeProvider);
+            _timeout.CancelAfter(timeout);
         }
     }
 
@@ -77,14 +80,14 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
         if (_timeout is not null)
         {
             _timeoutRegistration = _timeout.Token.UnsafeRegister(
-                static state => ((PendingAcquire<TChannel>)state!)._pool.AbandonWaiter((PendingAcquire<TChannel>)state, timedOut: true),
+                static state => ((Waiter<TChannel>)state!)._pool.AbandonWaiter((Waiter<TChannel>)state, timedOut: true),
                 this);
         }
 
         if (CallerToken.CanBeCanceled)
         {
             _cancellationRegistration = CallerToken.UnsafeRegister(
-                static state => ((PendingAcquire<TChannel>)state!)._pool.AbandonWaiter((PendingAcquire<TChannel>)state, timedOut: false),
+                static state => ((Waiter<TChannel>)state!)._pool.AbandonWaiter((Waiter<TChannel>)state, timedOut: false),
                 this);
         }
     }
@@ -144,7 +147,7 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
         Action<object?> continuation, object? state, short token, ValueTaskSourceOnCompletedFlags flags) =>
         _core.OnCompleted(continuation, state, token, flags);
 
-    /// <summary>Frees the wait handle; called only when the object pool drops this waiter for good.</summary>
+    /// <summary>Frees the wait handle; the waiter pool calls it when it drops this waiter because it is full.</summary>
     public void Dispose()
     {
         _timeout?.Dispose();
@@ -159,8 +162,12 @@ internal sealed class PendingAcquire<TChannel> : IValueTaskSource<ChannelLease<T
         _cancellationRegistration.Dispose();
         _timeoutRegistration = default;
         _cancellationRegistration = default;
-        _timeout?.Dispose();
-        _timeout = null;
+        if (_timeout is not null && !_timeout.TryReset())
+        {
+            _timeout.Dispose();
+            _timeout = null;
+        }
+
         CallerToken = default;
         _pool.ReturnWaiter(this);
     }

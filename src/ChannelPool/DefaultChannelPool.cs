@@ -10,19 +10,20 @@ namespace ChannelPool;
 
 /// <summary>
 /// A pool of pre-opened channels. It opens channels on a low-priority background worker, refills when the idle count
-/// falls to <see cref="ChannelPoolOptions.RefillThreshold"/>, retires channels past their jittered lifetime, and hands
+/// falls to <see cref="ChannelPoolOptions.RefillThreshold"/>, evicts channels past their jittered lifetime, and hands
 /// them out as <see cref="ChannelLease{TChannel}"/>s, first come first served.
 /// </summary>
 /// <typeparam name="TChannel">The channel type; the pool knows it only through an <see cref="IPooledChannelFactory{TChannel}"/>.</typeparam>
 /// <remarks>
 /// <para>
-/// The class is split by concern: leasing (<c>Leasing/</c>), opening and refilling (<c>Opening/</c>), eviction
-/// (<c>Eviction/</c>) and draining (<c>Draining/</c>). All counts live under one lock; the lease and release fast paths
-/// hold it for a few instructions and read no precise clock (see <see cref="PoolClock"/>).
+/// The class is split by concern: the counts and every transition between them (<c>State/</c>), leasing
+/// (<c>Leasing/</c>), opening and refilling (<c>Opening/</c>), eviction (<c>Eviction/</c>), draining (<c>Draining/</c>)
+/// and following the open pipeline's breaker (<c>Resilience/</c>). All counts live under one lock; the lease and release
+/// fast paths hold it for a few instructions and read no precise clock (see <see cref="PoolClock"/>).
 /// </para>
 /// <para>Every member is safe to call from any thread.</para>
 /// </remarks>
-public sealed partial class ChannelPool<TChannel> : IChannelPool
+public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel>
     where TChannel : class
 {
     private readonly IPooledChannelFactory<TChannel> _factory;
@@ -31,25 +32,15 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
     private readonly ChannelPoolMetrics _metrics;
     private readonly ResiliencePipeline _openPipeline;
     private readonly BackgroundWorker _worker = BackgroundWorker.Shared;
-    private readonly ObjectPool<PendingAcquire<TChannel>> _waiterPool;
+    private readonly ObjectPool<Waiter<TChannel>> _waiterPool;
     private readonly PoolClock _clock;
     private readonly ITimer _cleanupTimer;
     private readonly ITimer _resumeTimer;
     private readonly CancellationTokenSource _shutdown = new();
     private readonly PoolGate _gate = new();
 
-    // Everything below is guarded by _lock.
-    private readonly IdleQueue<TChannel> _idle;
-    private readonly WaiterQueue<TChannel> _waiters = new();
-    private readonly HashSet<PooledChannel<TChannel>> _open = [];
+    // Guarded by _gate. The counts and their transitions are in State/DefaultChannelPool.State.cs.
     private PoolSettings _settings;
-    private int _refillThreshold;
-    private int _leasedCount;
-    private int _openingCount;
-    private int _closingCount;
-    private long _openedTotal;
-    private long _closedTotal;
-    private CircuitState _breakerState = CircuitState.Closed;
     private bool _disposed;
 
     /// <summary>Creates a pool. Nothing is opened until <see cref="WarmUpAsync(CancellationToken)"/> or the first acquire.</summary>
@@ -59,7 +50,7 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
     /// <param name="loggerFactory">Where the pool logs. Defaults to no logging.</param>
     /// <param name="meterFactory">Creates the pool's meter. Defaults to a meter the pool owns.</param>
     /// <exception cref="OptionsValidationException"><paramref name="options"/> breaks a rule; the message names each one.</exception>
-    public ChannelPool(
+    public DefaultChannelPool(
         IPooledChannelFactory<TChannel> factory,
         ChannelPoolOptions options,
         TimeProvider? timeProvider = null,
@@ -78,21 +69,28 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
 
         _factory = factory;
         _settings = PoolSettings.From(options);
-        _refillThreshold = _settings.RefillThreshold;
         _timeProvider = timeProvider ?? TimeProvider.System;
         _logger = loggerFactory?.CreateLogger("ChannelPool") ?? NullLogger.Instance;
         _idle = new IdleQueue<TChannel>(_settings.MaxChannels);
-        _waiterPool = new DefaultObjectPool<PendingAcquire<TChannel>>(new WaiterPolicy(this), maximumRetained: 64);
+        // The provider's pool for a disposable type disposes the waiters it drops when it is full.
+        _waiterPool = new DefaultObjectPoolProvider { MaximumRetained = 64 }.Create(new WaiterPolicy(this));
         _metrics = new ChannelPoolMetrics(Name, GetSnapshot, GetLimits, meterFactory);
-        _breakerReportsTransitions = options.OpenPipeline is null;
-        _openPipeline = options.OpenPipeline
-            ?? OpenPipeline.Build(options.Resilience, Name, _timeProvider, OnBreakerOpened, OnBreakerClosed);
+        if (options.OpenPipeline is { } custom)
+        {
+            _openPipeline = custom;
+        }
+        else
+        {
+            // A provider the caller set is honoured, so the caller can read the breaker too.
+            _breakerStateProvider = options.Resilience.CircuitBreaker.StateProvider ?? new CircuitBreakerStateProvider();
+            _openPipeline = OpenPipeline.Build(options.Resilience, Name, _timeProvider, _breakerStateProvider, OnBreakerOpened, OnBreakerClosed);
+        }
 
         _clock = new PoolClock(_timeProvider, _settings.ChannelLifetime);
         _resumeTimer = _timeProvider.CreateTimer(
-            static state => ((ChannelPool<TChannel>)state!).ResumeOpens(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+            static state => ((DefaultChannelPool<TChannel>)state!).ResumeOpens(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         _cleanupTimer = _timeProvider.CreateTimer(
-            static state => ((ChannelPool<TChannel>)state!).RunCleanup(), this, _settings.CleanupInterval, _settings.CleanupInterval);
+            static state => ((DefaultChannelPool<TChannel>)state!).RunCleanup(), this, _settings.CleanupInterval, _settings.CleanupInterval);
 
         Log.PoolCreated(_logger, Name, _settings.PoolSize, _settings.MaxChannels, _settings.RefillThreshold, _settings.ChannelLifetime, _settings.LeaseMode);
     }
@@ -112,19 +110,16 @@ public sealed partial class ChannelPool<TChannel> : IChannelPool
         }
     }
 
-    private ChannelPoolSnapshot SnapshotNoLock() => new(
-        _idle.Count, _leasedCount, _openingCount, _closingCount, _waiters.Count, _breakerState, _openedTotal, _closedTotal);
-
     private (int PoolSize, int RefillThreshold, int MaxChannels) GetLimits()
     {
         var settings = Volatile.Read(ref _settings);
         return (settings.PoolSize, settings.RefillThreshold, settings.MaxChannels);
     }
 
-    private sealed class WaiterPolicy(ChannelPool<TChannel> pool) : IPooledObjectPolicy<PendingAcquire<TChannel>>
+    private sealed class WaiterPolicy(DefaultChannelPool<TChannel> pool) : IPooledObjectPolicy<Waiter<TChannel>>
     {
-        public PendingAcquire<TChannel> Create() => new(pool);
+        public Waiter<TChannel> Create() => new(pool);
 
-        public bool Return(PendingAcquire<TChannel> obj) => true;
+        public bool Return(Waiter<TChannel> obj) => true;
     }
 }
