@@ -97,6 +97,20 @@ public sealed class ChannelPoolOptions
     /// </summary>
     public IdleOrder IdleOrder { get; set; } = IdleOrder.MostRecentlyUsed;
 
+    /// <summary>
+    /// Gets or sets how many leases may hold one channel at the same time. Defaults to 1: a lease has its channel to
+    /// itself, and a channel that fails fails one caller. Above 1, a lease first joins a leased channel with room, and
+    /// only takes an idle channel when none has room, as an HTTP/2 connection carries several requests at once.
+    /// </summary>
+    /// <remarks>
+    /// Only for channels that carry concurrent calls, and services that serve them concurrently: a WCF net.tcp channel
+    /// does, but a WCF service with the default <c>ConcurrencyMode.Single</c> and per-session instances serves one
+    /// session's calls one at a time, and then sharing queues callers behind each other. A channel that breaks fails
+    /// every lease on it. Requires <see cref="ChannelPool.LeaseMode.Reuse"/>; at most 64.
+    /// </remarks>
+    [Range(1, 64)]
+    public int MaxLeasesPerChannel { get; set; } = 1;
+
     /// <summary>Gets whether <see cref="LeaseMode"/> was set explicitly (in code or by configuration binding).</summary>
     internal bool IsLeaseModeSet => _leaseMode.HasValue;
 

@@ -52,6 +52,14 @@ internal sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPool
             failures.Add(nameof(options.IdleOrder), "must be MostRecentlyUsed or LeastRecentlyUsed", options.IdleOrder);
         }
 
+        if (options.MaxLeasesPerChannel > 1 && options.LeaseMode == LeaseMode.SingleUse)
+        {
+            failures.Add(
+                nameof(options.MaxLeasesPerChannel),
+                "must be 1 when LeaseMode is SingleUse, because a single-use channel is closed after its one lease",
+                options.MaxLeasesPerChannel);
+        }
+
         // Not an annotation: the infinite value is negative.
         if (options.AcquireTimeout <= TimeSpan.Zero && options.AcquireTimeout != Timeout.InfiniteTimeSpan)
         {

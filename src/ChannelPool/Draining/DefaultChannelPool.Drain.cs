@@ -38,6 +38,7 @@ public sealed partial class DefaultChannelPool<TChannel>
             _quiescent = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
 
             idle = EvictIdle_NoLock();
+            StopSharing_NoLock();
             waiters = AbandonAll_NoLock();
             warmUps = _warmUpWaiters;
             _warmUpWaiters = null;

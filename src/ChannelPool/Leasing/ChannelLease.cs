@@ -8,18 +8,23 @@ namespace ChannelPool;
 /// <remarks>
 /// A lease is a small value, so acquiring one allocates nothing. Releasing is idempotent: a second release, including
 /// one through a copy of this value, does nothing. Using <see cref="Channel"/> after release throws, because the
-/// channel may already belong to someone else.
+/// channel may already belong to someone else. When <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> is above 1,
+/// other leases may hold the same channel at the same time.
 /// </remarks>
 public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, IEquatable<ChannelLease<TChannel>>
     where TChannel : class
 {
     private readonly PooledChannel<TChannel>? _entry;
+    private readonly int _slot;
     private readonly int _version;
+    private readonly long _startedAt;
 
-    internal ChannelLease(PooledChannel<TChannel> entry, int version)
+    internal ChannelLease(PooledChannel<TChannel> entry, int slot, int version, long startedAt)
     {
         _entry = entry;
+        _slot = slot;
         _version = version;
+        _startedAt = startedAt;
     }
 
     /// <summary>Gets the leased channel.</summary>
@@ -27,20 +32,20 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
     public TChannel Channel => EnsureActive().Channel;
 
     /// <summary>Gets whether this lease still holds its channel.</summary>
-    public bool IsActive => _entry is not null && Volatile.Read(ref _entry.LeaseVersion) == _version;
+    public bool IsActive => _entry is not null && Volatile.Read(ref _entry.SlotVersions[_slot]) == _version;
 
     /// <summary>Gets the pool-wide id of the leased channel, for logs and diagnostics.</summary>
     public long ChannelId => EnsureActive().Id;
 
     /// <summary>
-    /// Marks the channel broken, for example after a call on it failed. A broken channel is aborted on release and is
-    /// never handed out again, whatever the <see cref="LeaseMode"/>.
+    /// Marks the channel broken, for example after a call on it failed. A broken channel is aborted on release (the
+    /// last release, when leases share it) and is never handed out again, whatever the <see cref="LeaseMode"/>.
     /// </summary>
     /// <exception cref="InvalidOperationException">The lease was already released, or was never acquired.</exception>
     public void MarkBroken() => EnsureActive().IsBroken = true;
 
     /// <summary>Gives the channel back to the pool. Calling it again does nothing.</summary>
-    public void Release() => _entry?.Pool.Release(_entry, _version);
+    public void Release() => _entry?.Pool.Release(_entry, _slot, _version, _startedAt);
 
     /// <summary>Gives the channel back to the pool; same as <see cref="Release"/>.</summary>
     public void Dispose() => Release();
@@ -54,13 +59,13 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
     }
 
     /// <inheritdoc />
-    public bool Equals(ChannelLease<TChannel> other) => ReferenceEquals(_entry, other._entry) && _version == other._version;
+    public bool Equals(ChannelLease<TChannel> other) => ReferenceEquals(_entry, other._entry) && _slot == other._slot && _version == other._version;
 
     /// <inheritdoc />
     public override bool Equals(object? obj) => obj is ChannelLease<TChannel> other && Equals(other);
 
     /// <inheritdoc />
-    public override int GetHashCode() => HashCode.Combine(_entry, _version);
+    public override int GetHashCode() => HashCode.Combine(_entry, _slot, _version);
 
     /// <summary>Compares two leases for identity: same channel, same lease.</summary>
     /// <param name="left">A lease.</param>
@@ -81,7 +86,7 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
             throw new InvalidOperationException("This lease was never acquired from a pool.");
         }
 
-        if (Volatile.Read(ref _entry.LeaseVersion) != _version)
+        if (Volatile.Read(ref _entry.SlotVersions[_slot]) != _version)
         {
             throw new InvalidOperationException(
                 $"This lease on channel {_entry.Id} of pool '{_entry.Pool.Name}' was already released; acquire a new lease.");

@@ -59,16 +59,21 @@ public sealed partial class DefaultChannelPool<TChannel>
         return lease;
     }
 
-    /// <summary>The hot path: take an idle channel, in the configured <see cref="IdleOrder"/>, that is still in date and usable.</summary>
+    /// <summary>
+    /// The hot path: join a shared channel with room, or take an idle channel, in the configured
+    /// <see cref="IdleOrder"/>, that is still in date and usable.
+    /// </summary>
     private bool TryLeaseIdle(long waitStartedAt, out ChannelLease<TChannel> lease)
     {
         while (true)
         {
             PooledChannel<TChannel>? entry;
+            int slot;
+            bool joined;
             var opens = 0;
             using (_gate.Enter())
             {
-                if (!Lease_NoLock(out entry))
+                if (!Lease_NoLock(out entry, out slot, out joined))
                 {
                     lease = default;
                     return false;
@@ -85,16 +90,53 @@ public sealed partial class DefaultChannelPool<TChannel>
                 StartOpens(opens);
             }
 
+            if (joined)
+            {
+                // Other leases are using the channel: it was checked when its first lease took it.
+                lease = BeginLease(entry, slot, waitStartedAt);
+                return true;
+            }
+
             var reason = _clock.HasPassed(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
                 : !IsUsable(entry) ? EvictionReason.Unusable
                 : (EvictionReason?)null;
             if (reason is null)
             {
-                lease = BeginLease(entry, waitStartedAt);
+                if (Volatile.Read(ref _settings).MaxLeasesPerChannel > 1)
+                {
+                    Share(entry);
+                }
+
+                lease = BeginLease(entry, slot, waitStartedAt);
                 return true;
             }
 
             EvictLeased(entry, reason.Value);
+        }
+    }
+
+    /// <summary>Lets a channel just leased from idle, and checked, take more leases: waiting callers' first.</summary>
+    private void Share(PooledChannel<TChannel> entry)
+    {
+        List<(Waiter<TChannel> Waiter, int Slot)>? joiners;
+        using (_gate.Enter())
+        {
+            joiners = Share_NoLock(entry);
+        }
+
+        CompleteJoiners(entry, joiners);
+    }
+
+    private void CompleteJoiners(PooledChannel<TChannel> entry, List<(Waiter<TChannel> Waiter, int Slot)>? joiners)
+    {
+        if (joiners is null)
+        {
+            return;
+        }
+
+        foreach (var (waiter, slot) in joiners)
+        {
+            waiter.Complete(BeginLease(entry, slot, waiter.WaitStartedAt));
         }
     }
 
@@ -146,7 +188,7 @@ public sealed partial class DefaultChannelPool<TChannel>
                 {
                     refusal = new ObjectDisposedException(GetType().FullName, $"Channel pool '{Name}' is disposed.");
                 }
-                else if (_idle.Count == 0)
+                else if (!CanLease_NoLock())
                 {
                     if (RefusesWaiters_NoLock())
                     {
@@ -221,9 +263,10 @@ public sealed partial class DefaultChannelPool<TChannel>
 
     internal void ReturnWaiter(Waiter<TChannel> waiter) => _waiterPool.Return(waiter);
 
-    private ChannelLease<TChannel> BeginLease(PooledChannel<TChannel> entry, long waitStartedAt)
+    /// <summary>Starts the lease of <paramref name="slot"/>, which the caller already claimed under the gate.</summary>
+    private ChannelLease<TChannel> BeginLease(PooledChannel<TChannel> entry, int slot, long waitStartedAt)
     {
-        entry.IsBroken = false;
+        var startedAt = NotMeasured;
         var measureUse = _metrics.UseTimeEnabled;
         if (measureUse || waitStartedAt != NotMeasured)
         {
@@ -233,55 +276,57 @@ public sealed partial class DefaultChannelPool<TChannel>
                 _metrics.RecordWaitTime(_timeProvider.GetElapsedTime(waitStartedAt, now));
             }
 
-            entry.LeaseStartedAt = measureUse ? now : NotMeasured;
-        }
-        else
-        {
-            entry.LeaseStartedAt = NotMeasured;
+            startedAt = measureUse ? now : NotMeasured;
         }
 
-        return new ChannelLease<TChannel>(entry, entry.LeaseVersion);
+        // Written under the gate by whoever freed or claimed the slot last; the slot is ours alone until we release it.
+        return new ChannelLease<TChannel>(entry, slot, Volatile.Read(ref entry.SlotVersions[slot]), startedAt);
     }
 
     /// <summary>
-    /// Ends the lease <paramref name="version"/> of <paramref name="entry"/>: hands the channel to the oldest waiter,
-    /// puts it back as idle, or evicts it. A stale or repeated release does nothing.
+    /// Ends the lease <paramref name="version"/> of <paramref name="entry"/>'s <paramref name="slot"/>: hands the slot
+    /// to the oldest waiter, frees it (the channel going back to idle when it was the last), or evicts the channel. A
+    /// stale or repeated release does nothing.
     /// </summary>
-    internal void Release(PooledChannel<TChannel> entry, int version)
+    internal void Release(PooledChannel<TChannel> entry, int slot, int version, long leaseStartedAt)
     {
         // Judged before taking the gate, so the factory's IsUsable never runs inside it. For a stale release this
         // looks at a channel someone else may hold, which is harmless: the version check below then turns it away.
         var reason = ReasonToEvictAfterUse(entry);
-        var leaseStartedAt = entry.LeaseStartedAt;
         Waiter<TChannel>? waiter = null;
+        var evicted = false;
         var opens = 0;
         using (_gate.Enter())
         {
             // Of two racing releases of one lease, exactly one gets past here; a stale lease never does.
-            if (entry.LeaseVersion != version)
+            if (entry.SlotVersions[slot] != version)
             {
                 return;
             }
 
-            entry.LeaseVersion = version + 1;
+            entry.SlotVersions[slot] = version + 1;
+            reason ??= entry.RetireReason;
             if (reason is null && !_disposed && _waiters.Count == 0)
             {
-                // The common case: a healthy channel back to idle.
-                Release_NoLock(entry);
+                // The common case: a healthy channel back to idle, or to its other leases.
+                Release_NoLock(entry, slot);
             }
             else if (reason is null && !_disposed)
             {
-                // Handed straight to the oldest waiter: the channel stays leased.
+                // Handed straight to the oldest waiter: the slot stays leased.
                 waiter = HandOver_NoLock();
             }
             else
             {
                 reason ??= EvictionReason.Shutdown;
-                EvictLeased_NoLock(entry);
-                opens = Refill_NoLock();
-                if (_disposed)
+                evicted = Leave_NoLock(entry, slot, reason.Value);
+                if (evicted)
                 {
-                    UpdateDrainProgress_NoLock();
+                    opens = Refill_NoLock();
+                    if (_disposed)
+                    {
+                        UpdateDrainProgress_NoLock();
+                    }
                 }
             }
         }
@@ -293,11 +338,11 @@ public sealed partial class DefaultChannelPool<TChannel>
 
         if (waiter is not null)
         {
-            waiter.Complete(BeginLease(entry, waiter.WaitStartedAt));
+            waiter.Complete(BeginLease(entry, slot, waiter.WaitStartedAt));
         }
-        else if (reason is not null)
+        else if (evicted)
         {
-            QueueClose(entry, reason.Value);
+            QueueClose(entry, reason!.Value);
         }
 
         if (opens > 0)

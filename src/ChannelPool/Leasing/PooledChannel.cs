@@ -2,24 +2,31 @@ namespace ChannelPool;
 
 /// <summary>
 /// One open channel and its bookkeeping. It lives exactly as long as the channel, so a lease needs no object of its
-/// own: a <see cref="ChannelLease{TChannel}"/> is this entry plus the <see cref="LeaseVersion"/> it was issued under.
+/// own: a <see cref="ChannelLease{TChannel}"/> is this entry plus the slot it holds and the slot's version when it was
+/// issued.
 /// </summary>
+/// <remarks>
+/// A channel has one slot per lease it may carry at once (<see cref="ChannelPoolOptions.MaxLeasesPerChannel"/>, 1 by
+/// default). Slots and their versions change only under the pool's gate.
+/// </remarks>
 internal sealed class PooledChannel<TChannel>
     where TChannel : class
 {
     /// <summary>
-    /// Bumped every time a lease ends (release, or abort at drain). A lease handle holding an older value is stale,
-    /// so releasing it twice, or using it after release, can never touch the channel's next holder.
+    /// One version per slot, bumped every time a lease of that slot ends (release, hand-over, or abort at drain). A
+    /// lease handle holding an older value is stale, so releasing it twice, or using it after release, can never touch
+    /// the slot's next holder.
     /// </summary>
-    internal int LeaseVersion;
+    internal readonly int[] SlotVersions;
 
-    public PooledChannel(DefaultChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, double jitterDraw)
+    public PooledChannel(DefaultChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, double jitterDraw, int slots)
     {
         Pool = pool;
         Id = id;
         Channel = channel;
         OpenedAt = openedAt;
         JitterDraw = jitterDraw;
+        SlotVersions = new int[slots];
     }
 
     public DefaultChannelPool<TChannel> Pool { get; }
@@ -59,6 +66,15 @@ internal sealed class PooledChannel<TChannel>
     /// <summary>Gets or sets why the channel was evicted; set once it leaves the idle and leased states.</summary>
     public EvictionReason EvictionReason { get; set; }
 
-    /// <summary>Gets or sets the precise timestamp the current lease started, or <c>NotMeasured</c> when use time is not measured.</summary>
-    public long LeaseStartedAt { get; set; } = DefaultChannelPool<TChannel>.NotMeasured;
+    /// <summary>Gets or sets which slots are leased: bit <c>i</c> for slot <c>i</c>. Zero while the channel is idle.</summary>
+    public ulong BusySlots { get; set; }
+
+    /// <summary>Gets or sets whether the channel is in the pool's list of leased channels with a free slot.</summary>
+    public bool IsShareable { get; set; }
+
+    /// <summary>
+    /// Gets or sets why a shared channel takes no more leases: a holder found it broken, unusable or expired while
+    /// others still held it. The last holder's release evicts it for this reason.
+    /// </summary>
+    public EvictionReason? RetireReason { get; set; }
 }

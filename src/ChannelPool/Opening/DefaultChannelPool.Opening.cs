@@ -134,9 +134,11 @@ public sealed partial class DefaultChannelPool<TChannel>
 
     private void OnOpenSucceeded(TChannel channel, long id)
     {
-        var entry = new PooledChannel<TChannel>(this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble());
+        var entry = new PooledChannel<TChannel>(
+            this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble(), Volatile.Read(ref _settings).MaxLeasesPerChannel);
 
         Waiter<TChannel>? waiter;
+        List<(Waiter<TChannel> Waiter, int Slot)>? joiners = null;
         List<TaskCompletionSource>? warmedUp = null;
         var opens = 0;
         using (_gate.Enter())
@@ -144,6 +146,12 @@ public sealed partial class DefaultChannelPool<TChannel>
             OnOpenSucceeded_Breaker_NoLock();
             entry.ScheduleExpiry(_clock.ToTimestampDelta(_settings.ChannelLifetime), _settings.LifetimeJitter);
             waiter = Opened_NoLock(entry);
+            if (waiter is not null)
+            {
+                // A new channel that may carry more leases goes to as many waiting callers as it can take.
+                joiners = Share_NoLock(entry);
+            }
+
             if (_disposed)
             {
                 // Finished after the drain began: it went straight to evicted.
@@ -162,7 +170,8 @@ public sealed partial class DefaultChannelPool<TChannel>
             return;
         }
 
-        waiter?.Complete(BeginLease(entry, waiter.WaitStartedAt));
+        waiter?.Complete(BeginLease(entry, slot: 0, waiter.WaitStartedAt));
+        CompleteJoiners(entry, joiners);
         warmedUp?.ForEach(static done => done.TrySetResult());
         StartOpens(opens);
     }

@@ -1,4 +1,5 @@
 using System.Diagnostics.CodeAnalysis;
+using System.Numerics;
 
 namespace ChannelPool;
 
@@ -15,11 +16,19 @@ namespace ChannelPool;
 /// <see cref="Opened_NoLock"/> adds one, <see cref="OpenFailed_NoLock"/> adds none.
 /// </para>
 /// <para>
+/// A leased channel holds one lease per busy slot (<see cref="PooledChannel{TChannel}.BusySlots"/>), at most
+/// <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/>; <c>_leasedCount</c> counts channels, not leases. A leased
+/// channel with a free slot and nothing wrong with it is also in <c>_shareable</c>, where <see cref="Lease_NoLock"/>
+/// looks first. A channel is leased while any slot is busy and goes back to idle, or is evicted, when the last one frees.
+/// </para>
+/// <para>
 /// The transitions: <see cref="Refill_NoLock"/> (nothing → opening), <see cref="Opened_NoLock"/> (opening → idle, or
 /// leased by a waiter), <see cref="Lease_NoLock"/> (idle → leased), <see cref="Release_NoLock"/> (leased → idle),
 /// <see cref="HandOver_NoLock"/> (leased → leased by a waiter), <see cref="EvictLeased_NoLock"/> and
 /// <see cref="EvictIdle_NoLock"/> (→ evicted), <see cref="Closed_NoLock"/> (evicted → gone), and for callers
-/// <see cref="Wait_NoLock"/> and <see cref="Abandon_NoLock"/>.
+/// <see cref="Wait_NoLock"/> and <see cref="Abandon_NoLock"/>. With shared channels, also <see cref="Share_NoLock"/>
+/// (a leased channel takes more leases), <see cref="Retire_NoLock"/> (it takes no more) and <see cref="Leave_NoLock"/>
+/// (one of its leases ends on a channel that must go).
 /// </para>
 /// </remarks>
 public sealed partial class DefaultChannelPool<TChannel>
@@ -28,6 +37,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     private readonly IdleQueue<TChannel> _idle;
     private readonly WaiterQueue<TChannel> _waiters = new();
     private readonly HashSet<PooledChannel<TChannel>> _open = [];
+    private readonly List<PooledChannel<TChannel>> _shareable = [];
     private int _leasedCount;
     private int _openingCount;
     private int _evictedCount;
@@ -41,34 +51,168 @@ public sealed partial class DefaultChannelPool<TChannel>
     private ChannelPoolSnapshot SnapshotNoLock() => new(
         _idle.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal);
 
-    /// <summary>Idle → leased: takes an idle channel in the configured <see cref="IdleOrder"/>.</summary>
-    private bool Lease_NoLock([NotNullWhen(true)] out PooledChannel<TChannel>? entry)
+    /// <summary>
+    /// A new lease: a free slot on a shared channel when <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> allows one
+    /// (<paramref name="joined"/> is then true), else idle → leased, taking an idle channel in the configured
+    /// <see cref="IdleOrder"/> on its slot 0.
+    /// </summary>
+    private bool Lease_NoLock([NotNullWhen(true)] out PooledChannel<TChannel>? entry, out int slot, out bool joined)
     {
+        if (_shareable.Count > 0 && TryJoin_NoLock(out entry, out slot))
+        {
+            joined = true;
+            return true;
+        }
+
+        joined = false;
+        slot = 0;
         if (!_idle.TryTake(_settings.IdleOrder, out entry))
         {
             return false;
         }
 
         _leasedCount++;
+        entry.IsBroken = false;
+        entry.BusySlots = 1;
         return true;
     }
+
+    /// <summary>Takes a free slot on the first shareable channel, dropping any that broke or expired since.</summary>
+    private bool TryJoin_NoLock([NotNullWhen(true)] out PooledChannel<TChannel>? entry, out int slot)
+    {
+        if (_settings.MaxLeasesPerChannel == 1)
+        {
+            // Reconfigured to one lease per channel: channels still shared go back to idle as their leases end.
+            StopSharing_NoLock();
+        }
+
+        while (_shareable.Count > 0)
+        {
+            var candidate = _shareable[0];
+            if (candidate.IsBroken || _clock.HasPassed(candidate.ExpiresAt))
+            {
+                Retire_NoLock(candidate, candidate.IsBroken ? EvictionReason.Broken : EvictionReason.LifetimeExpired);
+                continue;
+            }
+
+            slot = ClaimSlot_NoLock(candidate);
+            entry = candidate;
+            return true;
+        }
+
+        entry = null;
+        slot = 0;
+        return false;
+    }
+
+    /// <summary>
+    /// Leased → leased and shared: lets <paramref name="entry"/>, just leased on its slot 0, take more leases, first
+    /// from the waiters, who are returned with their slots, then from later callers.
+    /// </summary>
+    private List<(Waiter<TChannel> Waiter, int Slot)>? Share_NoLock(PooledChannel<TChannel> entry)
+    {
+        List<(Waiter<TChannel> Waiter, int Slot)>? joiners = null;
+        if (_settings.MaxLeasesPerChannel == 1 || entry.IsEvicted || entry.RetireReason is not null || entry.IsBroken)
+        {
+            return null;
+        }
+
+        while (HasFreeSlot_NoLock(entry) && _waiters.Dequeue() is { } waiter)
+        {
+            (joiners ??= []).Add((waiter, ClaimSlot_NoLock(entry)));
+        }
+
+        if (!entry.IsShareable && HasFreeSlot_NoLock(entry))
+        {
+            entry.IsShareable = true;
+            _shareable.Add(entry);
+        }
+
+        return joiners;
+    }
+
+    private bool HasFreeSlot_NoLock(PooledChannel<TChannel> entry) =>
+        BitOperations.PopCount(entry.BusySlots) < Math.Min(_settings.MaxLeasesPerChannel, entry.SlotVersions.Length);
+
+    /// <summary>Marks the lowest free slot busy, and takes the channel out of <c>_shareable</c> when that fills it.</summary>
+    private int ClaimSlot_NoLock(PooledChannel<TChannel> entry)
+    {
+        var slot = BitOperations.TrailingZeroCount(~entry.BusySlots);
+        entry.BusySlots |= 1UL << slot;
+        if (!HasFreeSlot_NoLock(entry))
+        {
+            Unshare_NoLock(entry);
+        }
+
+        return slot;
+    }
+
+    /// <summary>A shared channel takes no more leases; its last release evicts it for <paramref name="reason"/>.</summary>
+    private void Retire_NoLock(PooledChannel<TChannel> entry, EvictionReason reason)
+    {
+        entry.RetireReason ??= reason;
+        Unshare_NoLock(entry);
+    }
+
+    private void Unshare_NoLock(PooledChannel<TChannel> entry)
+    {
+        if (entry.IsShareable)
+        {
+            entry.IsShareable = false;
+            _shareable.Remove(entry);
+        }
+    }
+
+    /// <summary>Whether a lease could be had now without waiting: an idle channel, or a shared one with room.</summary>
+    private bool CanLease_NoLock() => _idle.Count > 0 || _shareable.Count > 0;
 
     /// <summary>Whether the idle count is at the refill threshold with no refill under way: the lease path's one check.</summary>
     private bool RefillDue_NoLock() => _idle.Count <= _settings.RefillThreshold && !_refilling;
 
-    /// <summary>Leased → idle.</summary>
-    private void Release_NoLock(PooledChannel<TChannel> entry)
+    /// <summary>
+    /// One lease ends well: its slot frees, and the channel goes back to idle when it was the last, or takes more leases
+    /// again when it was full.
+    /// </summary>
+    private void Release_NoLock(PooledChannel<TChannel> entry, int slot)
     {
-        _leasedCount--;
-        _idle.Enqueue(entry);
+        entry.BusySlots &= ~(1UL << slot);
+        if (entry.BusySlots == 0)
+        {
+            Unshare_NoLock(entry);
+            _leasedCount--;
+            _idle.Enqueue(entry);
+        }
+        else if (!entry.IsShareable)
+        {
+            _ = Share_NoLock(entry);
+        }
+    }
+
+    /// <summary>
+    /// One lease ends on a channel that must go (<paramref name="reason"/>): its slot frees, and the channel is evicted
+    /// when it was the last lease, or retired, taking no more, while others still hold it. Returns whether it was evicted.
+    /// </summary>
+    private bool Leave_NoLock(PooledChannel<TChannel> entry, int slot, EvictionReason reason)
+    {
+        entry.BusySlots &= ~(1UL << slot);
+        if (entry.BusySlots != 0)
+        {
+            Retire_NoLock(entry, reason);
+            return false;
+        }
+
+        EvictLeased_NoLock(entry);
+        return true;
     }
 
     /// <summary>Leased → leased by the oldest waiter, who is returned; <see langword="null"/> when nobody waits.</summary>
     private Waiter<TChannel>? HandOver_NoLock() => _waiters.Dequeue();
 
-    /// <summary>Leased → evicted.</summary>
+    /// <summary>Leased → evicted, whatever leases it still carried.</summary>
     private void EvictLeased_NoLock(PooledChannel<TChannel> entry)
     {
+        entry.BusySlots = 0;
+        Unshare_NoLock(entry);
         _leasedCount--;
         MarkEvicted_NoLock(entry);
     }
@@ -83,8 +227,8 @@ public sealed partial class DefaultChannelPool<TChannel>
 
     /// <summary>
     /// Leased → evicted for every lease still out at the end of a drain. The idle queue was emptied when the drain
-    /// began and nothing re-enters it, so an open channel not yet evicted is leased. Bumping the lease version makes
-    /// the holder's later release do nothing.
+    /// began and nothing re-enters it, so an open channel not yet evicted is leased. Bumping the busy slots' versions
+    /// makes the holders' later releases do nothing.
     /// </summary>
     private List<PooledChannel<TChannel>> EvictOutstandingLeases_NoLock()
     {
@@ -93,13 +237,28 @@ public sealed partial class DefaultChannelPool<TChannel>
         {
             if (!entry.IsEvicted)
             {
-                entry.LeaseVersion++;
+                for (var busy = entry.BusySlots; busy != 0; busy &= busy - 1)
+                {
+                    entry.SlotVersions[BitOperations.TrailingZeroCount(busy)]++;
+                }
+
                 abandoned.Add(entry);
             }
         }
 
         abandoned.ForEach(EvictLeased_NoLock);
         return abandoned;
+    }
+
+    /// <summary>No lease joins a shared channel any more (the drain began); each is evicted at its last release.</summary>
+    private void StopSharing_NoLock()
+    {
+        foreach (var entry in _shareable)
+        {
+            entry.IsShareable = false;
+        }
+
+        _shareable.Clear();
     }
 
     /// <summary>Evicted → gone: the close or abort finished.</summary>
@@ -132,6 +291,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         else
         {
             _leasedCount++;
+            entry.BusySlots = 1;
         }
 
         return waiter;
