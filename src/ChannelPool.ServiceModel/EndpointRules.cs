@@ -53,9 +53,16 @@ internal static class EndpointRules
     }
 
     /// <summary>Lists the ways <paramref name="options"/> conflict with <paramref name="binding"/>; empty when none.</summary>
-    public static List<string> Conflicts(string poolName, Binding binding, bool sessionful, ChannelPoolOptions options)
+    public static List<string> Conflicts(string poolName, Type contract, Binding binding, bool sessionful, ChannelPoolOptions options)
     {
         var conflicts = new List<string>();
+        if (options.MaxLeasesPerChannel > 1 && RequiresSession(contract))
+        {
+            conflicts.Add(
+                $"Channel pool '{poolName}': MaxLeasesPerChannel must be 1 for {contract.Name}, whose contract requires sessions; it was {options.MaxLeasesPerChannel}. " +
+                "Callers sharing a channel would share one server-side session and see each other's state.");
+        }
+
         if (sessionful && options.ChannelLifetime >= binding.ReceiveTimeout)
         {
             conflicts.Add(

@@ -281,7 +281,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
 
     private void ThrowIfConflicting(ChannelPoolOptions options)
     {
-        var conflicts = EndpointRules.Conflicts(Name, Binding, _sessionful, options);
+        var conflicts = EndpointRules.Conflicts(Name, typeof(TContract), Binding, _sessionful, options);
         if (conflicts.Count > 0)
         {
             throw new OptionsValidationException(Name, typeof(ChannelPoolOptions), conflicts);

@@ -92,9 +92,16 @@ public sealed partial class DefaultChannelPool<TChannel>
 
             if (joined)
             {
-                // Other leases are using the channel: it was checked when its first lease took it.
-                lease = BeginLease(entry, slot, waitStartedAt);
-                return true;
+                // Other leases are using the channel, so only the factory's cheap verdict is asked: a call on it may
+                // have failed since (the WCF adapter records that), and then no further lease may join it.
+                if (IsUsable(entry))
+                {
+                    lease = BeginLease(entry, slot, waitStartedAt);
+                    return true;
+                }
+
+                LeaveUnused(entry, slot, EvictionReason.Unusable);
+                continue;
             }
 
             var reason = _clock.HasPassed(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
@@ -357,6 +364,32 @@ public sealed partial class DefaultChannelPool<TChannel>
         : Volatile.Read(ref _settings).LeaseMode == LeaseMode.SingleUse ? EvictionReason.SingleUse
         : _clock.HasPassed(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
         : null;
+
+    /// <summary>Gives back a slot the fast path claimed on a shared channel but found unusable, retiring the channel.</summary>
+    private void LeaveUnused(PooledChannel<TChannel> entry, int slot, EvictionReason reason)
+    {
+        var opens = 0;
+        bool evicted;
+        using (_gate.Enter())
+        {
+            evicted = Leave_NoLock(entry, slot, reason);
+            if (evicted)
+            {
+                opens = Refill_NoLock();
+                if (_disposed)
+                {
+                    UpdateDrainProgress_NoLock();
+                }
+            }
+        }
+
+        if (evicted)
+        {
+            QueueClose(entry, reason);
+        }
+
+        StartOpens(opens);
+    }
 
     /// <summary>Evicts a channel the fast path took out of the idle set but found expired or unusable.</summary>
     private void EvictLeased(PooledChannel<TChannel> entry, EvictionReason reason)

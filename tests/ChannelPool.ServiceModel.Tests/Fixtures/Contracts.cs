@@ -46,3 +46,20 @@ public class CounterProxy(ServiceChannelPool<ISessionCounter> pool) : PooledClie
 {
     public int Increment() => Channel.Increment();
 }
+
+/// <summary>
+/// The echo operation in its asynchronous form, for tests that make many concurrent calls: a synchronous WCF call
+/// blocks a thread for its whole round trip, and a handful of them starve the thread pool of a 2-core machine.
+/// </summary>
+[ServiceContract(Namespace = TestContract.Namespace, Name = nameof(IEchoService))]
+public interface IAsyncEchoService
+{
+    [OperationContract(Name = nameof(IEchoService.Echo))]
+    Task<string> EchoAsync(string text);
+}
+
+/// <summary>A proxy for <see cref="IAsyncEchoService"/>.</summary>
+public class AsyncEchoProxy(ServiceChannelPool<IAsyncEchoService> pool) : PooledClientBase<IAsyncEchoService>(pool), IAsyncEchoService
+{
+    public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
+}

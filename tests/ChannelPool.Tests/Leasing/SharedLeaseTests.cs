@@ -118,6 +118,27 @@ public class SharedLeaseTests : PoolTestBase
     }
 
     [Test]
+    public async Task ASharedChannelTheFactoryFindsUnusable_TakesNoMoreLeases_AndIsAbortedWhenItsLastLeaseEnds()
+    {
+        var pool = CreatePool(o =>
+        {
+            o.PoolSize = 3;
+            o.MaxLeasesPerChannel = 4;
+        });
+        await pool.WarmUpAsync().Within();
+        var a = await pool.AcquireAsync();
+        var faulted = a.Channel;
+
+        faulted.Fault();
+        var b = await pool.AcquireAsync();
+        a.Release();
+
+        Assert.That(b.Channel, Is.Not.SameAs(faulted), "a lease asks the factory before joining");
+        await Eventually.That(() => faulted.IsAborted, "the faulted channel is aborted after its last lease");
+        b.Release();
+    }
+
+    [Test]
     public async Task ASharedChannelPastItsLifetime_TakesNoMoreLeases_AndIsClosedWhenItsLastLeaseEnds()
     {
         var pool = CreatePool(o =>
