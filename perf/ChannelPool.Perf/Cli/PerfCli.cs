@@ -48,7 +48,7 @@ internal static class PerfCli
         var options = new ProxiesOptions();
         var command = new Command(
             "proxies",
-            "Per-call, per-call with a cached factory, pooled single-use, pooled reuse and singleton WCF proxies on WSHttp with a security context (the original's scenario), net.tcp (TLS), BasicHttps and WSHttp with UserName, " +
+            "Per-call, per-call with a cached factory, pooled single-use, pooled reuse (alone and shared) and singleton WCF proxies on WSHttp with a security context (the original's scenario), net.tcp (TLS), BasicHttps and WSHttp with UserName, " +
             "at several concurrencies: calls/s, latency percentiles, CPU and bytes per call, server handshakes and sessions.");
         options.AddTo(command, withConcurrency: true);
         command.SetAction((parse, token) => RunAsync(parse, common, "proxies", async context =>

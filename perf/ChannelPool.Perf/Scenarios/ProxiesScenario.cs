@@ -49,12 +49,16 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
     public const string PerCallCached = "per-call, cached factory";
     public const string PooledSingleUse = "pooled single-use";
     public const string PooledReuse = "pooled reuse";
+    public const string PooledReuseShared = "pooled reuse, shared";
     public const string Singleton = "singleton";
+
+    /// <summary>The <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of <see cref="PooledReuseShared"/>: the most the option allows.</summary>
+    public const int SharedLeasesPerChannel = 64;
 
     /// <summary>Pooled reuse with the other idle order, to measure the default against: selectable with --kind, not in the suite.</summary>
     public const string PooledReuseLeastRecentlyUsed = "pooled reuse, least recently used first";
 
-    public static readonly string[] AllKinds = [PerCall, PerCallCached, PooledSingleUse, PooledReuse, Singleton];
+    public static readonly string[] AllKinds = [PerCall, PerCallCached, PooledSingleUse, PooledReuse, PooledReuseShared, Singleton];
 
     public static readonly string[] SelectableKinds = [.. AllKinds, PooledReuseLeastRecentlyUsed];
 
@@ -155,17 +159,17 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
             ", against the WCF test services on 127.0.0.1 (net.tcp with TLS: our [MC-NMF] host; HTTPS: SoapCore on Kestrel). " +
             "Per-call: a new `ClientBase<T>(binding, address)` per call, opened, called and closed; cached factory: the same with `CacheSetting.AlwaysOn`; " +
             "pooled: a new `PooledClientBase<T>` proxy per call over `ServiceChannelPool` with library defaults (50 channels, refill at 25, 4 opens at a time, most recently used idle channel first), " +
-            "single-use (closes the channel after the call) or reuse; singleton: one opened `ClientBase<T>` every caller shares. Every call is `await EchoAsync`.")
+            $"single-use (closes the channel after the call) or reuse, and reuse with up to {SharedLeasesPerChannel} proxies sharing a channel (`MaxLeasesPerChannel = {SharedLeasesPerChannel}`, shared); singleton: one opened `ClientBase<T>` every caller shares. Every call is `await EchoAsync`.")
         {
             Results = results,
         };
 
         section.Tables.Add(new ReportTable(
             "Calls per second, and the ratios the targets are about",
-            ["Binding", "Concurrency", .. settings.Kinds, "reuse / singleton", "reuse / per-call", "single-use / per-call"],
+            ["Binding", "Concurrency", .. settings.Kinds, "reuse / singleton", "shared / singleton", "reuse / per-call", "single-use / per-call"],
             [.. Groups(results).Select(g => (IReadOnlyList<string>)[
                 g.Key.Binding, Num(g.Key.Concurrency), .. settings.Kinds.Select(k => g.Cell(k) is { } r ? Num(r.CallsPerSecond) : "—"),
-                g.Ratio(PooledReuse, Singleton), g.Ratio(PooledReuse, PerCall), g.Ratio(PooledSingleUse, PerCall)])]));
+                g.Ratio(PooledReuse, Singleton), g.Ratio(PooledReuseShared, Singleton), g.Ratio(PooledReuse, PerCall), g.Ratio(PooledSingleUse, PerCall)])]));
 
         section.Tables.Add(new ReportTable(
             "Figures",
@@ -219,6 +223,7 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
         {
             var where = $"{g.Key.Binding}, concurrency {g.Key.Concurrency}";
             AddCheck(section, $"Pooled reuse ≥ 0.95× singleton ({where})", g, PooledReuse, Singleton, 0.95, strict: false);
+            AddCheck(section, $"Pooled reuse, shared ≥ 0.95× singleton ({where})", g, PooledReuseShared, Singleton, 0.95, strict: false);
             if (g.Key.Binding.StartsWith("net.tcp", StringComparison.Ordinal))
             {
                 AddCheck(section, $"Pooled reuse ≥ 3× per-call ({where})", g, PooledReuse, PerCall, 3, strict: false);
@@ -341,6 +346,7 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
                         Name = $"perf-{binding.Name}-{kind.Replace(' ', '-')}-{concurrency}",
                         LeaseMode = kind == PooledSingleUse ? LeaseMode.SingleUse : LeaseMode.Reuse,
                         IdleOrder = kind == PooledReuseLeastRecentlyUsed ? IdleOrder.LeastRecentlyUsed : IdleOrder.MostRecentlyUsed,
+                        MaxLeasesPerChannel = kind == PooledReuseShared ? SharedLeasesPerChannel : 1,
                     };
                     var pool = new ServiceChannelPool<IEchoClient>(wcfBinding, binding.Address, options, factory => binding.Configure(factory.Credentials));
                     await pool.WarmUpAsync(pool.PoolSize, cancellationToken);
