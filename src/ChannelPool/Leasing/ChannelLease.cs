@@ -17,14 +17,12 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
     private readonly PooledChannel<TChannel>? _entry;
     private readonly int _slot;
     private readonly int _version;
-    private readonly long _startedAt;
 
-    internal ChannelLease(PooledChannel<TChannel> entry, int slot, int version, long startedAt)
+    internal ChannelLease(PooledChannel<TChannel> entry, int slot, int version)
     {
         _entry = entry;
         _slot = slot;
         _version = version;
-        _startedAt = startedAt;
     }
 
     /// <summary>Gets the leased channel.</summary>
@@ -45,7 +43,7 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
     public void MarkBroken() => EnsureActive().IsBroken = true;
 
     /// <summary>Gives the channel back to the pool. Calling it again does nothing.</summary>
-    public void Release() => _entry?.Pool.Release(_entry, _slot, _version, _startedAt);
+    public void Release() => _entry?.Pool.Release(_entry, _slot, _version);
 
     /// <summary>Gives the channel back to the pool; same as <see cref="Release"/>.</summary>
     public void Dispose() => Release();

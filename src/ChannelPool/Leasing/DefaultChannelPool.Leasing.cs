@@ -286,8 +286,9 @@ public sealed partial class DefaultChannelPool<TChannel>
             startedAt = measureUse ? now : NotMeasured;
         }
 
-        // Written under the gate by whoever freed or claimed the slot last; the slot is ours alone until we release it.
-        return new ChannelLease<TChannel>(entry, slot, Volatile.Read(ref entry.SlotVersions[slot]), startedAt);
+        // The slot is ours alone until we release it; its version was written under the gate when it was claimed or freed.
+        entry.SlotStartedAt[slot] = startedAt;
+        return new ChannelLease<TChannel>(entry, slot, entry.SlotVersions[slot]);
     }
 
     /// <summary>
@@ -295,11 +296,12 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// to the oldest waiter, frees it (the channel going back to idle when it was the last), or evicts the channel. A
     /// stale or repeated release does nothing.
     /// </summary>
-    internal void Release(PooledChannel<TChannel> entry, int slot, int version, long leaseStartedAt)
+    internal void Release(PooledChannel<TChannel> entry, int slot, int version)
     {
         // Judged before taking the gate, so the factory's IsUsable never runs inside it. For a stale release this
         // looks at a channel someone else may hold, which is harmless: the version check below then turns it away.
         var reason = ReasonToEvictAfterUse(entry);
+        var leaseStartedAt = entry.SlotStartedAt[slot];
         Waiter<TChannel>? waiter = null;
         var evicted = false;
         var opens = 0;

@@ -19,6 +19,12 @@ internal sealed class PooledChannel<TChannel>
     /// </summary>
     internal readonly int[] SlotVersions;
 
+    /// <summary>
+    /// The precise timestamp each slot's lease started, or <c>NotMeasured</c> when use time is not measured. Kept here
+    /// rather than in the lease value, so a lease stays as small as a reference and two integers.
+    /// </summary>
+    internal readonly long[] SlotStartedAt;
+
     public PooledChannel(DefaultChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, double jitterDraw, int slots)
     {
         Pool = pool;
@@ -27,6 +33,7 @@ internal sealed class PooledChannel<TChannel>
         OpenedAt = openedAt;
         JitterDraw = jitterDraw;
         SlotVersions = new int[slots];
+        SlotStartedAt = new long[slots];
     }
 
     public DefaultChannelPool<TChannel> Pool { get; }

@@ -112,7 +112,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     private List<(Waiter<TChannel> Waiter, int Slot)>? Share_NoLock(PooledChannel<TChannel> entry)
     {
         List<(Waiter<TChannel> Waiter, int Slot)>? joiners = null;
-        if (_settings.MaxLeasesPerChannel == 1 || entry.IsEvicted || entry.RetireReason is not null || entry.IsBroken)
+        if (_settings.MaxLeasesPerChannel == 1 || _disposed || entry.IsEvicted || entry.RetireReason is not null || entry.IsBroken)
         {
             return null;
         }
