@@ -39,7 +39,10 @@ namespace ChannelPool.ServiceModel;
 /// Unlike <c>ClientBase</c>, <see cref="Close()"/> and <see cref="Dispose"/> never throw for a faulted channel.
 /// </para>
 /// <para>
-/// One proxy may be shared by several threads: they share its one channel, as they would a <c>ClientBase</c>'s.
+/// One proxy may be shared by several threads: they share its one channel, as they would a <c>ClientBase</c>'s. With
+/// <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> above 1, several proxies may also hold one channel at once; a
+/// failed call or <see cref="Abort"/> on any of them retires that channel for all, and it is aborted when the last one
+/// lets go.
 /// </para>
 /// </remarks>
 public abstract class PooledClientBase<TContract> : ICommunicationObject, IDisposable, IAsyncDisposable

@@ -36,6 +36,23 @@ public class ConfigurationTests
     }
 
     [Test]
+    public async Task BindConfiguration_ReadsMaxLeasesPerChannel_AndThePoolSharesChannels()
+    {
+        await using var host = TestHost.Create(
+            services => services.AddChannelPool("orders", _ => new FakeChannelFactory()).BindConfiguration(),
+            new Dictionary<string, string?> { [$"{Section}:MaxLeasesPerChannel"] = "8", [$"{Section}:PoolSize"] = "2" });
+        await host.Host.StartAsync().Within();
+        var pool = host.Services.GetRequiredKeyedService<IChannelPool<FakeChannel>>("orders");
+
+        await using var first = await pool.AcquireAsync();
+        await using var second = await pool.AcquireAsync();
+
+        Assert.That(host.Services.GetRequiredService<IOptionsMonitor<ChannelPoolOptions>>().Get("orders").MaxLeasesPerChannel, Is.EqualTo(8));
+        Assert.That(second.Channel, Is.SameAs(first.Channel));
+        await host.Host.StopAsync().Within();
+    }
+
+    [Test]
     public async Task ConfiguredName_CannotRenameThePool()
     {
         await using var host = TestHost.Create(
@@ -54,6 +71,7 @@ public class ConfigurationTests
         yield return Case("RefillThreshold", "80", "Channel pool 'orders': RefillThreshold must be at least 0 and less than PoolSize (50); it was 80.");
         yield return Case("ChannelLifetime", "00:00:00.1", "Channel pool 'orders': ChannelLifetime must be between 00:00:01 and 1.00:00:00; it was 00:00:00.1000000.");
         yield return Case("MaxConcurrentOpens", "0", "Channel pool 'orders': MaxConcurrentOpens must be between 1 and 2147483647; it was 0.");
+        yield return Case("MaxLeasesPerChannel", "65", "Channel pool 'orders': MaxLeasesPerChannel must be between 1 and 64; it was 65.");
         yield return Case("Resilience:CircuitBreaker:FailureRatio", "2", "Channel pool 'orders': Resilience.CircuitBreaker.FailureRatio must be between 0 and 1; it was 2.");
         yield return Case("Startup:WaitForReadyChannels", "-1", "Channel pool 'orders': Startup.WaitForReadyChannels must be between 0 and 2147483647; it was -1.");
         yield return Case("Startup:WaitForReadyChannels", "51", "Channel pool 'orders': Startup.WaitForReadyChannels must be at most PoolSize (50); it was 51.");
