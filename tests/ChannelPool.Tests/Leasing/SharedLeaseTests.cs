@@ -21,12 +21,7 @@ public class SharedLeaseTests : PoolTestBase
     [Test]
     public async Task UpToMaxLeasesPerChannel_ShareOneChannel_AndTheNextLeaseTakesAnother()
     {
-        var pool = CreatePool(o =>
-        {
-            o.PoolSize = 3;
-            o.MaxChannels = 3;
-            o.MaxLeasesPerChannel = 4;
-        });
+        var pool = SharingPool(leasesPerChannel: 4, poolSize: 3, maxChannels: 3);
         await pool.WarmUpAsync().Within();
 
         var leases = new List<ChannelLease<FakeChannel>>();
@@ -44,12 +39,7 @@ public class SharedLeaseTests : PoolTestBase
     [Test]
     public async Task ASharedChannel_GoesBackToIdle_OnlyWhenItsLastLeaseEnds()
     {
-        var pool = CreatePool(o =>
-        {
-            o.PoolSize = 2;
-            o.MaxChannels = 2;
-            o.MaxLeasesPerChannel = 3;
-        });
+        var pool = SharingPool(leasesPerChannel: 3, poolSize: 2, maxChannels: 2);
         await pool.WarmUpAsync().Within();
         var a = await pool.AcquireAsync();
         var b = await pool.AcquireAsync();
@@ -66,12 +56,7 @@ public class SharedLeaseTests : PoolTestBase
     [Test]
     public async Task ReleasingASharedLeaseTwice_LeavesTheOtherLeases_AndTheSlotsNextHolder_Alone()
     {
-        var pool = CreatePool(o =>
-        {
-            o.PoolSize = 2;
-            o.MaxChannels = 2;
-            o.MaxLeasesPerChannel = 2;
-        });
+        var pool = SharingPool(leasesPerChannel: 2, poolSize: 2, maxChannels: 2);
         await pool.WarmUpAsync().Within();
         var a = await pool.AcquireAsync();
         var b = await pool.AcquireAsync();
@@ -94,11 +79,7 @@ public class SharedLeaseTests : PoolTestBase
     [Test]
     public async Task ABrokenSharedChannel_TakesNoMoreLeases_AndIsAbortedWhenItsLastLeaseEnds()
     {
-        var pool = CreatePool(o =>
-        {
-            o.PoolSize = 3;
-            o.MaxLeasesPerChannel = 4;
-        });
+        var pool = SharingPool(leasesPerChannel: 4, poolSize: 3);
         await pool.WarmUpAsync().Within();
         var a = await pool.AcquireAsync();
         var b = await pool.AcquireAsync();
@@ -120,11 +101,7 @@ public class SharedLeaseTests : PoolTestBase
     [Test]
     public async Task ASharedChannelTheFactoryFindsUnusable_TakesNoMoreLeases_AndIsAbortedWhenItsLastLeaseEnds()
     {
-        var pool = CreatePool(o =>
-        {
-            o.PoolSize = 3;
-            o.MaxLeasesPerChannel = 4;
-        });
+        var pool = SharingPool(leasesPerChannel: 4, poolSize: 3);
         await pool.WarmUpAsync().Within();
         var a = await pool.AcquireAsync();
         var faulted = a.Channel;
@@ -163,12 +140,7 @@ public class SharedLeaseTests : PoolTestBase
     [Test]
     public async Task AWaitingCaller_GetsTheSlotASharedLeaseFrees()
     {
-        var pool = CreatePool(o =>
-        {
-            o.PoolSize = 1;
-            o.MaxChannels = 1;
-            o.MaxLeasesPerChannel = 2;
-        });
+        var pool = SharingPool(leasesPerChannel: 2, poolSize: 1, maxChannels: 1);
         await pool.WarmUpAsync().Within();
         var a = await pool.AcquireAsync();
         var b = await pool.AcquireAsync();
@@ -189,12 +161,7 @@ public class SharedLeaseTests : PoolTestBase
     public async Task ANewlyOpenedChannel_GoesToAsManyWaitingCallersAsItCanCarry()
     {
         Factory.HoldOpens();
-        var pool = CreatePool(o =>
-        {
-            o.PoolSize = 1;
-            o.MaxChannels = 1;
-            o.MaxLeasesPerChannel = 3;
-        });
+        var pool = SharingPool(leasesPerChannel: 3, poolSize: 1, maxChannels: 1);
         var waiting = Enumerable.Range(0, 3).Select(_ => pool.AcquireAsync().AsTask()).ToList();
 
         Factory.AllowOpens(1);
@@ -211,11 +178,7 @@ public class SharedLeaseTests : PoolTestBase
     [Test]
     public async Task Drain_WaitsForEveryLeaseOnASharedChannel_ThenClosesItOnce()
     {
-        var pool = CreatePool(o =>
-        {
-            o.PoolSize = 1;
-            o.MaxLeasesPerChannel = 2;
-        });
+        var pool = SharingPool(leasesPerChannel: 2, poolSize: 1);
         await pool.WarmUpAsync().Within();
         var a = await pool.AcquireAsync();
         var b = await pool.AcquireAsync();
@@ -256,12 +219,7 @@ public class SharedLeaseTests : PoolTestBase
     [Test]
     public async Task ManyCallersAtOnce_NeverPutMoreThanMaxLeasesOnAChannel_AndLeaveTheCountsWhole()
     {
-        var pool = CreatePool(o =>
-        {
-            o.PoolSize = 2;
-            o.MaxChannels = 3;
-            o.MaxLeasesPerChannel = 3;
-        });
+        var pool = SharingPool(leasesPerChannel: 3, poolSize: 2, maxChannels: 3);
         await pool.WarmUpAsync().Within();
         var holders = new ConcurrentDictionary<FakeChannel, int>();
         var most = 0;
@@ -307,6 +265,13 @@ public class SharedLeaseTests : PoolTestBase
         Assert.That(
             () => CreatePool(options),
             Throws.TypeOf<OptionsValidationException>().With.Message.Contains("MaxLeasesPerChannel must be 1 when LeaseMode is SingleUse").And.Message.Contains("it was 2"));
+    }
+
+    private DefaultChannelPool<FakeChannel> SharingPool(int leasesPerChannel, int poolSize, int maxChannels = 8)
+    {
+        var options = SmallPool(poolSize, maxChannels);
+        options.MaxLeasesPerChannel = leasesPerChannel;
+        return CreatePool(options);
     }
 
     private static void InterlockedMax(ref int target, int value)
