@@ -12,8 +12,9 @@ namespace ChannelPool.ServiceModel;
 /// <typeparam name="TContract">The service contract.</typeparam>
 /// <remarks>
 /// A <see cref="DispatchProxy"/> is the one place every call passes through whether the caller is a
-/// <see cref="PooledClientBase{TContract}"/> or code using a lease directly. Its cost (a reflection call and an
-/// argument array) is small next to a WCF call, which serialises a message and crosses the network.
+/// <see cref="PooledClientBase{TContract}"/> or code using a lease directly. It adds about 0.11 µs and 152 bytes to
+/// an asynchronous call, two thirds of it the task wrapper that records a failure before the caller resumes; a net.tcp
+/// call with TLS takes about 45 µs of client CPU (measured 2026-11-23, docs/performance.md).
 /// </remarks>
 #pragma warning disable CA1852 // DispatchProxy derives a generated type from this class, so it cannot be sealed.
 internal class FailureTrackingChannel<TContract> : DispatchProxy
