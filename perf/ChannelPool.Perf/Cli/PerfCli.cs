@@ -62,7 +62,7 @@ internal static class PerfCli
                 Kinds = options.Kinds(parse),
                 Rounds = Pick(parse, options.Rounds, quick, 1),
             };
-            await RunProxiesAsync(context, settings, token);
+            await RunProxiesAsync(context, quick ? ProxiesOptions.QuickWarmUp(settings) : settings, token);
         }, token));
         return command;
     }
@@ -76,16 +76,17 @@ internal static class PerfCli
         options.AddTo(command, withConcurrency: false);
         command.SetAction((parse, token) => RunAsync(parse, common, "original", async context =>
         {
+            var quick = common.IsQuick(parse);
             var settings = new ProxiesSettings
             {
-                Calls = Pick(parse, options.Calls, common.IsQuick(parse), 40),
+                Calls = Pick(parse, options.Calls, quick, 40),
                 Concurrency = [1],
                 Bindings = options.Bindings(parse),
                 Kinds = [ProxiesScenario.PerCall, ProxiesScenario.PooledSingleUse, ProxiesScenario.Singleton],
                 Rounds = 1,
                 Original = true,
             };
-            await RunProxiesAsync(context, settings, token);
+            await RunProxiesAsync(context, quick ? ProxiesOptions.QuickWarmUp(settings) : settings, token);
         }, token));
         return command;
     }
@@ -405,9 +406,12 @@ internal static class PerfCli
     private sealed class ProxiesOptions
     {
         /// <summary>The suite's proxies: every binding and kind at 1, 8 and 32, two interleaved rounds of at most 1.5 s per cell.</summary>
-        public static ProxiesSettings SuiteSettings { get; } = new() { Calls = 4_000, Rounds = 2, MaxRoundTime = TimeSpan.FromSeconds(1.5) };
+        public static ProxiesSettings SuiteSettings { get; } = new() { Calls = 4_000, Rounds = 2, MaxRoundTime = TimeSpan.FromSeconds(1.5), WarmUpTime = TimeSpan.FromSeconds(1.5) };
 
-        public static ProxiesSettings QuickSettings { get; } = new() { Calls = 40, Concurrency = [1, 8], Rounds = 1 };
+        public static ProxiesSettings QuickSettings { get; } = QuickWarmUp(new() { Calls = 40, Concurrency = [1, 8], Rounds = 1 });
+
+        /// <summary>A warm-up of seconds is the point of a real run and a waste in a quick one.</summary>
+        public static ProxiesSettings QuickWarmUp(ProxiesSettings settings) => settings with { WarmUpCalls = 40, WarmUpTime = TimeSpan.FromSeconds(0.5) };
 
         public Option<int> Calls { get; } = PositiveInt("--calls", "Calls per cell.", 20_000);
 

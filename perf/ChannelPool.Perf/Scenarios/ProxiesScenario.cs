@@ -29,6 +29,16 @@ internal sealed record ProxiesSettings
     /// <summary>Gets the longest one round of one cell may run before it stops early; <see langword="null"/> for no limit.</summary>
     public TimeSpan? MaxRoundTime { get; init; }
 
+    /// <summary>
+    /// Gets the longest each kind's unreported warm-up pass may run, per binding. Long enough for the JIT to finish
+    /// tiering the call path up: with 100 calls, the kind that happened to run first paid for it in its first round
+    /// (docs/perf/tracking-2026-11-23).
+    /// </summary>
+    public TimeSpan WarmUpTime { get; init; } = TimeSpan.FromSeconds(2);
+
+    /// <summary>Gets the most calls each kind's warm-up pass makes, per binding (20,000 was enough for tier-up on net.tcp).</summary>
+    public int WarmUpCalls { get; init; } = 20_000;
+
     /// <summary>Gets whether this is the original's 20,000-call run, reported as times beside the original's.</summary>
     public bool Original { get; init; }
 }
@@ -73,10 +83,11 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
         {
             var binding = new WcfBinding(name, endpoints);
 
-            // An unreported pass of every kind first, so JIT and start-up costs land on no kind in particular.
+            // An unreported pass of every kind first, long enough for tier-up, so JIT and start-up costs land on no kind
+            // in particular.
             foreach (var kind in settings.Kinds)
             {
-                await RunRoundAsync(binding, kind, 2, Math.Min(100, settings.Calls), new Cell(), "warm-up", cancellationToken);
+                await RunRoundAsync(binding, kind, 2, settings.WarmUpCalls, new Cell(), "warm-up", settings.WarmUpTime, cancellationToken);
             }
 
             foreach (var concurrency in settings.Concurrency)
@@ -88,7 +99,7 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
                     var order = round % 2 == 0 ? settings.Kinds : settings.Kinds.Reverse();
                     foreach (var kind in order)
                     {
-                        await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", cancellationToken);
+                        await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", settings.MaxRoundTime, cancellationToken);
                     }
                 }
 
@@ -110,7 +121,8 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
         return results;
     }
 
-    private async Task RunRoundAsync(WcfBinding binding, string kind, int concurrency, int calls, Cell cell, string round, CancellationToken cancellationToken)
+    private async Task RunRoundAsync(
+        WcfBinding binding, string kind, int concurrency, int calls, Cell cell, string round, TimeSpan? maxTime, CancellationToken cancellationToken)
     {
         var label = $"proxies: {binding.Description}, concurrency {concurrency}, {kind} ({round})";
         await context.Console.Status().StartAsync(Markup.Escape(label), async status =>
@@ -125,7 +137,7 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
             var started = Stopwatch.GetTimestamp();
             var done = 0;
             var next = -1;
-            var deadline = settings.MaxRoundTime is { } limit ? started + (long)(limit.TotalSeconds * Stopwatch.Frequency) : long.MaxValue;
+            var deadline = maxTime is { } limit ? started + (long)(limit.TotalSeconds * Stopwatch.Frequency) : long.MaxValue;
             var workers = Enumerable.Range(0, concurrency).Select(_ => Task.Run(
                 async () =>
                 {
@@ -156,6 +168,7 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
             "Proxies: per-call, pooled and singleton WCF proxies",
             $"Echo calls through real WCF proxies (System.ServiceModel 10.1.0), up to {settings.Calls:N0} per cell in {settings.Rounds} interleaved round(s)" +
             (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.#} s each" : string.Empty) +
+            $", after an unreported warm-up of each kind on each binding ({settings.WarmUpCalls:N0} calls or {settings.WarmUpTime.TotalSeconds:0.#} s, whichever ends first, so the JIT has tiered up)" +
             ", against the WCF test services on 127.0.0.1 (net.tcp with TLS: our [MC-NMF] host; HTTPS: SoapCore on Kestrel). " +
             "Per-call: a new `ClientBase<T>(binding, address)` per call, opened, called and closed; cached factory: the same with `CacheSetting.AlwaysOn`; " +
             "pooled: a new `PooledClientBase<T>` proxy per call over `ServiceChannelPool` with library defaults (50 channels, refill at 25, 4 opens at a time, most recently used idle channel first), " +
