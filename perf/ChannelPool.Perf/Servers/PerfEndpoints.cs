@@ -52,4 +52,10 @@ internal interface IPerfServer : IAsyncDisposable
 
     /// <summary>Reads the server's counters; <see cref="ServerStats.Unknown"/> for a remote server.</summary>
     Task<ServerStats> GetStatsAsync(CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Collects the server's garbage, so that the set-up before a timed round (a pool's 50 handshakes, say) leaves no
+    /// collection to land inside it; the console does the same on its side. Nothing for a remote server.
+    /// </summary>
+    Task SettleAsync(CancellationToken cancellationToken);
 }

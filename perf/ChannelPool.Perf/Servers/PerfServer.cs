@@ -131,6 +131,17 @@ internal sealed class PerfServer : IPerfServer
 
     public Task<ServerStats> GetStatsAsync(CancellationToken cancellationToken) => Task.FromResult(ReadStats());
 
+    /// <summary>In-process, the console's own collection before a round covers the server too.</summary>
+    public Task SettleAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
+    /// <summary>A full, blocking collection with finalizers run, as a benchmark harness does between iterations.</summary>
+    public static void Settle()
+    {
+        GC.Collect(GC.MaxGeneration, GCCollectionMode.Forced, blocking: true, compacting: true);
+        GC.WaitForPendingFinalizers();
+        GC.Collect(GC.MaxGeneration, GCCollectionMode.Forced, blocking: true, compacting: true);
+    }
+
     public ServerStats ReadStats()
     {
         using var process = Process.GetCurrentProcess();

@@ -9,5 +9,7 @@ internal sealed class RemotePerfServer(PerfEndpoints endpoints) : IPerfServer
 
     public Task<ServerStats> GetStatsAsync(CancellationToken cancellationToken) => Task.FromResult(ServerStats.Unknown);
 
+    public Task SettleAsync(CancellationToken cancellationToken) => Task.CompletedTask;
+
     public ValueTask DisposeAsync() => ValueTask.CompletedTask;
 }

@@ -15,6 +15,7 @@ internal sealed class ServerProcess : IPerfServer
 {
     internal const string ReadyPrefix = "READY ";
     internal const string StatsPrefix = "STATS ";
+    internal const string SettledPrefix = "SETTLED";
     private readonly Process _process;
     private readonly SemaphoreSlim _oneQuestionAtATime = new(1, 1);
 
@@ -69,20 +70,26 @@ internal sealed class ServerProcess : IPerfServer
         }
     }
 
-    public async Task<ServerStats> GetStatsAsync(CancellationToken cancellationToken)
+    public async Task<ServerStats> GetStatsAsync(CancellationToken cancellationToken) =>
+        JsonSerializer.Deserialize<ServerStats>(await AskAsync("stats", StatsPrefix, cancellationToken), Wire.Json)!;
+
+    public Task SettleAsync(CancellationToken cancellationToken) => AskAsync("settle", SettledPrefix, cancellationToken);
+
+    /// <summary>Sends <paramref name="command"/> and returns what follows <paramref name="answerPrefix"/> on the answer's line.</summary>
+    private async Task<string> AskAsync(string command, string answerPrefix, CancellationToken cancellationToken)
     {
         await _oneQuestionAtATime.WaitAsync(cancellationToken);
         try
         {
-            await _process.StandardInput.WriteLineAsync("stats".AsMemory(), cancellationToken);
+            await _process.StandardInput.WriteLineAsync(command.AsMemory(), cancellationToken);
             await _process.StandardInput.FlushAsync(cancellationToken);
             while (true)
             {
                 var line = await _process.StandardOutput.ReadLineAsync(cancellationToken)
                     ?? throw new InvalidOperationException("The server process exited.");
-                if (line.StartsWith(StatsPrefix, StringComparison.Ordinal))
+                if (line.StartsWith(answerPrefix, StringComparison.Ordinal))
                 {
-                    return JsonSerializer.Deserialize<ServerStats>(line.AsSpan(StatsPrefix.Length), Wire.Json)!;
+                    return line[answerPrefix.Length..];
                 }
             }
         }
@@ -126,10 +133,15 @@ internal sealed class ServerProcess : IPerfServer
                     await output.WriteLineAsync(StatsPrefix + JsonSerializer.Serialize(server.ReadStats(), Wire.Json));
                     await output.FlushAsync();
                     break;
+                case "settle":
+                    PerfServer.Settle();
+                    await output.WriteLineAsync(SettledPrefix);
+                    await output.FlushAsync();
+                    break;
                 case "exit":
                     return 0;
                 default:
-                    await Console.Error.WriteLineAsync($"Unknown server command '{command}'; expected stats or exit.");
+                    await Console.Error.WriteLineAsync($"Unknown server command '{command}'; expected stats, settle or exit.");
                     break;
             }
         }
