@@ -287,8 +287,9 @@ public sealed partial class DefaultChannelPool<TChannel>
         }
 
         // The slot is ours alone until we release it; its version was written under the gate when it was claimed or freed.
-        entry.SlotStartedAt[slot] = startedAt;
-        return new ChannelLease<TChannel>(entry, slot, entry.SlotVersions[slot]);
+        ref var lease = ref entry.Slots[slot];
+        lease.StartedAt = startedAt;
+        return new ChannelLease<TChannel>(entry, slot, lease.Version);
     }
 
     /// <summary>
@@ -301,19 +302,20 @@ public sealed partial class DefaultChannelPool<TChannel>
         // Judged before taking the gate, so the factory's IsUsable never runs inside it. For a stale release this
         // looks at a channel someone else may hold, which is harmless: the version check below then turns it away.
         var reason = ReasonToEvictAfterUse(entry);
-        var leaseStartedAt = entry.SlotStartedAt[slot];
+        ref var lease = ref entry.Slots[slot];
+        var leaseStartedAt = lease.StartedAt;
         Waiter<TChannel>? waiter = null;
         var evicted = false;
         var opens = 0;
         using (_gate.Enter())
         {
             // Of two racing releases of one lease, exactly one gets past here; a stale lease never does.
-            if (entry.SlotVersions[slot] != version)
+            if (lease.Version != version)
             {
                 return;
             }
 
-            entry.SlotVersions[slot] = version + 1;
+            lease.Version = version + 1;
             reason ??= entry.RetireReason;
             if (reason is null && !_disposed && _waiters.Count == 0)
             {

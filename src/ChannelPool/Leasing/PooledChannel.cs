@@ -13,17 +13,11 @@ internal sealed class PooledChannel<TChannel>
     where TChannel : class
 {
     /// <summary>
-    /// One version per slot, bumped every time a lease of that slot ends (release, hand-over, or abort at drain). A
-    /// lease handle holding an older value is stale, so releasing it twice, or using it after release, can never touch
-    /// the slot's next holder.
+    /// One entry per slot: its version, bumped every time a lease of that slot ends (release, hand-over, or abort at
+    /// drain), and when its lease started. A lease handle holding an older version is stale, so releasing it twice, or
+    /// using it after release, can never touch the slot's next holder.
     /// </summary>
-    internal readonly int[] SlotVersions;
-
-    /// <summary>
-    /// The precise timestamp each slot's lease started, or <c>NotMeasured</c> when use time is not measured. Kept here
-    /// rather than in the lease value, so a lease stays as small as a reference and two integers.
-    /// </summary>
-    internal readonly long[] SlotStartedAt;
+    internal readonly Slot[] Slots;
 
     public PooledChannel(DefaultChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, double jitterDraw, int slots)
     {
@@ -32,8 +26,7 @@ internal sealed class PooledChannel<TChannel>
         Channel = channel;
         OpenedAt = openedAt;
         JitterDraw = jitterDraw;
-        SlotVersions = new int[slots];
-        SlotStartedAt = new long[slots];
+        Slots = new Slot[slots];
     }
 
     public DefaultChannelPool<TChannel> Pool { get; }
@@ -84,4 +77,14 @@ internal sealed class PooledChannel<TChannel>
     /// others still held it. The last holder's release evicts it for this reason.
     /// </summary>
     public EvictionReason? RetireReason { get; set; }
+
+    /// <summary>One lease's place on the channel.</summary>
+    internal struct Slot
+    {
+        /// <summary>The version the current or next lease of this slot is issued under.</summary>
+        public int Version;
+
+        /// <summary>The precise timestamp the slot's lease started, or <c>NotMeasured</c> when use time is not measured.</summary>
+        public long StartedAt;
+    }
 }

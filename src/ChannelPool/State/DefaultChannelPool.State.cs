@@ -132,7 +132,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     }
 
     private bool HasFreeSlot_NoLock(PooledChannel<TChannel> entry) =>
-        BitOperations.PopCount(entry.BusySlots) < Math.Min(_settings.MaxLeasesPerChannel, entry.SlotVersions.Length);
+        BitOperations.PopCount(entry.BusySlots) < Math.Min(_settings.MaxLeasesPerChannel, entry.Slots.Length);
 
     /// <summary>Marks the lowest free slot busy, and takes the channel out of <c>_shareable</c> when that fills it.</summary>
     private int ClaimSlot_NoLock(PooledChannel<TChannel> entry)
@@ -239,7 +239,7 @@ public sealed partial class DefaultChannelPool<TChannel>
             {
                 for (var busy = entry.BusySlots; busy != 0; busy &= busy - 1)
                 {
-                    entry.SlotVersions[BitOperations.TrailingZeroCount(busy)]++;
+                    entry.Slots[BitOperations.TrailingZeroCount(busy)].Version++;
                 }
 
                 abandoned.Add(entry);
