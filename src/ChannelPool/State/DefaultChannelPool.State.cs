@@ -250,7 +250,10 @@ public sealed partial class DefaultChannelPool<TChannel>
         return abandoned;
     }
 
-    /// <summary>No lease joins a shared channel any more (the drain began); each is evicted at its last release.</summary>
+    /// <summary>
+    /// No lease joins a channel already shared any more: a drain began (each is then evicted at its last release), or
+    /// the pool was reconfigured to one lease per channel (each goes back to idle at its last release).
+    /// </summary>
     private void StopSharing_NoLock()
     {
         foreach (var entry in _shareable)
