@@ -12,7 +12,7 @@ using Spectre.Console;
 namespace ChannelPool.Perf.Cli;
 
 /// <summary>
-/// The perf console's commands. With no command it runs the suite: about seven minutes of every scenario against embedded
+/// The perf console's commands. With no command it runs the suite: about nine minutes of every scenario against embedded
 /// servers, with a report under <c>artifacts/perf/&lt;timestamp&gt;/</c>.
 /// </summary>
 internal static class PerfCli
@@ -28,7 +28,7 @@ internal static class PerfCli
         var common = new CommonOptions();
         var root = new RootCommand(
             "ChannelPool perf console. With no command, runs the suite: proxies, poll-modes, broadcast and collaboration against ours and SignalR's, " +
-            "about seven minutes in all on two cores, against servers it starts on 127.0.0.1, and writes a report (markdown, JSON, charts) under --output.");
+            "about nine minutes in all on two cores, against servers it starts on 127.0.0.1, and writes a report (markdown, JSON, charts) under --output.");
         common.AddTo(root);
         root.SetAction((parse, token) => RunAsync(parse, common, "suite", context => RunSuiteAsync(context, parse, common, token), token));
 
@@ -182,7 +182,7 @@ internal static class PerfCli
         return command;
     }
 
-    /// <summary>The suite: every scenario, sized to take about seven minutes on two cores.</summary>
+    /// <summary>The suite: every scenario, sized to take about nine minutes on two cores.</summary>
     private static async Task RunSuiteAsync(PerfContext context, ParseResult parse, CommonOptions common, CancellationToken cancellationToken)
     {
         var quick = common.IsQuick(parse);

@@ -8,7 +8,8 @@ namespace ChannelPool.Perf.Servers;
 /// A perf server in a child process (this same program, <c>serve</c> command). Clients and server then have a process
 /// each: their own file-descriptor limit (thousands of clients need thousands of sockets on each side), their own
 /// heap, and separate CPU and allocation figures. The two talk over the child's standard input and output: one line
-/// <c>READY {json}</c> when it listens, <c>STATS {json}</c> in answer to <c>stats</c>, and it exits on <c>exit</c> or
+/// <c>READY {json}</c> when it listens, <c>STATS {json}</c> in answer to <c>stats</c>, <c>SETTLED</c> after a full
+/// garbage collection in answer to <c>settle</c>, and it exits on <c>exit</c> or
 /// when its input closes, so it never outlives the console.
 /// </summary>
 internal sealed class ServerProcess : IPerfServer
