@@ -2,7 +2,7 @@ using System.Diagnostics;
 using System.Globalization;
 using ChannelPool;
 using ChannelPool.Demo;
-using ChannelPool.Samples.Tls;
+using ChannelPool.Testing.Tls;
 using Spectre.Console;
 
 // Piped, redirected or NO_COLOR: plain text without escape codes, and a table as wide as it needs (no terminal to fit).

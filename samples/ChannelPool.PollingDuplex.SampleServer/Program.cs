@@ -3,10 +3,10 @@
 // It serves the pub/sub service at https://127.0.0.1:5001/duplex over HTTP/1.1 and HTTP/2. The certificate is made in
 // memory at start; its public part is written to a file so curl can trust exactly it (--cacert), not every certificate.
 using System.Net;
-using ChannelPool.Samples.Tls;
+using ChannelPool.Testing;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 
-var certificate = SelfSignedCertificate.CreateForLoopback();
+var certificate = TestCertificate.CreateEcdsa();
 var certificateFile = Path.Combine(Path.GetTempPath(), "channelpool-sample-server.pem");
 await File.WriteAllTextAsync(certificateFile, certificate.ExportCertificatePem());
 

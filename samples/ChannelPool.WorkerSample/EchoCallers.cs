@@ -1,4 +1,4 @@
-using ChannelPool.Samples.Tls;
+using ChannelPool.Testing.Tls;
 using Microsoft.Extensions.Options;
 
 namespace ChannelPool.WorkerSample;

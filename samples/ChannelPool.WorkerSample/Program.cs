@@ -1,4 +1,4 @@
-using ChannelPool.Samples.Tls;
+using ChannelPool.Testing.Tls;
 using ChannelPool.WorkerSample;
 using OpenTelemetry.Metrics;
 using OpenTelemetry.Trace;

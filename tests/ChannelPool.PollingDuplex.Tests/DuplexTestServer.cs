@@ -2,7 +2,6 @@ using System.Collections.Concurrent;
 using System.Net;
 using System.Security.Cryptography.X509Certificates;
 using ChannelPool.PollingDuplex.PubSub;
-using ChannelPool.Samples.Tls;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Hosting.Server;
@@ -20,7 +19,7 @@ namespace ChannelPool.PollingDuplex.Tests;
 /// </summary>
 internal sealed class DuplexTestServer : IAsyncDisposable
 {
-    private static readonly Lazy<X509Certificate2> Certificate = new(SelfSignedCertificate.CreateForLoopback);
+    private static readonly Lazy<X509Certificate2> Certificate = new(TestCertificate.CreateEcdsa);
     private readonly WebApplication _app;
 
     private DuplexTestServer(WebApplication app, Uri address)

@@ -1,8 +1,9 @@
 using System.ServiceModel;
 using ChannelPool.ServiceModel.Tests.Fixtures;
-using ChannelPool.ServiceModel.TestServices;
-using ChannelPool.ServiceModel.TestServices.NetTcp;
-using ChannelPool.ServiceModel.TestServices.Soap;
+using ChannelPool.Testing;
+using ChannelPool.Testing.ServiceModel;
+using ChannelPool.Testing.ServiceModel.NetTcp;
+using ChannelPool.Testing.ServiceModel.Soap;
 using Microsoft.Extensions.Options;
 
 namespace ChannelPool.ServiceModel.Tests;

@@ -1,6 +1,6 @@
 using System.ServiceModel;
 using ChannelPool.ServiceModel.Tests.Fixtures;
-using ChannelPool.ServiceModel.TestServices;
+using ChannelPool.Testing.ServiceModel;
 
 namespace ChannelPool.ServiceModel.Tests;
 

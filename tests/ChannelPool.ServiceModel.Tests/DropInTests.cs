@@ -1,5 +1,5 @@
 using ChannelPool.ServiceModel.Tests.Fixtures;
-using ChannelPool.ServiceModel.TestServices;
+using ChannelPool.Testing.ServiceModel;
 
 namespace ChannelPool.ServiceModel.Tests;
 

@@ -1,6 +1,6 @@
 using ChannelPool.ServiceModel.Tests.Fixtures;
-using ChannelPool.ServiceModel.TestServices;
-using ChannelPool.ServiceModel.TestServices.NetTcp;
+using ChannelPool.Testing.ServiceModel;
+using ChannelPool.Testing.ServiceModel.NetTcp;
 using ChannelPool.Testing;
 using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.DependencyInjection;

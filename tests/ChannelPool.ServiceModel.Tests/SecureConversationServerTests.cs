@@ -4,11 +4,12 @@ using System.Security.Cryptography.X509Certificates;
 using System.Security.Cryptography.Xml;
 using System.Text;
 using System.Xml;
-using ChannelPool.ServiceModel.TestServices;
-using ChannelPool.ServiceModel.TestServices.SecureConversation;
-using ChannelPool.ServiceModel.TestServices.Soap;
+using ChannelPool.Testing;
+using ChannelPool.Testing.ServiceModel;
+using ChannelPool.Testing.ServiceModel.SecureConversation;
+using ChannelPool.Testing.ServiceModel.Soap;
 using Microsoft.Extensions.Time.Testing;
-using Wire = ChannelPool.ServiceModel.TestServices.SecureConversation.Soap;
+using Wire = ChannelPool.Testing.ServiceModel.SecureConversation.Soap;
 
 namespace ChannelPool.ServiceModel.Tests;
 

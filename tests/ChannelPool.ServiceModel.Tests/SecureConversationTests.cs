@@ -1,8 +1,8 @@
 using System.ServiceModel;
 using System.ServiceModel.Security;
 using ChannelPool.ServiceModel.Tests.Fixtures;
-using ChannelPool.ServiceModel.TestServices;
-using ChannelPool.ServiceModel.TestServices.SecureConversation;
+using ChannelPool.Testing.ServiceModel;
+using ChannelPool.Testing.ServiceModel.SecureConversation;
 using ChannelPool.Testing;
 using Microsoft.Extensions.Time.Testing;
 

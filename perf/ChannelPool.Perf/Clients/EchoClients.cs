@@ -1,7 +1,7 @@
 using System.ServiceModel;
 using System.ServiceModel.Channels;
 using ChannelPool.ServiceModel;
-using ChannelPool.ServiceModel.TestServices;
+using ChannelPool.Testing.ServiceModel;
 
 namespace ChannelPool.Perf.Clients;
 

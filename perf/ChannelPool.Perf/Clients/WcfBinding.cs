@@ -3,9 +3,10 @@ using System.ServiceModel;
 using System.ServiceModel.Channels;
 using System.ServiceModel.Description;
 using ChannelPool.Perf.Servers;
-using ChannelPool.ServiceModel.TestServices;
-using ChannelPool.ServiceModel.TestServices.NetTcp;
-using ChannelPool.ServiceModel.TestServices.Soap;
+using ChannelPool.Testing;
+using ChannelPool.Testing.ServiceModel;
+using ChannelPool.Testing.ServiceModel.NetTcp;
+using ChannelPool.Testing.ServiceModel.Soap;
 
 namespace ChannelPool.Perf.Clients;
 

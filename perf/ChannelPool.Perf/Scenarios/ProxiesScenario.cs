@@ -6,7 +6,7 @@ using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Servers;
 using ChannelPool.Perf.Stats;
 using ChannelPool.ServiceModel;
-using ChannelPool.ServiceModel.TestServices;
+using ChannelPool.Testing.ServiceModel;
 using Spectre.Console;
 
 namespace ChannelPool.Perf.Scenarios;

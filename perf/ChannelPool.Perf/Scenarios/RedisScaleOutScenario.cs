@@ -5,10 +5,11 @@ using System.Net;
 using System.Net.Http.Headers;
 using System.Text;
 using System.Text.Json;
-using ChannelPool.Perf.Servers;
 using ChannelPool.Perf.Stats;
 using ChannelPool.PollingDuplex;
 using ChannelPool.PollingDuplex.Client;
+using ChannelPool.Testing.PollingDuplex;
+using ChannelPool.Testing.Redis;
 using Spectre.Console;
 using StackExchange.Redis;
 
@@ -47,11 +48,11 @@ internal static class RedisScaleOutScenario
     {
         // Wide enough for the tables whatever the terminal says (output is often redirected to a file).
         AnsiConsole.Profile.Width = Math.Max(AnsiConsole.Profile.Width, 160);
-        await using var redis = await RedisProcess.StartAsync();
+        await using var redis = await RedisServerProcess.StartAsync();
         var table = new Table().AddColumns("Store and nodes", "Broadcast M", "Bursts on time", "Worst burst ms", "Delivery p50 ms", "Delivery p99 ms", "Collab mean ms", "Collab p99 ms", "Process CPU µs/delivery");
         foreach (var (name, nodes, onRedis) in new[] { ("in-memory, 1 node", 1, false), ("Redis, 1 node", 1, true), ("Redis, 3 nodes + YARP", 3, true) })
         {
-            await using var cluster = await ScaleOutCluster.StartAsync(nodes, onRedis ? redis.Configuration : null);
+            await using var cluster = await DuplexCluster.StartAsync(new DuplexClusterOptions { Nodes = nodes, Redis = onRedis ? redis.Configuration : null });
             using var http = Http();
             var cpu = Process.GetCurrentProcess().TotalProcessorTime;
             var broadcast = await BroadcastAsync(http, cluster.PubSub, clients, bursts, cancellationToken);
@@ -202,11 +203,11 @@ internal static class RedisScaleOutScenario
     }
 
     /// <summary>Counts what Redis runs for one publish to N subscribers with no poll outstanding, then for delivering it.</summary>
-    private static async Task CountRedisCommandsAsync(RedisProcess redis, CancellationToken cancellationToken)
+    private static async Task CountRedisCommandsAsync(RedisServerProcess redis, CancellationToken cancellationToken)
     {
         const int Publishes = 20;
         var table = new Table().AddColumns("Subscribers N", "Round trips per publish", "Commands per publish", "Commands per publish per subscriber", "Redis CPU µs per publish", "Round trips per delivered frame", "Commands per delivered frame", "Redis CPU µs per delivered frame");
-        await using var cluster = await ScaleOutCluster.StartAsync(1, redis.Configuration, o => o.ServerPollTimeout = TimeSpan.FromMilliseconds(100));
+        await using var cluster = await DuplexCluster.StartAsync(new DuplexClusterOptions { Redis = redis.Configuration, Configure = o => o.ServerPollTimeout = TimeSpan.FromMilliseconds(100) });
         using var http = Http();
         using var admin = await ConnectionMultiplexer.ConnectAsync(redis.Configuration + ",allowAdmin=true");
         var server = admin.GetServer(admin.GetEndPoints()[0]);

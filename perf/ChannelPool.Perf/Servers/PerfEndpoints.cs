@@ -1,5 +1,5 @@
 using System.Security.Cryptography.X509Certificates;
-using ChannelPool.ServiceModel.TestServices;
+using ChannelPool.Testing.ServiceModel;
 
 namespace ChannelPool.Perf.Servers;
 

@@ -1,5 +1,5 @@
 using System.ServiceModel;
-using ChannelPool.ServiceModel.TestServices;
+using ChannelPool.Testing.ServiceModel;
 
 namespace ChannelPool.ServiceModel.Tests.Fixtures;
 

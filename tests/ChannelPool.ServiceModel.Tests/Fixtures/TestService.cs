@@ -1,10 +1,11 @@
 using System.Security.Cryptography.X509Certificates;
 using System.ServiceModel;
 using System.ServiceModel.Channels;
-using ChannelPool.ServiceModel.TestServices;
-using ChannelPool.ServiceModel.TestServices.NetTcp;
-using ChannelPool.ServiceModel.TestServices.SecureConversation;
-using ChannelPool.ServiceModel.TestServices.Soap;
+using ChannelPool.Testing;
+using ChannelPool.Testing.ServiceModel;
+using ChannelPool.Testing.ServiceModel.NetTcp;
+using ChannelPool.Testing.ServiceModel.SecureConversation;
+using ChannelPool.Testing.ServiceModel.Soap;
 
 namespace ChannelPool.ServiceModel.Tests.Fixtures;
 

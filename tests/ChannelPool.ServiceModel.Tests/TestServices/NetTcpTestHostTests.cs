@@ -1,7 +1,8 @@
 using System.Security.Cryptography.X509Certificates;
 using System.ServiceModel;
-using ChannelPool.ServiceModel.TestServices;
-using ChannelPool.ServiceModel.TestServices.NetTcp;
+using ChannelPool.Testing;
+using ChannelPool.Testing.ServiceModel;
+using ChannelPool.Testing.ServiceModel.NetTcp;
 
 namespace ChannelPool.ServiceModel.Tests.TestServices;
 

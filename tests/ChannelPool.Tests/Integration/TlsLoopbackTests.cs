@@ -1,6 +1,6 @@
 using System.Collections.Concurrent;
 using System.Net.Sockets;
-using ChannelPool.Samples.Tls;
+using ChannelPool.Testing.Tls;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
 

@@ -1,0 +1,23 @@
+using ChannelPool.PollingDuplex;
+
+namespace ChannelPool.Testing.PollingDuplex;
+
+/// <summary>How to start a <see cref="DuplexCluster"/>.</summary>
+public sealed class DuplexClusterOptions
+{
+    /// <summary>Gets how many nodes to start; with more than one, a round-robin balancer sits in front. Default 1.</summary>
+    public int Nodes { get; init; } = 1;
+
+    /// <summary>Gets the StackExchange.Redis configuration of the Redis the nodes share; <see langword="null"/> for the in-memory store (one node).</summary>
+    public string? Redis { get; init; }
+
+    /// <summary>Gets what configures the pub/sub endpoint on every node.</summary>
+    public Action<PollingDuplexOptions>? Configure { get; init; }
+
+    /// <summary>
+    /// Gets whether every node records the session requests it serves (<see cref="DuplexCluster.Served"/>) and tracks
+    /// those in flight, so <see cref="DuplexNode.KillAsync"/> can cut them. Off for measurements: it costs a little per
+    /// request, and the record grows with every one.
+    /// </summary>
+    public bool TrackRequests { get; init; }
+}

@@ -1,0 +1,339 @@
+using System.Net.Security;
+using System.Net.Sockets;
+using System.Security.Cryptography.X509Certificates;
+using System.ServiceModel.Channels;
+
+namespace ChannelPool.Testing.ServiceModel.NetTcp;
+
+/// <summary>
+/// One accepted connection and the sessions it carries, one after another: each is an [MC-NMF] duplex preamble, a TLS
+/// upgrade, then request/reply envelopes until the client's end record (the connection may carry another) or the
+/// connection's end.
+/// </summary>
+internal sealed class NetTcpSession
+{
+    private const int MaxViaBytes = 2048;
+    private const int MaxMessageBytes = 1024 * 1024;
+    private static readonly TimeSpan s_lingerForClose = TimeSpan.FromSeconds(2);
+
+    private readonly Socket _socket;
+    private readonly X509Certificate2 _certificate;
+    private readonly ServerCounters _counters;
+    private readonly Func<string, ServedContract?> _resolveVia;
+    private readonly Lock _gate = new();
+    private ConnectionState _state;
+    private bool _callInProgress;
+
+    /// <summary>Initializes a session over an accepted socket.</summary>
+    /// <param name="socket">The accepted socket; the session owns it.</param>
+    /// <param name="certificate">The server certificate for the TLS upgrade.</param>
+    /// <param name="counters">Where the session counts its handshake, start, end and calls.</param>
+    /// <param name="resolveVia">Maps a via to the contract served there, or <see langword="null"/> when none is.</param>
+    public NetTcpSession(Socket socket, X509Certificate2 certificate, ServerCounters counters, Func<string, ServedContract?> resolveVia)
+    {
+        _socket = socket;
+        _certificate = certificate;
+        _counters = counters;
+        _resolveVia = resolveVia;
+    }
+
+    /// <summary>Runs the connection to its end, one session after another; never throws.</summary>
+    /// <param name="cancellationToken">Cancelled when the host stops.</param>
+    /// <returns>A task that completes when the connection is closed.</returns>
+    public async Task RunAsync(CancellationToken cancellationToken)
+    {
+        try
+        {
+            using var network = new NetworkStream(_socket, ownsSocket: false);
+
+            // After a graceful end the client returns the raw connection to its pool and may start a new session
+            // (new preamble, new TLS upgrade) on it, as [MC-NMF] allows: protocol-stream = duplex-stream+.
+            while (await RunOneSessionAsync(network, cancellationToken).ConfigureAwait(false))
+            {
+            }
+        }
+        catch (Exception e) when (e is IOException or SocketException or ObjectDisposedException or OperationCanceledException
+            or System.Security.Authentication.AuthenticationException or InvalidDataException or System.Xml.XmlException
+            or System.ServiceModel.CommunicationException)
+        {
+            // The client went away, the host aborted the connection, or the bytes were not [MC-NMF]: the connection just ends.
+        }
+        finally
+        {
+            _socket.Dispose();
+        }
+    }
+
+    private enum ConnectionState
+    {
+        /// <summary>Reading a preamble or upgrading: no session yet.</summary>
+        Opening,
+
+        /// <summary>A session is established.</summary>
+        InSession,
+
+        /// <summary>A session ended gracefully; the client holds the connection in its pool for the next session.</summary>
+        BetweenSessions,
+
+        /// <summary>The host aborted the connection.</summary>
+        Aborted,
+    }
+
+    /// <summary>Closes the connection without an end record, as a server that goes away would.</summary>
+    public void Abort()
+    {
+        lock (_gate)
+        {
+            _state = ConnectionState.Aborted;
+        }
+
+        AbortSocket();
+    }
+
+    /// <summary>
+    /// Aborts the connection if it is idle: in a session with no call in progress, or between sessions (pooled by
+    /// the client). A connection still opening its first session is left alone.
+    /// </summary>
+    /// <returns>Whether the connection was aborted.</returns>
+    public bool AbortIfIdle()
+    {
+        lock (_gate)
+        {
+            bool idle = _state == ConnectionState.BetweenSessions || (_state == ConnectionState.InSession && !_callInProgress);
+            if (!idle)
+            {
+                return false;
+            }
+
+            _state = ConnectionState.Aborted;
+        }
+
+        AbortSocket();
+        return true;
+    }
+
+    private bool TryMoveTo(ConnectionState next)
+    {
+        lock (_gate)
+        {
+            if (_state == ConnectionState.Aborted)
+            {
+                return false;
+            }
+
+            _state = next;
+            return true;
+        }
+    }
+
+    // A zero linger resets the connection: no end record, no TIME_WAIT that would hold the port after a stop.
+    private void AbortSocket()
+    {
+        try
+        {
+            _socket.LingerState = new LingerOption(true, 0);
+        }
+        catch (Exception e) when (e is SocketException or ObjectDisposedException)
+        {
+            // Already closed.
+        }
+
+        _socket.Dispose();
+    }
+
+    /// <returns>Whether the session ended with an exchange of end records, so the connection may carry another.</returns>
+    private async Task<bool> RunOneSessionAsync(NetworkStream network, CancellationToken cancellationToken)
+    {
+        var contract = await ReadPreambleAsync(network, cancellationToken).ConfigureAwait(false);
+        if (contract is null)
+        {
+            return false;
+        }
+
+        // Disposing sends nothing on the wire and leaves the raw connection open for the next session.
+        using var tls = new SslStream(network, leaveInnerStreamOpen: true);
+        await tls.AuthenticateAsServerAsync(
+            new SslServerAuthenticationOptions { ServerCertificate = _certificate, ClientCertificateRequired = false },
+            cancellationToken).ConfigureAwait(false);
+        _counters.TlsHandshakeCompleted();
+
+        var reader = new FramingReader(tls);
+        if (await reader.TryReadByteAsync(cancellationToken).ConfigureAwait(false) != FramingRecords.PreambleEnd)
+        {
+            return false;
+        }
+
+        await FramingWriter.WritePreambleAckAsync(tls, cancellationToken).ConfigureAwait(false);
+        if (!TryMoveTo(ConnectionState.InSession))
+        {
+            return false;
+        }
+
+        _counters.SessionStarted();
+        bool graceful = false;
+        try
+        {
+            graceful = await RunEnvelopesAsync(tls, reader, new TestServiceDispatcher(contract.Value, _counters), cancellationToken).ConfigureAwait(false);
+            return graceful && TryMoveTo(ConnectionState.BetweenSessions);
+        }
+        finally
+        {
+            _counters.SessionEnded();
+        }
+    }
+
+    private async Task<ServedContract?> ReadPreambleAsync(NetworkStream network, CancellationToken cancellationToken)
+    {
+        // The client sends nothing after its upgrade request until it reads our upgrade response, so this reader
+        // never holds TLS bytes when the stream is handed to SslStream.
+        var reader = new FramingReader(network);
+        int first = await reader.TryReadByteAsync(cancellationToken).ConfigureAwait(false);
+        if (first < 0 || !TryMoveTo(ConnectionState.Opening))
+        {
+            return null;
+        }
+
+        if (first != FramingRecords.Version
+            || await reader.ReadByteAsync(cancellationToken).ConfigureAwait(false) != FramingRecords.MajorVersion
+            || await reader.ReadByteAsync(cancellationToken).ConfigureAwait(false) != FramingRecords.MinorVersion)
+        {
+            return await FaultAsync(network, FramingRecords.UnsupportedVersionFault, cancellationToken).ConfigureAwait(false);
+        }
+
+        if (await reader.ReadByteAsync(cancellationToken).ConfigureAwait(false) != FramingRecords.Mode
+            || await reader.ReadByteAsync(cancellationToken).ConfigureAwait(false) != FramingRecords.DuplexMode)
+        {
+            return await FaultAsync(network, FramingRecords.UnsupportedModeFault, cancellationToken).ConfigureAwait(false);
+        }
+
+        if (await reader.ReadByteAsync(cancellationToken).ConfigureAwait(false) != FramingRecords.Via)
+        {
+            return null;
+        }
+
+        string? via = await reader.ReadStringAsync(MaxViaBytes, cancellationToken).ConfigureAwait(false);
+        if (via is null)
+        {
+            return await FaultAsync(network, FramingRecords.ViaTooLongFault, cancellationToken).ConfigureAwait(false);
+        }
+
+        ServedContract? contract = _resolveVia(via);
+        if (contract is null)
+        {
+            return await FaultAsync(network, FramingRecords.EndpointNotFoundFault, cancellationToken).ConfigureAwait(false);
+        }
+
+        if (await reader.ReadByteAsync(cancellationToken).ConfigureAwait(false) != FramingRecords.KnownEncoding
+            || await reader.ReadByteAsync(cancellationToken).ConfigureAwait(false) != FramingRecords.BinarySessionEncoding)
+        {
+            return await FaultAsync(network, FramingRecords.ContentTypeInvalidFault, cancellationToken).ConfigureAwait(false);
+        }
+
+        // This host requires TLS, so a preamble end here (no upgrade) is refused like an unsupported upgrade.
+        if (await reader.ReadByteAsync(cancellationToken).ConfigureAwait(false) != FramingRecords.UpgradeRequest
+            || await reader.ReadStringAsync(MaxViaBytes, cancellationToken).ConfigureAwait(false) != FramingRecords.TlsUpgrade
+            || reader.HasBufferedBytes)
+        {
+            return await FaultAsync(network, FramingRecords.UpgradeInvalidFault, cancellationToken).ConfigureAwait(false);
+        }
+
+        await FramingWriter.WriteUpgradeResponseAsync(network, cancellationToken).ConfigureAwait(false);
+        return contract;
+    }
+
+    // Sends the fault, then waits for the client to close first: closing with its unread bytes pending would reset
+    // the connection and could destroy the fault record before the client reads it.
+    private static async Task<ServedContract?> FaultAsync(NetworkStream network, string fault, CancellationToken cancellationToken)
+    {
+        await FramingWriter.WriteFaultAsync(network, fault, cancellationToken).ConfigureAwait(false);
+        await DrainUntilClientClosesAsync(network, cancellationToken).ConfigureAwait(false);
+        return null;
+    }
+
+    private async Task<bool> RunEnvelopesAsync(SslStream tls, FramingReader reader, TestServiceDispatcher dispatcher, CancellationToken cancellationToken)
+    {
+        // The binary session encoder keeps one dictionary per direction, like the client's one encoder per channel.
+        MessageEncoder encoder = new BinaryMessageEncodingBindingElement().CreateMessageEncoderFactory().CreateSessionEncoder();
+        BufferManager buffers = BufferManager.CreateBufferManager(0, MaxMessageBytes);
+        while (true)
+        {
+            int recordType = await reader.TryReadByteAsync(cancellationToken).ConfigureAwait(false);
+            switch (recordType)
+            {
+                case FramingRecords.SizedEnvelope:
+                    int size = await reader.ReadSizeAsync(cancellationToken).ConfigureAwait(false);
+                    if (size > MaxMessageBytes)
+                    {
+                        await FramingWriter.WriteFaultAsync(tls, FramingRecords.MaxMessageSizeExceededFault, cancellationToken).ConfigureAwait(false);
+                        return false;
+                    }
+
+                    byte[] envelope = await reader.ReadBytesAsync(size, cancellationToken).ConfigureAwait(false);
+                    if (!TryBeginCall())
+                    {
+                        return false;
+                    }
+
+                    try
+                    {
+                        Message request = encoder.ReadMessage(new ArraySegment<byte>(envelope), buffers, encoder.ContentType);
+                        using Message reply = dispatcher.Dispatch(request);
+                        ArraySegment<byte> encoded = encoder.WriteMessage(reply, MaxMessageBytes, buffers);
+                        await FramingWriter.WriteSizedEnvelopeAsync(tls, encoded, cancellationToken).ConfigureAwait(false);
+                        buffers.ReturnBuffer(encoded.Array!);
+                    }
+                    finally
+                    {
+                        lock (_gate)
+                        {
+                            _callInProgress = false;
+                        }
+                    }
+
+                    break;
+
+                case FramingRecords.End:
+                    // The client closed its output session: close ours; the connection stays open for the client's pool.
+                    _counters.EndRecordReceived();
+                    await FramingWriter.WriteEndAsync(tls, cancellationToken).ConfigureAwait(false);
+                    return true;
+
+                default:
+                    // End of stream (-1) or a record a duplex session may not carry here: the session is over.
+                    return false;
+            }
+        }
+    }
+
+    private bool TryBeginCall()
+    {
+        lock (_gate)
+        {
+            if (_state == ConnectionState.Aborted)
+            {
+                return false;
+            }
+
+            _callInProgress = true;
+            return true;
+        }
+    }
+
+    private static async Task DrainUntilClientClosesAsync(Stream stream, CancellationToken cancellationToken)
+    {
+        using var linger = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+        linger.CancelAfter(s_lingerForClose);
+        var scratch = new byte[256];
+        try
+        {
+            while (await stream.ReadAsync(scratch, linger.Token).ConfigureAwait(false) > 0)
+            {
+                // Discard whatever the client still sends; only its close matters.
+            }
+        }
+        catch (OperationCanceledException) when (!cancellationToken.IsCancellationRequested)
+        {
+            // The client kept the connection open: close it anyway.
+        }
+    }
+}

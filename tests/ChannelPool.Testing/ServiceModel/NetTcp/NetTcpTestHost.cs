@@ -1,0 +1,170 @@
+using System.Collections.Concurrent;
+using System.Net;
+using System.Net.Sockets;
+using System.Security.Cryptography.X509Certificates;
+using System.ServiceModel;
+
+namespace ChannelPool.Testing.ServiceModel.NetTcp;
+
+/// <summary>
+/// Test infrastructure, not product: a minimal net.tcp server on 127.0.0.1 that speaks the .NET Message Framing
+/// protocol [MC-NMF] with a TLS upgrade, so the unmodified WCF client opens real sessions against it. It serves
+/// <see cref="IEchoService"/> at <c>/echo</c> and <see cref="ISessionCounter"/> at <c>/counter</c>, counts every
+/// connection, handshake, session and call, and lets a test abort sessions or stop and restart on the same port.
+/// </summary>
+public sealed class NetTcpTestHost : IAsyncDisposable
+{
+    private readonly TcpListener _listener;
+    private readonly X509Certificate2 _certificate;
+    private readonly CancellationTokenSource _stopping = new();
+    private readonly ConcurrentDictionary<NetTcpSession, Task> _sessions = new();
+    private readonly Task _acceptLoop;
+    private int _stopped;
+
+    private NetTcpTestHost(TcpListener listener, X509Certificate2 certificate, ServerCounters counters)
+    {
+        _listener = listener;
+        _certificate = certificate;
+        Counters = counters;
+        Port = ((IPEndPoint)listener.LocalEndpoint).Port;
+        EchoAddress = new Uri($"net.tcp://127.0.0.1:{Port}/echo");
+        CounterAddress = new Uri($"net.tcp://127.0.0.1:{Port}/counter");
+        _acceptLoop = AcceptLoopAsync();
+    }
+
+    /// <summary>Gets the port the host listens on.</summary>
+    public int Port { get; }
+
+    /// <summary>Gets the address of the <see cref="IEchoService"/> endpoint: <c>net.tcp://127.0.0.1:{port}/echo</c>.</summary>
+    public Uri EchoAddress { get; }
+
+    /// <summary>Gets the address of the <see cref="ISessionCounter"/> endpoint: <c>net.tcp://127.0.0.1:{port}/counter</c>.</summary>
+    public Uri CounterAddress { get; }
+
+    /// <summary>Gets what the host counts; the same instance that was passed to <see cref="StartAsync"/>, if one was.</summary>
+    public ServerCounters Counters { get; }
+
+    /// <summary>Gets the connections open right now, whether or not their session has started.</summary>
+    public int ActiveConnections => _sessions.Count;
+
+    /// <summary>Starts a host listening on 127.0.0.1.</summary>
+    /// <param name="certificate">The TLS server certificate, for example from <see cref="TestCertificate.Create"/>.</param>
+    /// <param name="port">The port, or 0 for a free one. A stopped host's port can be used again.</param>
+    /// <param name="counters">Counters to keep adding to, so counts survive a restart; <see langword="null"/> for new ones.</param>
+    /// <param name="cancellationToken">Not observed after the listener is started; present for symmetry with other hosts.</param>
+    /// <returns>The listening host.</returns>
+    public static Task<NetTcpTestHost> StartAsync(X509Certificate2 certificate, int port = 0, ServerCounters? counters = null, CancellationToken cancellationToken = default)
+    {
+        ArgumentNullException.ThrowIfNull(certificate);
+        ArgumentOutOfRangeException.ThrowIfNegative(port);
+        cancellationToken.ThrowIfCancellationRequested();
+
+        var listener = new TcpListener(IPAddress.Loopback, port);
+        listener.Start();
+        return Task.FromResult(new NetTcpTestHost(listener, certificate, counters ?? new ServerCounters()));
+    }
+
+    /// <summary>Creates the binding clients use: net.tcp with TLS transport security and no client credential.</summary>
+    /// <returns>A new binding.</returns>
+    public static NetTcpBinding CreateBinding()
+    {
+        var binding = new NetTcpBinding(SecurityMode.Transport);
+        binding.Security.Transport.ClientCredentialType = TcpClientCredentialType.None;
+        return binding;
+    }
+
+    /// <summary>
+    /// Creates an endpoint address whose DNS identity is the certificate's name, so the client's identity check matches
+    /// the test certificate although the address is an IP.
+    /// </summary>
+    /// <param name="uri">One of the host's addresses.</param>
+    /// <returns>The endpoint address.</returns>
+    public static EndpointAddress CreateAddress(Uri uri) => new(uri, new DnsEndpointIdentity(TestCertificate.DnsName));
+
+    /// <summary>
+    /// Aborts, from the server side, every established session with no call in progress: the socket is closed with no
+    /// end record, as when a server or a middlebox drops an idle connection.
+    /// </summary>
+    /// <returns>How many sessions were aborted.</returns>
+    public int AbortIdleSessions() => _sessions.Keys.Count(session => session.AbortIfIdle());
+
+    /// <summary>
+    /// Stops listening and aborts every connection, as a server going down would. Afterwards a new host can be started
+    /// on the same port.
+    /// </summary>
+    /// <returns>A task that completes when the listener and every connection are closed.</returns>
+    public async Task StopAsync()
+    {
+        if (Interlocked.Exchange(ref _stopped, 1) == 1)
+        {
+            await _acceptLoop.ConfigureAwait(false);
+            return;
+        }
+
+        _listener.Stop();
+        await _acceptLoop.ConfigureAwait(false);
+
+        // Abort (reset) before cancelling: a cancelled session would close its socket gracefully first.
+        foreach (NetTcpSession session in _sessions.Keys)
+        {
+            session.Abort();
+        }
+
+        await _stopping.CancelAsync().ConfigureAwait(false);
+        await Task.WhenAll(_sessions.Values).ConfigureAwait(false);
+        _stopping.Dispose();
+    }
+
+    /// <inheritdoc cref="StopAsync"/>
+    public async ValueTask DisposeAsync() => await StopAsync().ConfigureAwait(false);
+
+    private async Task AcceptLoopAsync()
+    {
+        // Let the constructor return before the first accept.
+        await Task.Yield();
+        while (true)
+        {
+            Socket socket;
+            try
+            {
+                socket = await _listener.AcceptSocketAsync(_stopping.Token).ConfigureAwait(false);
+            }
+            catch (Exception e) when (e is OperationCanceledException or SocketException or ObjectDisposedException or InvalidOperationException)
+            {
+                // InvalidOperationException: StopAsync stopped the listener before this loop's first accept.
+                return;
+            }
+
+            Counters.ConnectionAccepted();
+            socket.NoDelay = true;
+            var session = new NetTcpSession(socket, _certificate, Counters, ResolveVia);
+            var started = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+
+            // Registered before it runs, so ActiveConnections and StopAsync see it from the first byte.
+            _sessions[session] = RunSessionAsync(session, started.Task);
+            started.SetResult();
+        }
+    }
+
+    private async Task RunSessionAsync(NetTcpSession session, Task registered)
+    {
+        await registered.ConfigureAwait(false);
+        await session.RunAsync(_stopping.Token).ConfigureAwait(false);
+        _sessions.TryRemove(session, out _);
+    }
+
+    private ServedContract? ResolveVia(string via)
+    {
+        if (!Uri.TryCreate(via, UriKind.Absolute, out Uri? uri) || uri.Scheme != "net.tcp" || uri.Port != Port)
+        {
+            return null;
+        }
+
+        return uri.AbsolutePath switch
+        {
+            "/echo" => ServedContract.Echo,
+            "/counter" => ServedContract.Counter,
+            _ => null,
+        };
+    }
+}
