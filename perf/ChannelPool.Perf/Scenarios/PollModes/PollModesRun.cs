@@ -1,53 +1,17 @@
 using System.Diagnostics;
-using System.Globalization;
 using System.Net.WebSockets;
 using System.Text.Json;
-using ChannelPool.Perf.Reporting;
 using ChannelPool.PollingDuplex;
 using ChannelPool.PollingDuplex.Client;
 using Spectre.Console;
 
-namespace ChannelPool.Perf.Scenarios;
-
-/// <summary>The poll-modes settings.</summary>
-internal sealed record PollModesSettings
-{
-    /// <summary>Gets how long each cell is measured, after its warm-up.</summary>
-    public TimeSpan Duration { get; init; } = TimeSpan.FromSeconds(5);
-
-    public TimeSpan WarmUp { get; init; } = TimeSpan.FromSeconds(1);
-
-    /// <summary>Gets how many streams run side by side in each cell (sessions or sockets), to use every core.</summary>
-    public int Streams { get; init; } = 4;
-
-    /// <summary>Gets each message's size in bytes.</summary>
-    public int MessageSize { get; init; } = 256;
-
-    /// <summary>
-    /// Gets how many times every cell is measured, in turn, after one unrecorded warm-up pass over all of them; each cell
-    /// reports its median round. Interleaving rounds spreads the noise of a shared machine over every cell alike.
-    /// </summary>
-    public int Rounds { get; init; } = 3;
-}
-
-/// <summary>One cell: a way of pushing messages, in one encoding.</summary>
-/// <param name="Transport">The way of pushing.</param>
-/// <param name="Encoding">binary or text.</param>
-/// <param name="Streams">Streams side by side.</param>
-/// <param name="MessageSize">Bytes per message.</param>
-/// <param name="Seconds">The median round's measured time.</param>
-/// <param name="Messages">The median round's message count.</param>
-/// <param name="MessagesPerSecond">The median round's rate.</param>
-/// <param name="MegabytesPerSecond">The median round's payload rate.</param>
-/// <param name="RoundMessagesPerSecond">Every round's rate, in the order run.</param>
-internal sealed record PollModesResult(
-    string Transport, string Encoding, int Streams, int MessageSize, double Seconds, long Messages, double MessagesPerSecond, double MegabytesPerSecond, IReadOnlyList<double> RoundMessagesPerSecond);
+namespace ChannelPool.Perf.Scenarios.PollModes;
 
 /// <summary>
 /// Server-to-client throughput: the server sends fixed messages as fast as each client takes them, over
 /// SingleMessagePerPoll, MultipleMessagesPerPoll and a raw ASP.NET Core WebSocket, in binary and text.
 /// </summary>
-internal sealed class PollModesScenario(PerfContext context, PollModesSettings settings)
+internal sealed class PollModesRun(PerfContext context, PollModesSettings settings)
 {
     private static readonly TimeSpan SetupTimeout = TimeSpan.FromSeconds(30);
     private static readonly DuplexEncoding[] Encodings = [DuplexEncoding.Binary, DuplexEncoding.Text];
@@ -82,59 +46,6 @@ internal sealed class PollModesScenario(PerfContext context, PollModesSettings s
             var median = all.OrderBy(r => r.MessagesPerSecond).ElementAt(all.Count / 2);
             return median with { RoundMessagesPerSecond = [.. all.Select(r => r.MessagesPerSecond)] };
         })];
-    }
-
-    public static ReportSection Describe(IReadOnlyList<PollModesResult> results, PollModesSettings settings, int floodWindow)
-    {
-        var section = new ReportSection(
-            "poll-modes",
-            "Poll modes: server-to-client throughput",
-            $"{settings.Streams} streams side by side, each pushing {settings.MessageSize}-byte JSON messages as fast as its client takes them, measured for {settings.Duration.TotalSeconds:0.#} s after " +
-            $"{settings.WarmUp.TotalSeconds:0.#} s of warm-up; each cell's figure is the median of {settings.Rounds} interleaved round(s), after one unrecorded warm-up pass over every cell. The duplex flood endpoint lets a multiple-mode response carry up to {floodWindow} messages (MaxPendingMessagesPerSession; the original's " +
-            "measurements set it to Int32.MaxValue); a single-mode response carries one. The WebSocket baseline sends each message as one WebSocket message and awaits each send.")
-        {
-            Results = results,
-        };
-        section.Tables.Add(new ReportTable(
-            "Throughput",
-            ["Transport", "Encoding", "Messages/s (median)", "Rounds (min–max)", "MB/s", "vs WebSocket"],
-            [.. results.Select(r => (IReadOnlyList<string>)[
-                r.Transport, r.Encoding, r.MessagesPerSecond.ToString("N0", CultureInfo.InvariantCulture),
-                $"{r.RoundMessagesPerSecond.Min().ToString("N0", CultureInfo.InvariantCulture)}–{r.RoundMessagesPerSecond.Max().ToString("N0", CultureInfo.InvariantCulture)}",
-                r.MegabytesPerSecond.ToString("0.0", CultureInfo.InvariantCulture),
-                Ratio(r, results)])]));
-        section.Charts.Add(new Chart(
-            "poll-modes-throughput",
-            "Poll modes: messages per second (log scale)",
-            ChartKind.GroupedBar,
-            "Encoding",
-            "Messages per second",
-            [.. results.Select(r => new ChartPoint(r.Transport, r.Encoding, 0, Math.Max(r.MessagesPerSecond, 1)))],
-            LogScaleY: true));
-        foreach (var encoding in results.Select(r => r.Encoding).Distinct())
-        {
-            var ws = results.Single(r => r.Encoding == encoding && r.Transport.StartsWith("WebSocket", StringComparison.Ordinal));
-            var multiple = results.Single(r => r.Encoding == encoding && r.Transport == "MultipleMessagesPerPoll");
-            var single = results.Single(r => r.Encoding == encoding && r.Transport == "SingleMessagePerPoll");
-            var ratio = multiple.MessagesPerSecond / ws.MessagesPerSecond;
-            section.Targets.Add(new TargetCheck(
-                $"MultipleMessagesPerPoll ≥ 90% of the WebSocket baseline ({encoding})",
-                $"{ratio:P0} ({multiple.MessagesPerSecond:N0} vs {ws.MessagesPerSecond:N0} msg/s)",
-                ratio >= 0.9,
-                ratio >= 0.9 ? null : $"{0.9 - ratio:P0} short of 90%"));
-            section.Notes.Add($"{encoding}: MultipleMessagesPerPoll is {multiple.MessagesPerSecond / Math.Max(single.MessagesPerSecond, 1):N0}× SingleMessagePerPoll (the original: 910×).");
-        }
-
-        var binary = results.Single(r => r.Encoding == "binary" && r.Transport == "MultipleMessagesPerPoll");
-        var text = results.Single(r => r.Encoding == "text" && r.Transport == "MultipleMessagesPerPoll");
-        section.Notes.Add($"MultipleMessagesPerPoll binary is {binary.MessagesPerSecond / Math.Max(text.MessagesPerSecond, 1):P0} of text (the original: 138%).");
-        return section;
-    }
-
-    private static string Ratio(PollModesResult r, IReadOnlyList<PollModesResult> all)
-    {
-        var ws = all.FirstOrDefault(x => x.Encoding == r.Encoding && x.Transport.StartsWith("WebSocket", StringComparison.Ordinal));
-        return ws is null || ws.MessagesPerSecond <= 0 ? "—" : (r.MessagesPerSecond / ws.MessagesPerSecond).ToString("P0", CultureInfo.InvariantCulture);
     }
 
     private static string Name(DuplexEncoding encoding) => encoding == DuplexEncoding.Binary ? "binary" : "text";

@@ -2,78 +2,22 @@ using System.Diagnostics;
 using System.Globalization;
 using System.ServiceModel;
 using ChannelPool.Perf.Clients;
-using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Servers;
 using ChannelPool.Perf.Stats;
 using ChannelPool.ServiceModel;
 using ChannelPool.ServiceModel.TestServices;
 using Spectre.Console;
+using static ChannelPool.Perf.Scenarios.Proxies.ProxiesScenario;
 
-namespace ChannelPool.Perf.Scenarios;
-
-/// <summary>The proxies scenario's settings.</summary>
-internal sealed record ProxiesSettings
-{
-    /// <summary>Gets the calls per cell (the original: 20,000), split evenly over the rounds.</summary>
-    public int Calls { get; init; } = 20_000;
-
-    public IReadOnlyList<int> Concurrency { get; init; } = [1, 8, 32];
-
-    public IReadOnlyList<string> Bindings { get; init; } = WcfBinding.All;
-
-    public IReadOnlyList<string> Kinds { get; init; } = ProxiesScenario.AllKinds;
-
-    /// <summary>Gets how many times each cell runs; the kinds run in turn, in reverse order every other round, and each cell sums its rounds.</summary>
-    public int Rounds { get; init; } = 2;
-
-    /// <summary>Gets the longest one round of one cell may run before it stops early; <see langword="null"/> for no limit.</summary>
-    public TimeSpan? MaxRoundTime { get; init; }
-
-    /// <summary>
-    /// Gets the longest each kind's unreported warm-up pass may run, per binding. Long enough for the JIT to finish
-    /// tiering the call path up: with 100 calls, the kind that happened to run first paid for it in its first round
-    /// (docs/perf/tracking-2026-11-23).
-    /// </summary>
-    public TimeSpan WarmUpTime { get; init; } = TimeSpan.FromSeconds(2);
-
-    /// <summary>Gets the most calls each kind's warm-up pass makes, per binding (20,000 was enough for tier-up on net.tcp).</summary>
-    public int WarmUpCalls { get; init; } = 20_000;
-
-    /// <summary>Gets whether this is the original's 20,000-call run, reported as times beside the original's.</summary>
-    public bool Original { get; init; }
-}
-
-/// <summary>One cell: a kind of proxy, on one binding, at one concurrency.</summary>
-internal sealed record ProxiesResult(
-    string Binding, string Kind, int Concurrency, int Calls, double Seconds, double CallsPerSecond, LatencySummary Latency, double CpuMicrosPerCall,
-    double AllocatedBytesPerCall, ServerCountsSnapshot WarmUp, ServerCountsSnapshot DuringCalls);
+namespace ChannelPool.Perf.Scenarios.Proxies;
 
 /// <summary>
 /// Per-call, per-call with the WCF factory cache, pooled single-use, pooled reuse and singleton WCF proxies, making
 /// the same echo calls on each binding the WCF test services serve, at several concurrencies. The test services run in
 /// the server process and count connections, TLS handshakes and sessions, so each cell shows where its opens happened.
 /// </summary>
-internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings settings)
+internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
 {
-    public const string PerCall = "per-call";
-    public const string PerCallCached = "per-call, cached factory";
-    public const string PooledSingleUse = "pooled single-use";
-    public const string PooledReuse = "pooled reuse";
-    public const string PooledReuseShared = "pooled reuse, shared";
-    public const string Singleton = "singleton";
-
-    /// <summary>The <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of <see cref="PooledReuseShared"/>: the most the option allows.</summary>
-    public const int SharedLeasesPerChannel = 64;
-
-    /// <summary>Pooled reuse with the other idle order, to measure the default against: selectable with --kind, not in the suite.</summary>
-    public const string PooledReuseLeastRecentlyUsed = "pooled reuse, least recently used first";
-
-    public static readonly string[] AllKinds = [PerCall, PerCallCached, PooledSingleUse, PooledReuse, PooledReuseShared, Singleton];
-
-    public static readonly string[] SelectableKinds = [.. AllKinds, PooledReuseLeastRecentlyUsed];
-
-    private static readonly (string Kind, string Minutes)[] OriginalTimes = [(PerCall, "6:31"), (PooledSingleUse, "4:48"), (Singleton, "1:05")];
-
     public async Task<IReadOnlyList<ProxiesResult>> RunAsync(CancellationToken cancellationToken)
     {
         var endpoints = context.Server.Endpoints.Wcf
@@ -166,126 +110,9 @@ internal sealed class ProxiesScenario(PerfContext context, ProxiesSettings setti
         });
     }
 
-    public static ReportSection Describe(IReadOnlyList<ProxiesResult> results, ProxiesSettings settings, string serverKind)
-    {
-        var section = new ReportSection(
-            "proxies",
-            "Proxies: per-call, pooled and singleton WCF proxies",
-            $"Echo calls through real WCF proxies (System.ServiceModel 10.1.0), up to {settings.Calls:N0} per cell in {settings.Rounds} interleaved round(s)" +
-            (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.#} s each" : string.Empty) +
-            $", after an unreported warm-up of each kind on each binding ({settings.WarmUpCalls:N0} calls or {settings.WarmUpTime.TotalSeconds:0.#} s, whichever ends first, so the JIT has tiered up)" +
-            ", against the WCF test services on 127.0.0.1 (net.tcp with TLS: our [MC-NMF] host; HTTPS: SoapCore on Kestrel). " +
-            "Per-call: a new `ClientBase<T>(binding, address)` per call, opened, called and closed; cached factory: the same with `CacheSetting.AlwaysOn`; " +
-            "pooled: a new `PooledClientBase<T>` proxy per call over `ServiceChannelPool` with library defaults (50 channels, refill at 25, 4 opens at a time, most recently used idle channel first), " +
-            $"single-use (closes the channel after the call) or reuse, and reuse with up to {SharedLeasesPerChannel} proxies sharing a channel (`MaxLeasesPerChannel = {SharedLeasesPerChannel}`, shared); singleton: one opened `ClientBase<T>` every caller shares. Every call is `await EchoAsync`.")
-        {
-            Results = results,
-        };
-
-        section.Tables.Add(new ReportTable(
-            "Calls per second, and the ratios the targets are about",
-            ["Binding", "Concurrency", .. settings.Kinds, "reuse / singleton", "shared / singleton", "reuse / per-call", "single-use / per-call"],
-            [.. Groups(results).Select(g => (IReadOnlyList<string>)[
-                g.Key.Binding, Num(g.Key.Concurrency), .. settings.Kinds.Select(k => g.Cell(k) is { } r ? Num(r.CallsPerSecond) : "—"),
-                g.Ratio(PooledReuse, Singleton), g.Ratio(PooledReuseShared, Singleton), g.Ratio(PooledReuse, PerCall), g.Ratio(PooledSingleUse, PerCall)])]));
-
-        section.Tables.Add(new ReportTable(
-            "Figures",
-            ["Binding", "Concurrency", "Kind", "Calls", "Calls/s", "p50 ms", "p99 ms", "CPU µs/call", "Bytes/call", "Handshakes warm-up", "Handshakes calls", "Sessions warm-up", "Sessions calls", "Negotiations warm-up", "Negotiations calls"],
-            [.. results.Select(r => (IReadOnlyList<string>)[
-                r.Binding, Num(r.Concurrency), r.Kind, Num(r.Calls), Num(r.CallsPerSecond), Num(r.Latency.P50Ms, "0.000"), Num(r.Latency.P99Ms, "0.000"),
-                Num(r.CpuMicrosPerCall), Num(r.AllocatedBytesPerCall), Num(r.WarmUp.TlsHandshakes), Num(r.DuringCalls.TlsHandshakes),
-                Num(r.WarmUp.SessionsStarted), Num(r.DuringCalls.SessionsStarted), Num(r.WarmUp.Negotiations), Num(r.DuringCalls.Negotiations)])]));
-
-        if (settings.Original)
-        {
-            section.Tables.Add(new ReportTable(
-                $"The original's run: {settings.Calls:N0} calls, one caller (minutes:seconds)",
-                ["Binding", .. OriginalTimes.Select(o => o.Kind)],
-                [
-                    ["2007 pool, wsHttpBinding (the original's figures)", .. OriginalTimes.Select(o => o.Minutes)],
-                    .. Groups(results).Where(g => g.Key.Concurrency == 1).Select(g => (IReadOnlyList<string>)[
-                        g.Key.Binding, .. OriginalTimes.Select(o => g.Cell(o.Kind) is { } r ? Minutes(r.Seconds) : "—")]),
-                ]));
-        }
-
-        foreach (var binding in results.Select(r => r.Binding).Distinct())
-        {
-            var name = binding switch
-            {
-                var d when d.StartsWith("net.tcp", StringComparison.Ordinal) => WcfBinding.NetTcp,
-                var d when d.StartsWith("Basic", StringComparison.Ordinal) => WcfBinding.BasicHttps,
-                var d when d.EndsWith("SecureConversation", StringComparison.Ordinal) => WcfBinding.WsHttpSecureConversation,
-                _ => WcfBinding.WsHttpUserName,
-            };
-            var cells = results.Where(r => r.Binding == binding).ToList();
-            section.Charts.Add(new Chart(
-                $"proxies-{name}-throughput",
-                $"{binding}: calls per second",
-                ChartKind.GroupedBar,
-                "Concurrency",
-                "Calls per second",
-                [.. cells.Select(r => new ChartPoint(r.Kind, $"concurrency {r.Concurrency}", r.Concurrency, r.CallsPerSecond))],
-                LogScaleY: true));
-            section.Charts.Add(new Chart(
-                $"proxies-{name}-p99",
-                $"{binding}: p99 latency",
-                ChartKind.GroupedBar,
-                "Concurrency",
-                "p99 latency (ms)",
-                [.. cells.Select(r => new ChartPoint(r.Kind, $"concurrency {r.Concurrency}", r.Concurrency, Math.Max(r.Latency.P99Ms, 0.001)))],
-                LogScaleY: true));
-        }
-
-        foreach (var g in Groups(results))
-        {
-            var where = $"{g.Key.Binding}, concurrency {g.Key.Concurrency}";
-            AddCheck(section, $"Pooled reuse ≥ 0.95× singleton ({where})", g, PooledReuse, Singleton, 0.95, strict: false);
-            AddCheck(section, $"Pooled reuse, shared ≥ 0.95× singleton ({where})", g, PooledReuseShared, Singleton, 0.95, strict: false);
-            if (g.Key.Binding.StartsWith("net.tcp", StringComparison.Ordinal))
-            {
-                AddCheck(section, $"Pooled reuse ≥ 3× per-call ({where})", g, PooledReuse, PerCall, 3, strict: false);
-                AddCheck(section, $"Pooled single-use > 1.36× per-call, the original's ratio ({where})", g, PooledSingleUse, PerCall, 1.36, strict: true);
-            }
-        }
-
-        section.Notes.Add(
-            "CPU µs/call and Bytes/call are the client process's, the pool's background opens and closes included" +
-            (serverKind == "in-process" ? "; with --server in-process they include the servers' work too." : "; the servers run in their own process and are not counted."));
-        section.Notes.Add("Handshakes, sessions and negotiations are the test services' own counts (TLS handshakes completed; net.tcp sessions started; HTTP has no sessions; security context tokens issued on WSHttp SecureConversation), during the proxy's set-up (pool warm-up, singleton open) and during the calls.");
-        return section;
-    }
-
-    private static void AddCheck(ReportSection section, string target, Group g, string kind, string baseline, double goal, bool strict)
-    {
-        if (g.Cell(kind) is not { } a || g.Cell(baseline) is not { } b || b.CallsPerSecond <= 0)
-        {
-            return;
-        }
-
-        var ratio = a.CallsPerSecond / b.CallsPerSecond;
-        var met = strict ? ratio > goal : ratio >= goal;
-        section.Targets.Add(new TargetCheck(target, ratio.ToString("0.00×", CultureInfo.InvariantCulture), met, met ? null : $"{(goal - ratio) / goal:P0} below {goal:0.##}×"));
-    }
-
-    private static IEnumerable<Group> Groups(IReadOnlyList<ProxiesResult> results) =>
-        results.GroupBy(r => (r.Binding, r.Concurrency)).Select(g => new Group(g.Key, [.. g]));
-
     private static ServerCountsSnapshot Add(ServerCountsSnapshot a, ServerCountsSnapshot b) => new(
         a.Connections + b.Connections, a.TlsHandshakes + b.TlsHandshakes, a.SessionsStarted + b.SessionsStarted, a.SessionsEnded + b.SessionsEnded, a.Calls + b.Calls, a.EndRecords + b.EndRecords,
         a.Negotiations + b.Negotiations);
-
-    private static string Minutes(double seconds) => TimeSpan.FromSeconds(seconds).ToString(seconds >= 3600 ? @"h\:mm\:ss" : @"m\:ss\.f", CultureInfo.InvariantCulture);
-
-    private static string Num(double value, string format = "N0") => value.ToString(format, CultureInfo.InvariantCulture);
-
-    private sealed record Group((string Binding, int Concurrency) Key, IReadOnlyList<ProxiesResult> Cells)
-    {
-        public ProxiesResult? Cell(string kind) => Cells.FirstOrDefault(c => c.Kind == kind);
-
-        public string Ratio(string kind, string baseline) =>
-            Cell(kind) is { } a && Cell(baseline) is { CallsPerSecond: > 0 } b ? (a.CallsPerSecond / b.CallsPerSecond).ToString("0.00×", CultureInfo.InvariantCulture) : "—";
-    }
 
     /// <summary>One cell's totals over its rounds.</summary>
     private sealed class Cell

@@ -1,87 +1,17 @@
 using System.Diagnostics;
 using System.Globalization;
 using ChannelPool.Perf.Clients;
-using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Stats;
 using Spectre.Console;
 
-namespace ChannelPool.Perf.Scenarios;
-
-/// <summary>One row of the collaboration table: T topics × N clients, publishing every D.</summary>
-/// <param name="Topics">T, the number of topics (chat rooms).</param>
-/// <param name="ClientsPerTopic">N, the clients subscribed to each topic.</param>
-/// <param name="Delay">D, the quiet time after every client of a topic has a message, before the next publish.</param>
-/// <param name="Original">The original's published figures for this row, if it is one of its seven.</param>
-internal sealed record CollaborationRow(int Topics, int ClientsPerTopic, TimeSpan Delay, OriginalCollaboration? Original = null)
-{
-    public int Clients => Topics * ClientsPerTopic;
-
-    public string Label => $"{Topics}×{ClientsPerTopic}, D={Delay.TotalSeconds:0.##}s";
-
-    /// <summary>The original's seven rows (seed 002), with its mean, median and stdev in ms.</summary>
-    public static IReadOnlyList<CollaborationRow> Original7 { get; } =
-    [
-        new(100, 5, TimeSpan.FromSeconds(1), new(91, 63, 122)),
-        new(500, 2, TimeSpan.FromSeconds(15), new(4, 0, 12)),
-        new(500, 3, TimeSpan.FromSeconds(15), new(108, 94, 73)),
-        new(800, 3, TimeSpan.FromSeconds(15), new(2743, 1328, 3195)),
-        new(1000, 2, TimeSpan.FromSeconds(5), new(496, 498, 288)),
-        new(1000, 2, TimeSpan.FromSeconds(15), new(6, 0, 17)),
-        new(2000, 2, TimeSpan.FromSeconds(15), new(25, 0, 99)),
-    ];
-
-    /// <summary>Rows beyond the original's, sized to push a 2-core machine: more clients, and more talk.</summary>
-    public static IReadOnlyList<CollaborationRow> Stretch { get; } =
-    [
-        new(2000, 5, TimeSpan.FromSeconds(1)),
-        new(5000, 2, TimeSpan.FromSeconds(1)),
-        new(4000, 3, TimeSpan.FromSeconds(1)),
-    ];
-}
-
-/// <summary>The original's published latency for one row, in ms.</summary>
-internal sealed record OriginalCollaboration(double MeanMs, double MedianMs, double StdevMs);
-
-/// <summary>The collaboration script's settings.</summary>
-internal sealed record CollaborationSettings
-{
-    public IReadOnlyList<CollaborationRow> Rows { get; init; } = [.. CollaborationRow.Original7, .. CollaborationRow.Stretch];
-
-    /// <summary>Gets how many times each topic publishes (the original: at least 100).</summary>
-    public int Iterations { get; init; } = 100;
-
-    /// <summary>Gets a factor applied to every D, to shorten a run; 1 runs the original's delays.</summary>
-    public double DelayScale { get; init; } = 1.0;
-
-    public int ConnectConcurrency { get; init; } = 64;
-
-    /// <summary>
-    /// Gets whether the topics publish out of step (spread: topic t starts t/T of D late, as independent clients would)
-    /// or all at the same instant (aligned: a synchronised burst of T publishes every iteration, the worst case).
-    /// </summary>
-    public CollaborationPhase Phase { get; init; } = CollaborationPhase.Spread;
-}
-
-/// <summary>How the topics' publishes line up in time.</summary>
-internal enum CollaborationPhase
-{
-    /// <summary>Topic t starts t/T of D late, so publishes are spread evenly over D.</summary>
-    Spread,
-
-    /// <summary>Every topic publishes at the same instant.</summary>
-    Aligned,
-}
-
-/// <summary>One row's measurement.</summary>
-internal sealed record CollaborationResult(
-    string Transport, CollaborationRow Row, int Iterations, double DelaySeconds, LatencySummary Latency, long Expected, long Lost, long Duplicates, string? Limit);
+namespace ChannelPool.Perf.Scenarios.Collaboration;
 
 /// <summary>
 /// The original's collaboration script: T topics × N clients. In every topic at once, one client publishes and the other
 /// N − 1 receive; once all have it, the topic is quiet for D, then the next client publishes. Latency is publish to
 /// receipt, over every receipt of every iteration of every topic.
 /// </summary>
-internal sealed class CollaborationScenario(PerfContext context, CollaborationSettings settings)
+internal sealed class CollaborationRun(PerfContext context, CollaborationSettings settings)
 {
     public async Task<IReadOnlyList<CollaborationResult>> RunAsync(IReadOnlyList<IPubSubTransport> transports, CancellationToken cancellationToken)
     {
@@ -96,77 +26,6 @@ internal sealed class CollaborationScenario(PerfContext context, CollaborationSe
 
         return results;
     }
-
-    public static ReportSection Describe(IReadOnlyList<CollaborationResult> results, CollaborationSettings settings)
-    {
-        var section = new ReportSection(
-            "collaboration",
-            "Collaboration: T topics × N clients, publish to receipt latency",
-            (settings.Phase == CollaborationPhase.Spread
-                ? "In every topic, one client publishes and the other N − 1 receive; then the topic is quiet for D. The topics run out of step, as independent clients would: topic t starts t/T of D late, so the T topics' publishes are spread evenly over D. "
-                : "In every topic at the same instant, one client publishes and the other N − 1 receive; then the topic is quiet for D. The topics run in step, so every iteration is a synchronised burst of T publishes: the worst case. ") +
-            $"{settings.Iterations} iterations per topic" +
-            (settings.DelayScale == 1.0 ? "." : $"; every D is scaled by {settings.DelayScale:0.###} to shorten the run (shorter quiet time means more load, not less)."))
-        {
-            Results = results,
-        };
-        section.Tables.Add(new ReportTable(
-            "Latency (ms)",
-            ["Transport", "T×N, D", "Clients", "Mean", "Median", "Stdev", "p99", "Max", "Lost", "Duplicated", "Original mean / median / stdev"],
-            [.. results.Select(r => (IReadOnlyList<string>)[
-                r.Transport, r.Row.Label, Num(r.Row.Clients, "N0"), Num(r.Latency.MeanMs), Num(r.Latency.MedianMs), Num(r.Latency.StdevMs), Num(r.Latency.P99Ms), Num(r.Latency.MaxMs),
-                r.Limit ?? $"{r.Lost:N0} of {r.Expected:N0}", Num(r.Duplicates, "N0"),
-                r.Row.Original is { } o ? $"{o.MeanMs:0} / {o.MedianMs:0} / {o.StdevMs:0}" : "—"])]));
-        section.Charts.Add(new Chart(
-            "collaboration-p99",
-            "Collaboration: p99 latency by row",
-            ChartKind.GroupedBar,
-            "T×N, D",
-            "p99 latency (ms)",
-            [.. results.Where(r => r.Latency.Count > 0).Select(r => new ChartPoint(r.Transport, r.Row.Label, 0, Math.Max(r.Latency.P99Ms, 0.01)))],
-            LogScaleY: true));
-        section.Charts.Add(new Chart(
-            "collaboration-mean",
-            "Collaboration: mean latency by row",
-            ChartKind.GroupedBar,
-            "T×N, D",
-            "Mean latency (ms)",
-            [.. results.Where(r => r.Latency.Count > 0).Select(r => new ChartPoint(r.Transport, r.Row.Label, 0, Math.Max(r.Latency.MeanMs, 0.01))),
-             .. results.Where(r => r.Row.Original is not null).DistinctBy(r => r.Row).Select(r => new ChartPoint("original (2009)", r.Row.Label, 0, Math.Max(r.Row.Original!.MeanMs, 0.01)))],
-            LogScaleY: true));
-        AddTargets(section, results);
-        return section;
-    }
-
-    private static void AddTargets(ReportSection section, IReadOnlyList<CollaborationResult> results)
-    {
-        foreach (var ours in results.Where(r => r.Transport.StartsWith("polling-duplex", StringComparison.Ordinal) && r.Latency.Count > 0))
-        {
-            if (ours.Row.Original is not null)
-            {
-                var mean = ours.Latency.MeanMs;
-                var p99 = ours.Latency.P99Ms;
-                section.Targets.Add(new TargetCheck(
-                    $"Collaboration {ours.Row.Label}: mean ≤ 10 ms and p99 ≤ 50 ms ({ours.Transport})",
-                    $"mean {mean:0.0} ms, p99 {p99:0.0} ms (original mean {ours.Row.Original.MeanMs:0} ms)",
-                    mean <= 10 && p99 <= 50,
-                    mean <= 10 && p99 <= 50 ? null : $"mean {Over(mean, 10)}, p99 {Over(p99, 50)}"));
-            }
-
-            if (results.FirstOrDefault(r => r.Transport == "signalr-longpolling" && r.Row == ours.Row && r.Latency.Count > 0) is { } peer)
-            {
-                var ratio = peer.Latency.P99Ms / Math.Max(ours.Latency.P99Ms, 0.001);
-                section.Targets.Add(new TargetCheck(
-                    $"Collaboration {ours.Row.Label}: p99 ≥ 2× better than SignalR long polling",
-                    $"{ratio:0.00}× ({ours.Latency.P99Ms:0.0} vs {peer.Latency.P99Ms:0.0} ms)",
-                    ratio >= 2,
-                    ratio >= 2 ? null : $"{ratio:0.00}× of the 2× asked"));
-            }
-        }
-    }
-
-    private static string Over(double value, double limit) =>
-        value <= limit ? "within" : $"{value - limit:0.0} ms over";
 
     private async Task<CollaborationResult> RunRowAsync(IPubSubTransport transport, CollaborationRow row, CancellationToken cancellationToken)
     {
@@ -264,8 +123,6 @@ internal sealed class CollaborationScenario(PerfContext context, CollaborationSe
     }
 
     private static string TopicName(int t) => "collab/" + t.ToString(CultureInfo.InvariantCulture);
-
-    private static string Num(double value, string format = "0.0") => value.ToString(format, CultureInfo.InvariantCulture);
 
     /// <summary>One topic's current iteration: who published, and how many of the others have the message.</summary>
     private sealed class TopicState(int members)

@@ -1,7 +1,5 @@
-using System.CommandLine;
 using System.Diagnostics;
 using System.Globalization;
-using System.Net;
 using System.Net.Http.Headers;
 using System.Text;
 using System.Text.Json;
@@ -12,58 +10,32 @@ using ChannelPool.PollingDuplex.Client;
 using Spectre.Console;
 using StackExchange.Redis;
 
-namespace ChannelPool.Perf.Scenarios;
+namespace ChannelPool.Perf.Scenarios.Redis;
 
 /// <summary>
 /// The Redis store against the in-memory store, and 1 node against 3 behind a round-robin balancer, for the same work:
-/// a broadcast (M clients on one topic, a burst every second), a collaboration (rooms of 4, each member publishing in
-/// turn), and the Redis commands one publish and one delivery cost. Not in the default suite: it needs redis-server.
+/// a broadcast (M clients on one topic, a burst every second), a collaboration (rooms of N, each member publishing in
+/// turn), and the Redis commands one publish and one delivery cost. It starts its own redis-server and nodes.
 /// </summary>
-internal static class RedisScaleOutScenario
+internal sealed class RedisRun(PerfContext context, RedisSettings settings)
 {
-    public static Command Build()
+    public async Task<RedisResults> RunAsync(CancellationToken cancellationToken)
     {
-        var clients = Cli.PerfCli.PositiveInt("--clients", "Broadcast subscribers M.", 1000, max: 20_000);
-        var bursts = Cli.PerfCli.PositiveInt("--bursts", "Broadcast bursts K, one a second.", 10, max: 1000);
-        var rooms = Cli.PerfCli.PositiveInt("--rooms", "Collaboration topics T (the original's first row: 100).", 100, max: 10_000);
-        var members = Cli.PerfCli.PositiveInt("--members", "Collaboration clients per topic N, at least 2 (the original's first row: 5).", 5, max: 100);
-        var rounds = Cli.PerfCli.PositiveInt("--rounds", "Collaboration rounds, D = 1 s apart; in each, one member of every topic publishes, in turn.", 10, max: 1000);
-        members.Validators.Add(r =>
-        {
-            if (r.GetValueOrDefault<int>() == 1)
-            {
-                r.AddError("--members must be at least 2: one publishes, the others receive; got 1.");
-            }
-        });
-        var command = new Command("redis", "The Redis store against the in-memory store, and 1 node against 3 behind a round-robin balancer: broadcast at P = 1 s, collaboration latency, Redis commands per publish and per delivery. Needs /usr/bin/redis-server.")
-        {
-            clients, bursts, rooms, members, rounds,
-        };
-        command.SetAction((parse, token) => RunAsync(parse.GetValue(clients), parse.GetValue(bursts), parse.GetValue(rooms), parse.GetValue(members), parse.GetValue(rounds), token));
-        return command;
-    }
-
-    private static async Task RunAsync(int clients, int bursts, int rooms, int members, int rounds, CancellationToken cancellationToken)
-    {
-        // Wide enough for the tables whatever the terminal says (output is often redirected to a file).
-        AnsiConsole.Profile.Width = Math.Max(AnsiConsole.Profile.Width, 160);
         await using var redis = await RedisProcess.StartAsync();
-        var table = new Table().AddColumns("Store and nodes", "Broadcast M", "Bursts on time", "Worst burst ms", "Delivery p50 ms", "Delivery p99 ms", "Collab mean ms", "Collab p99 ms", "Process CPU µs/delivery");
+        var stores = new List<RedisStoreResult>();
         foreach (var (name, nodes, onRedis) in new[] { ("in-memory, 1 node", 1, false), ("Redis, 1 node", 1, true), ("Redis, 3 nodes + YARP", 3, true) })
         {
             await using var cluster = await ScaleOutCluster.StartAsync(nodes, onRedis ? redis.Configuration : null);
             using var http = Http();
             var cpu = Process.GetCurrentProcess().TotalProcessorTime;
-            var broadcast = await BroadcastAsync(http, cluster.PubSub, clients, bursts, cancellationToken);
+            var broadcast = await BroadcastAsync(http, cluster.PubSub, settings.Clients, settings.Bursts, cancellationToken);
             var cpuPerDelivery = (Process.GetCurrentProcess().TotalProcessorTime - cpu).TotalMicroseconds / Math.Max(1, broadcast.Deliveries);
-            var collaboration = await CollaborationAsync(http, cluster.PubSub, rooms, members, rounds, cancellationToken);
-            table.AddRow(name, clients.ToString("N0", CultureInfo.InvariantCulture), $"{broadcast.OnTime}/{bursts}", Num(broadcast.WorstMs), Num(broadcast.Latency.P50Ms), Num(broadcast.Latency.P99Ms), Num(collaboration.MeanMs), Num(collaboration.P99Ms), Num(cpuPerDelivery));
-            AnsiConsole.MarkupLine($"[grey]{name}: done[/]");
+            var collaboration = await CollaborationAsync(http, cluster.PubSub, settings.Rooms, settings.Members, settings.Rounds, cancellationToken);
+            stores.Add(new RedisStoreResult(name, settings.Clients, settings.Bursts, broadcast.OnTime, broadcast.WorstMs, broadcast.Latency, collaboration, cpuPerDelivery));
+            context.Console.MarkupLine($"[grey]{Markup.Escape(name)}: done[/]");
         }
 
-        AnsiConsole.Write(table);
-        AnsiConsole.MarkupLine("[grey]Process CPU is this whole process's (clients, nodes and balancer share it) during the broadcast, per delivered notification; Redis runs in its own process.[/]");
-        await CountRedisCommandsAsync(redis, cancellationToken);
+        return new RedisResults(stores, await CountRedisCommandsAsync(redis, cancellationToken));
     }
 
     private sealed record BroadcastOutcome(int OnTime, double WorstMs, LatencySummary Latency, long Deliveries);
@@ -202,15 +174,15 @@ internal static class RedisScaleOutScenario
     }
 
     /// <summary>Counts what Redis runs for one publish to N subscribers with no poll outstanding, then for delivering it.</summary>
-    private static async Task CountRedisCommandsAsync(RedisProcess redis, CancellationToken cancellationToken)
+    private async Task<IReadOnlyList<RedisCommandCount>> CountRedisCommandsAsync(RedisProcess redis, CancellationToken cancellationToken)
     {
-        const int Publishes = 20;
-        var table = new Table().AddColumns("Subscribers N", "Round trips per publish", "Commands per publish", "Commands per publish per subscriber", "Redis CPU µs per publish", "Round trips per delivered frame", "Commands per delivered frame", "Redis CPU µs per delivered frame");
+        const int Publishes = RedisSettings.PublishesPerCount;
+        var counts = new List<RedisCommandCount>();
         await using var cluster = await ScaleOutCluster.StartAsync(1, redis.Configuration, o => o.ServerPollTimeout = TimeSpan.FromMilliseconds(100));
         using var http = Http();
         using var admin = await ConnectionMultiplexer.ConnectAsync(redis.Configuration + ",allowAdmin=true");
         var server = admin.GetServer(admin.GetEndPoints()[0]);
-        foreach (var n in new[] { 1, 10, 100, 1000 })
+        foreach (var n in settings.SubscriberCounts)
         {
             var subscribers = new List<(string Id, string Token)>();
             for (var i = 0; i < n; i++)
@@ -241,19 +213,18 @@ internal static class RedisScaleOutScenario
             var deliveryCpu = await RedisCpuAsync(server) - cpuBefore;
             var (deliveryTrips, deliveryCommands) = await CommandStatsAsync(server);
             double frames = n * Publishes;
-            table.AddRow(
-                Num(n, "N0"),
-                Num((double)publishTrips / Publishes, "0.0"),
-                Num((double)publishCommands / Publishes, "0"),
-                Num((double)publishCommands / Publishes / n, "0.0"),
-                Num(publishCpu.TotalMicroseconds / Publishes, "0"),
-                Num(deliveryTrips / frames, "0.00"),
-                Num(deliveryCommands / frames, "0.0"),
-                Num(deliveryCpu.TotalMicroseconds / frames, "0.0"));
+            counts.Add(new RedisCommandCount(
+                n,
+                (double)publishTrips / Publishes,
+                (double)publishCommands / Publishes,
+                (double)publishCommands / Publishes / n,
+                publishCpu.TotalMicroseconds / Publishes,
+                deliveryTrips / frames,
+                deliveryCommands / frames,
+                deliveryCpu.TotalMicroseconds / frames));
         }
 
-        AnsiConsole.Write(table);
-        AnsiConsole.MarkupLine($"[grey]{Publishes} publishes per row, each sent alone; then each subscriber's one poll (multiple mode) takes all {Publishes} frames. Commands include those run inside the scripts (INFO commandstats).[/]");
+        return counts;
     }
 
     /// <summary>Redis's own processor time so far (user + system), from INFO cpu: what the server spent, whoever asked.</summary>
@@ -326,7 +297,4 @@ internal static class RedisScaleOutScenario
             current = seen;
         }
     }
-
-    private static string Num(double value, string format = "0.0") =>
-        double.IsInfinity(value) ? "missed" : value.ToString(format, CultureInfo.InvariantCulture);
 }

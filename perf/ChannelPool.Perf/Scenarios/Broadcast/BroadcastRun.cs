@@ -1,49 +1,9 @@
 using System.Diagnostics;
-using System.Globalization;
 using ChannelPool.Perf.Clients;
-using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Stats;
 using Spectre.Console;
 
-namespace ChannelPool.Perf.Scenarios;
-
-/// <summary>The broadcast script's settings.</summary>
-internal sealed record BroadcastSettings
-{
-    /// <summary>Gets the burst periods P to search at.</summary>
-    public IReadOnlyList<TimeSpan> Periods { get; init; } = [TimeSpan.FromSeconds(1), TimeSpan.FromSeconds(2), TimeSpan.FromSeconds(5), TimeSpan.FromSeconds(10)];
-
-    /// <summary>Gets K: how many consecutive bursts must each finish before the next is due.</summary>
-    public int Bursts { get; init; } = 100;
-
-    /// <summary>Gets the bursts each scouting probe runs before the full K confirms the best M found.</summary>
-    public int ScoutBursts { get; init; } = 5;
-
-    /// <summary>Gets the first M tried.</summary>
-    public int StartClients { get; init; } = 1000;
-
-    /// <summary>Gets the largest M tried (also capped by the process's open-file limit).</summary>
-    public int MaxClients { get; init; } = 20_000;
-
-    /// <summary>Gets the search's resolution: it stops when the pass/fail gap is at most this fraction of M.</summary>
-    public double Resolution { get; init; } = 0.1;
-
-    /// <summary>Gets how many clients connect at once.</summary>
-    public int ConnectConcurrency { get; init; } = 64;
-}
-
-/// <summary>One try at M clients.</summary>
-internal sealed record BroadcastProbe(int Clients, int Bursts, bool Passed, int BurstsOnTime, double WorstBurstMs, LatencySummary Latency, string? Failure)
-{
-    /// <summary>Gets the processor time per delivered notification in the client process, in microseconds (NaN when not measured).</summary>
-    public double ClientCpuMicrosPerDelivery { get; init; } = double.NaN;
-
-    /// <summary>Gets the processor time per delivered notification in the server process, in microseconds (NaN when not measured).</summary>
-    public double ServerCpuMicrosPerDelivery { get; init; } = double.NaN;
-}
-
-/// <summary>The search's outcome for one transport at one period.</summary>
-internal sealed record BroadcastResult(string Transport, double PeriodSeconds, int Bursts, int LargestClients, bool LimitReached, string? Limit, IReadOnlyList<BroadcastProbe> Probes);
+namespace ChannelPool.Perf.Scenarios.Broadcast;
 
 /// <summary>
 /// The original's broadcast script: M clients on one topic, a burst (one message to all of them) every P seconds. The
@@ -51,7 +11,7 @@ internal sealed record BroadcastResult(string Transport, double PeriodSeconds, i
 /// A doubling-then-bisecting search scouts M with a few bursts per probe, then the full K confirms it, stepping down
 /// until it holds.
 /// </summary>
-internal sealed class BroadcastScenario(PerfContext context, BroadcastSettings settings)
+internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settings)
 {
     private const string Topic = "broadcast";
 
@@ -67,64 +27,6 @@ internal sealed class BroadcastScenario(PerfContext context, BroadcastSettings s
         }
 
         return results;
-    }
-
-    public static ReportSection Describe(IReadOnlyList<BroadcastResult> results, BroadcastSettings settings)
-    {
-        var section = new ReportSection(
-            "broadcast",
-            "Broadcast: largest M clients on one topic, a burst every P seconds",
-            $"M clients subscribe to one topic; a publisher sends one message every P seconds. M passes when each of K = {settings.Bursts} consecutive bursts " +
-            "reaches every client before the next is due. The search doubles M from " +
-            $"{settings.StartClients:N0} until a probe fails, bisects to within {settings.Resolution:P0} with {settings.ScoutBursts}-burst probes, then confirms with all K bursts.")
-        {
-            Results = results,
-        };
-        section.Tables.Add(new ReportTable(
-            "Largest M",
-            ["Transport", "P (s)", "K", "Largest M", "Limit"],
-            [.. results.Select(r => (IReadOnlyList<string>)[r.Transport, Num(r.PeriodSeconds, "0.#"), Num(r.Bursts), Num(r.LargestClients), r.Limit ?? string.Empty])]));
-        section.Tables.Add(new ReportTable(
-            "Probes",
-            ["Transport", "P (s)", "M", "Bursts", "Result", "Worst burst ms", "p50 ms", "p99 ms", "Client CPU µs/delivery", "Server CPU µs/delivery", "Failure"],
-            [.. results.SelectMany(r => r.Probes.Select(p => (IReadOnlyList<string>)[
-                r.Transport, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(p.Bursts), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
-                Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P50Ms, "0.0"), Num(p.Latency.P99Ms, "0.0"),
-                Num(p.ClientCpuMicrosPerDelivery, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0"), p.Failure ?? string.Empty]))]));
-        section.Charts.Add(new Chart(
-            "broadcast-clients",
-            "Broadcast: largest M clients by burst period",
-            ChartKind.GroupedBar,
-            "Burst period P",
-            "Largest M (clients)",
-            [.. results.Select(r => new ChartPoint(r.Transport, $"P = {r.PeriodSeconds:0.#} s", r.PeriodSeconds, Math.Max(r.LargestClients, 0)))]));
-        AddTargets(section, results);
-        return section;
-    }
-
-    private static void AddTargets(ReportSection section, IReadOnlyList<BroadcastResult> results)
-    {
-        foreach (var ours in results.Where(r => r.Transport.StartsWith("polling-duplex", StringComparison.Ordinal)))
-        {
-            if (ours.PeriodSeconds == 1)
-            {
-                section.Targets.Add(new TargetCheck(
-                    $"Broadcast at P = 1 s: ≥ 10,000 clients ({ours.Transport})",
-                    Num(ours.LargestClients) + (ours.Limit is null ? string.Empty : $" ({ours.Limit})"),
-                    ours.LargestClients >= 10_000,
-                    ours.LargestClients >= 10_000 ? null : $"{10_000 - ours.LargestClients:N0} clients short"));
-            }
-
-            if (results.FirstOrDefault(r => r.Transport == "signalr-longpolling" && r.PeriodSeconds == ours.PeriodSeconds) is { } peer && peer.LargestClients > 0)
-            {
-                var ratio = (double)ours.LargestClients / peer.LargestClients;
-                section.Targets.Add(new TargetCheck(
-                    $"Broadcast at P = {ours.PeriodSeconds:0.#} s: ≥ 2× the clients of SignalR long polling",
-                    $"{ratio:0.00}× ({ours.LargestClients:N0} vs {peer.LargestClients:N0})",
-                    ratio >= 2,
-                    ratio >= 2 ? null : $"{ratio:0.00}× of the 2× asked" + (ours.LimitReached ? $"; ours {ours.Limit}, so its true capacity is higher" : string.Empty)));
-            }
-        }
     }
 
     private async Task<BroadcastResult> SearchAsync(IPubSubTransport transport, TimeSpan period, CancellationToken cancellationToken)
@@ -261,8 +163,6 @@ internal sealed class BroadcastScenario(PerfContext context, BroadcastSettings s
         using var process = Process.GetCurrentProcess();
         return process.TotalProcessorTime.TotalSeconds;
     }
-
-    private static string Num(double value, string format = "N0") => value.ToString(format, CultureInfo.InvariantCulture);
 
     /// <summary>Publishes bursts and counts who got them. Stamps carry a probe number, so a late message from an earlier probe is not counted.</summary>
     private sealed class BurstRun
