@@ -32,6 +32,7 @@ internal sealed class CommonOptions
 
     public Option<DirectoryInfo?> Publish { get; } = new("--publish")
     {
+        HelpName = "folder",
         Description = "Also write each scenario's report into <folder>/<scenario>/, replacing the one there: the repository keeps today's in docs/perf " +
             "(from the repository root: --publish docs/perf). Not with --quick.",
         Recursive = true,
