@@ -86,8 +86,43 @@ public class PerfConsoleTests
         var (exit, console) = await RunAsync("original", "--quick", "--binding", "nettcp", "--output", _output);
 
         Assert.That(exit, Is.EqualTo(0), console);
-        var markdown = await File.ReadAllTextAsync(Path.Combine(Directory.GetDirectories(_output).Single(), "report.md"));
+        var run = Directory.GetDirectories(_output).Single();
+        var markdown = await File.ReadAllTextAsync(Path.Combine(run, "report.md"));
         Assert.That(markdown, Does.Contain("| 2007 pool, wsHttpBinding (the original's figures) | 6:31 | 4:48 | 1:05 |").And.Contain("| net.tcp TLS | "));
+        Assert.That(markdown, Does.Contain("- Command: `ChannelPool.Perf original --quick --binding nettcp`"), "the command as typed, without where the report went");
+
+        // The original is a scenario of its own: its section, and the folder --publish would write, carry its name.
+        using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
+        var section = json.RootElement.GetProperty("sections").EnumerateArray().Single();
+        Assert.That(section.GetProperty("id").GetString(), Is.EqualTo("original"));
+        Assert.That(section.GetProperty("results").EnumerateArray().Select(c => c.GetProperty("kind").GetString()), Is.EqualTo(new[] { "per-call", "pooled single-use", "singleton" }));
+    }
+
+    [Test]
+    public async Task Redis_Quick_ComparesTheStoresAndNodes_AndCountsRedisWorkPerPublish()
+    {
+        if (!File.Exists("/usr/bin/redis-server"))
+        {
+            Assert.Ignore("redis-server is not installed (apt-get install redis-server; .ci/run installs it).");
+        }
+
+        var (exit, console) = await RunAsync("redis", "--quick", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        var run = Directory.GetDirectories(_output).Single();
+        Assert.That(await File.ReadAllTextAsync(Path.Combine(run, "report.md")), Does.Contain("- Servers: started by the scenario itself").And.Contain("## Redis"));
+        using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
+        var results = json.RootElement.GetProperty("sections").EnumerateArray().Single(s => s.GetProperty("id").GetString() == "redis").GetProperty("results");
+        var stores = results.GetProperty("stores").EnumerateArray().ToList();
+        Assert.That(stores.Select(s => s.GetProperty("store").GetString()), Is.EqualTo(new[] { "in-memory, 1 node", "Redis, 1 node", "Redis, 3 nodes + YARP" }));
+        Assert.That(stores.Select(s => s.GetProperty("delivery").GetProperty("count").GetInt32()), Is.All.EqualTo(20 * 2), "every client had every burst");
+        Assert.That(stores.Select(s => s.GetProperty("collaboration").GetProperty("count").GetInt32()), Is.All.EqualTo(4 * 2 * (2 - 1)), "every receipt of every round");
+
+        // A publish is a lookup and one script, however many subscribers: two round trips.
+        var commands = results.GetProperty("commands").EnumerateArray().ToList();
+        Assert.That(commands.Select(c => c.GetProperty("subscribers").GetInt32()), Is.EqualTo(new[] { 1, 10 }));
+        Assert.That(commands.Select(c => c.GetProperty("roundTripsPerPublish").GetDouble()), Is.All.EqualTo(2));
+        Assert.That(commands.Select(c => c.GetProperty("commandsPerPublish").GetDouble()), Is.Ordered.Ascending.And.All.GreaterThan(2));
     }
 
     [TestCase("proxies --calls 0", "--calls must be at least 1; got 0.")]
@@ -108,6 +143,8 @@ public class PerfConsoleTests
     [TestCase("--server somewhere", "somewhere")]
     [TestCase("--server-url ftp://example.com/", "--server-url must be an absolute http:// or https:// address")]
     [TestCase("--loopback-addresses 300", "--loopback-addresses must be from 1 to 254; got 300.")]
+    [TestCase("--quick --publish docs/perf", "a --quick run's figures are not measurements: drop --quick or --publish.")]
+    [TestCase("broadcast --quick --publish docs/perf", "drop --quick or --publish.")]
     [TestCase("telepathy", "telepathy")]
     public async Task BadInput_IsRefusedBeforeAnythingStarts_WithAMessageThatSaysWhatIsWrong(string arguments, string expected)
     {

@@ -38,21 +38,25 @@ internal sealed class ReportSection(string id, string title, string description)
 }
 
 /// <summary>Where and how a run happened, at the top of the report.</summary>
+/// <param name="Servers">Where the servers ran, for example <c>embedded on loopback, child process</c>.</param>
 internal sealed record RunInfo(
-    DateTimeOffset Started, string CommandLine, string Machine, int ProcessorCount, string Runtime, string Os, string ServerKind, IReadOnlyDictionary<string, string> Settings)
+    DateTimeOffset Started, string CommandLine, string Machine, int ProcessorCount, string Runtime, string Os, string Servers, IReadOnlyDictionary<string, string> Settings)
 {
-    public static RunInfo Capture(string commandLine, string serverKind, IReadOnlyDictionary<string, string> settings) => new(
+    public static RunInfo Capture(string commandLine, string servers, IReadOnlyDictionary<string, string> settings) => new(
         DateTimeOffset.Now,
         commandLine,
         Environment.MachineName,
         Environment.ProcessorCount,
         RuntimeInformation.FrameworkDescription,
         RuntimeInformation.OSDescription,
-        serverKind,
+        servers,
         settings);
 }
 
-/// <summary>The perf console's report: sections added as scenarios finish, written as markdown, JSON and charts.</summary>
+/// <summary>
+/// The perf console's report: sections added as scenarios finish, written as markdown, JSON and charts into a run's
+/// own folder, and, when published, as one current report per scenario, replaced in place.
+/// </summary>
 internal sealed class PerfReport(RunInfo info)
 {
     private static readonly JsonSerializerOptions Json = new(JsonSerializerDefaults.Web)
@@ -76,7 +80,7 @@ internal sealed class PerfReport(RunInfo info)
         Directory.CreateDirectory(directory);
         var charts = Sections.SelectMany(s => s.Charts).ToList();
         var rendered = await ChartRenderer.RenderAsync(charts, directory, cancellationToken);
-        await File.WriteAllTextAsync(Path.Combine(directory, "report.md"), ToMarkdown(rendered), cancellationToken);
+        await File.WriteAllTextAsync(Path.Combine(directory, "report.md"), ToMarkdown(Sections, rendered), cancellationToken);
         await using var json = File.Create(Path.Combine(directory, "results.json"));
         await JsonSerializer.SerializeAsync(
             json,
@@ -90,21 +94,57 @@ internal sealed class PerfReport(RunInfo info)
         return rendered;
     }
 
-    public string ToMarkdown(ChartRenderResult? rendered)
+    /// <summary>
+    /// Writes each section as the current report of its scenario: <c>&lt;root&gt;/&lt;section id&gt;/report.md</c> with the
+    /// section's charts (PNG) beside it, after removing the report and charts that were there. Git keeps the ones before.
+    /// </summary>
+    /// <param name="root">The folder that holds one folder per scenario (the repository's <c>docs/perf</c>).</param>
+    /// <param name="rendered">The charts <see cref="WriteAsync"/> drew, which are copied from the run's folder.</param>
+    /// <param name="cancellationToken">Stops the writing.</param>
+    /// <returns>The folders written, one per section.</returns>
+    public async Task<IReadOnlyList<string>> PublishAsync(string root, ChartRenderResult rendered, CancellationToken cancellationToken)
+    {
+        var folders = new List<string>();
+        foreach (var section in Sections)
+        {
+            var folder = Path.Combine(root, section.Id);
+            Directory.CreateDirectory(folder);
+            foreach (var stale in Directory.EnumerateFiles(folder).Where(f => Path.GetExtension(f) is ".md" or ".png" or ".svg" or ".json"))
+            {
+                File.Delete(stale);
+            }
+
+            await File.WriteAllTextAsync(Path.Combine(folder, "report.md"), ToMarkdown([section], rendered), cancellationToken);
+            foreach (var png in section.Charts.Select(c => rendered.Written.FirstOrDefault(w => Path.GetFileName(w) == c.Name + ".png")).OfType<string>())
+            {
+                File.Copy(png, Path.Combine(folder, Path.GetFileName(png)));
+            }
+
+            folders.Add(folder);
+        }
+
+        return folders;
+    }
+
+    /// <summary>The report of <paramref name="sections"/> as markdown: the run, the targets those sections checked, then each section.</summary>
+    /// <param name="sections">The sections to write: all of them, or one scenario's when published.</param>
+    /// <param name="rendered">The charts drawn, or <see langword="null"/> when none were.</param>
+    /// <returns>The markdown.</returns>
+    public string ToMarkdown(IReadOnlyList<ReportSection> sections, ChartRenderResult? rendered)
     {
         var md = new StringBuilder();
         md.AppendLine("# ChannelPool perf report").AppendLine();
         md.AppendLine(CultureInfo.InvariantCulture, $"- Run: {Info.Started:yyyy-MM-dd HH:mm:ss zzz}");
         md.AppendLine(CultureInfo.InvariantCulture, $"- Command: `{Info.CommandLine}`");
         md.AppendLine(CultureInfo.InvariantCulture, $"- Machine: {Info.ProcessorCount} logical cores, {Info.Os}, {Info.Runtime}");
-        md.AppendLine(CultureInfo.InvariantCulture, $"- Servers: embedded on loopback, {Info.ServerKind}");
+        md.AppendLine(CultureInfo.InvariantCulture, $"- Servers: {Info.Servers}");
         foreach (var (name, value) in Info.Settings)
         {
             md.AppendLine(CultureInfo.InvariantCulture, $"- {name}: {value}");
         }
 
         md.AppendLine();
-        var targets = Sections.SelectMany(s => s.Targets).ToList();
+        var targets = sections.SelectMany(s => s.Targets).ToList();
         if (targets.Count > 0)
         {
             md.AppendLine("## Targets").AppendLine();
@@ -123,7 +163,7 @@ internal sealed class PerfReport(RunInfo info)
             md.AppendLine();
         }
 
-        foreach (var section in Sections)
+        foreach (var section in sections)
         {
             md.AppendLine(CultureInfo.InvariantCulture, $"## {section.Title}").AppendLine();
             md.AppendLine(section.Description).AppendLine();

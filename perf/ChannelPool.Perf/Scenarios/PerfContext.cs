@@ -9,10 +9,19 @@ namespace ChannelPool.Perf.Scenarios;
 internal sealed class PerfContext : IAsyncDisposable
 {
     private readonly SocketsHttpHandler _handler;
+    private readonly IPerfServer? _server;
 
-    public PerfContext(IPerfServer server, IAnsiConsole console, PerfReport report, int loopbackAddresses, bool quick)
+    /// <summary>Initializes a new instance of the <see cref="PerfContext"/> class.</summary>
+    /// <param name="server">The embedded or remote servers, or <see langword="null"/> when the scenarios start their own.</param>
+    /// <param name="serverSettings">What the servers were started with.</param>
+    /// <param name="console">Where progress and tables go.</param>
+    /// <param name="report">The run's report.</param>
+    /// <param name="loopbackAddresses">Local addresses clients connect from.</param>
+    /// <param name="quick">Whether this is a <c>--quick</c> run.</param>
+    public PerfContext(IPerfServer? server, PerfServerSettings serverSettings, IAnsiConsole console, PerfReport report, int loopbackAddresses, bool quick)
     {
-        Server = server;
+        _server = server;
+        ServerSettings = serverSettings;
         Console = console;
         Report = report;
         Quick = quick;
@@ -21,7 +30,12 @@ internal sealed class PerfContext : IAsyncDisposable
         Http = new HttpClient(_handler, disposeHandler: false) { Timeout = Timeout.InfiniteTimeSpan };
     }
 
-    public IPerfServer Server { get; }
+    /// <summary>Gets the servers the scenarios call.</summary>
+    /// <exception cref="InvalidOperationException">The command's scenarios start their own servers, so none was started for them.</exception>
+    public IPerfServer Server => _server ?? throw new InvalidOperationException("No embedded servers were started for this command: its scenarios start their own.");
+
+    /// <summary>Gets what the servers were started with (the flood window, the long-poll timeout).</summary>
+    public PerfServerSettings ServerSettings { get; }
 
     public IAnsiConsole Console { get; }
 
@@ -45,7 +59,7 @@ internal sealed class PerfContext : IAsyncDisposable
         get
         {
             var limit = ClientHttp.OpenFileLimit();
-            var perClient = Server.Kind == "in-process" ? 2.2 : 1.1;
+            var perClient = _server?.Kind == "in-process" ? 2.2 : 1.1;
             return (int)Math.Clamp((limit - 512) / perClient, 1, 1_000_000);
         }
     }
@@ -114,6 +128,9 @@ internal sealed class PerfContext : IAsyncDisposable
     {
         Http.Dispose();
         _handler.Dispose();
-        await Server.DisposeAsync();
+        if (_server is not null)
+        {
+            await _server.DisposeAsync();
+        }
     }
 }

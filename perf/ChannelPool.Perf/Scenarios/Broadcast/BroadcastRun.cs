@@ -1,0 +1,270 @@
+using System.Diagnostics;
+using ChannelPool.Perf.Clients;
+using ChannelPool.Perf.Stats;
+using Spectre.Console;
+
+namespace ChannelPool.Perf.Scenarios.Broadcast;
+
+/// <summary>
+/// The original's broadcast script: M clients on one topic, a burst (one message to all of them) every P seconds. The
+/// result is the largest M for which every one of K consecutive bursts reaches every client before the next is due.
+/// A doubling-then-bisecting search scouts M with a few bursts per probe, then the full K confirms it, stepping down
+/// until it holds.
+/// </summary>
+internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settings)
+{
+    private const string Topic = "broadcast";
+
+    public async Task<IReadOnlyList<BroadcastResult>> RunAsync(IReadOnlyList<IPubSubTransport> transports, CancellationToken cancellationToken)
+    {
+        var results = new List<BroadcastResult>();
+        foreach (var transport in transports)
+        {
+            foreach (var period in settings.Periods)
+            {
+                results.Add(await SearchAsync(transport, period, cancellationToken));
+            }
+        }
+
+        return results;
+    }
+
+    private async Task<BroadcastResult> SearchAsync(IPubSubTransport transport, TimeSpan period, CancellationToken cancellationToken)
+    {
+        var capacity = context.ClientCapacity;
+        var ceiling = Math.Min(settings.MaxClients, capacity);
+        var limit = capacity < settings.MaxClients ? $"capped at {capacity:N0} by this process's open-file limit" : null;
+        var probes = new List<BroadcastProbe>();
+        await using var fleet = new ClientFleet(transport, Topic, settings.ConnectConcurrency);
+        await using var publisher = await transport.ConnectAsync(static _ => { }, cancellationToken);
+        var run = new BurstRun(fleet);
+        var passed = 0;
+        int? failed = null;
+        var m = Math.Min(settings.StartClients, ceiling);
+        var scout = Math.Min(settings.ScoutBursts, settings.Bursts);
+
+        // Scout: double until a probe fails, then bisect.
+        while (true)
+        {
+            var probe = await ProbeAsync(run, fleet, publisher, transport, m, period, scout, cancellationToken);
+            probes.Add(probe);
+            if (probe.Passed)
+            {
+                passed = m;
+            }
+            else
+            {
+                failed = m;
+            }
+
+            int next;
+            if (failed is null)
+            {
+                if (m >= ceiling)
+                {
+                    break;
+                }
+
+                next = Math.Min(m * 2, ceiling);
+            }
+            else
+            {
+                if (failed.Value - passed <= Math.Max(10, passed * settings.Resolution))
+                {
+                    break;
+                }
+
+                next = (passed + failed.Value) / 2;
+            }
+
+            m = next;
+        }
+
+        // Confirm with all K bursts, stepping down by the resolution until it holds.
+        var confirmed = 0;
+        if (passed > 0)
+        {
+            m = passed;
+            for (var attempt = 0; attempt < 4 && m > 0; attempt++)
+            {
+                if (scout == settings.Bursts && probes.Any(p => p.Clients == m && p.Passed))
+                {
+                    confirmed = m;
+                    break;
+                }
+
+                var probe = await ProbeAsync(run, fleet, publisher, transport, m, period, settings.Bursts, cancellationToken);
+                probes.Add(probe);
+                if (probe.Passed)
+                {
+                    confirmed = m;
+                    break;
+                }
+
+                m = (int)(m * (1 - settings.Resolution));
+            }
+        }
+
+        var reachedCeiling = confirmed >= ceiling;
+        return new BroadcastResult(
+            transport.Name,
+            period.TotalSeconds,
+            settings.Bursts,
+            confirmed,
+            reachedCeiling,
+            reachedCeiling ? limit ?? $"reached the search's maximum of {settings.MaxClients:N0}" : null,
+            probes);
+    }
+
+    private async Task<BroadcastProbe> ProbeAsync(
+        BurstRun run, ClientFleet fleet, IPubSubClient publisher, IPubSubTransport transport, int clients, TimeSpan period, int bursts, CancellationToken cancellationToken)
+    {
+        await context.Console.Status().StartAsync(
+            $"{Markup.Escape(transport.Name)}: connecting {clients:N0} clients",
+            async status => await fleet.ResizeAsync(
+                clients,
+                new Progress<int>(n => status.Status($"{Markup.Escape(transport.Name)}: {n:N0} of {clients:N0} clients connected")),
+                cancellationToken));
+
+        BroadcastProbe probe = null!;
+        var serverBefore = await context.Server.GetStatsAsync(cancellationToken);
+        var clientBefore = ProcessCpuSeconds();
+        await context.Console.Status().StartAsync(
+            $"{Markup.Escape(transport.Name)}: {clients:N0} clients, a burst every {period.TotalSeconds:0.#} s",
+            async status => probe = await run.RunAsync(publisher, clients, period, bursts, b => status.Status(
+                $"{Markup.Escape(transport.Name)}: {clients:N0} clients, P = {period.TotalSeconds:0.#} s, burst {b} of {bursts}"), cancellationToken));
+        var clientCpu = ProcessCpuSeconds() - clientBefore;
+        var serverAfter = await context.Server.GetStatsAsync(cancellationToken);
+        if (probe.Latency.Count > 0)
+        {
+            // Warm-up burst included on both sides of the division: it is one more delivery per client.
+            var deliveries = probe.Latency.Count + (double)clients;
+            probe = probe with
+            {
+                ClientCpuMicrosPerDelivery = clientCpu * 1e6 / deliveries,
+                ServerCpuMicrosPerDelivery = serverAfter.IsKnown ? (serverAfter.CpuSeconds - serverBefore.CpuSeconds) * 1e6 / deliveries : double.NaN,
+            };
+        }
+
+        var verdict = probe.Passed ? "[green]pass[/]" : $"[red]fail[/] ({Markup.Escape(probe.Failure ?? string.Empty)})";
+        context.Console.MarkupLine(
+            $"  {Markup.Escape(transport.Name)} P={period.TotalSeconds:0.#}s M={clients:N0} K={bursts}: {verdict}, worst burst {probe.WorstBurstMs:0.0} ms, p99 {probe.Latency.P99Ms:0.0} ms, " +
+            $"CPU per delivery: client {probe.ClientCpuMicrosPerDelivery:0.0} µs, server {probe.ServerCpuMicrosPerDelivery:0.0} µs");
+        if (transport is ITransportDiagnostics { Faults: > 0 } diagnostics)
+        {
+            context.Console.MarkupLine($"  [yellow]{diagnostics.Faults} client(s) failed so far; first: {Markup.Escape(diagnostics.FirstFault ?? string.Empty)}[/]");
+        }
+
+        return probe;
+    }
+
+    private static double ProcessCpuSeconds()
+    {
+        using var process = Process.GetCurrentProcess();
+        return process.TotalProcessorTime.TotalSeconds;
+    }
+
+    /// <summary>Publishes bursts and counts who got them. Stamps carry a probe number, so a late message from an earlier probe is not counted.</summary>
+    private sealed class BurstRun
+    {
+        private int _probe;
+        private int _clients;
+        private int[] _counts = [];
+        private int[] _lastBurst = [];
+        private TaskCompletionSource[] _complete = [];
+        private long[] _completedAt = [];
+        private LatencyRecorder _latency = new();
+        private long _outOfOrder;
+
+        public BurstRun(ClientFleet fleet) => fleet.OnNotification = OnNotification;
+
+        public async Task<BroadcastProbe> RunAsync(IPubSubClient publisher, int clients, TimeSpan period, int bursts, Action<int> progress, CancellationToken cancellationToken)
+        {
+            // A new probe number first: from here on, stragglers of the last probe are ignored.
+            var probe = Interlocked.Increment(ref _probe);
+
+            // Burst 0 warms every client up (first polls, JIT) and is not judged, but must arrive.
+            _counts = new int[bursts + 1];
+            _complete = [.. Enumerable.Range(0, bursts + 1).Select(_ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously))];
+            _completedAt = new long[bursts + 1];
+            _lastBurst = new int[clients];
+            Array.Fill(_lastBurst, -1);
+            _latency = new LatencyRecorder();
+            Interlocked.Exchange(ref _outOfOrder, 0);
+            _clients = clients;
+
+            var warmup = Stamp.Now(probe, 0);
+            await publisher.PublishAsync(Topic, warmup.ToJson(), cancellationToken);
+            if (await Task.WhenAny(_complete[0].Task, Task.Delay(TimeSpan.FromSeconds(60), cancellationToken)) != _complete[0].Task)
+            {
+                return new BroadcastProbe(clients, bursts, false, 0, double.NaN, LatencySummary.Empty, $"the warm-up burst reached {Volatile.Read(ref _counts[0]):N0} of {clients:N0} clients in 60 s");
+            }
+
+            _latency = new LatencyRecorder();
+            var start = Stopwatch.GetTimestamp() + Stopwatch.Frequency / 10;
+            var periodTicks = (long)(period.TotalSeconds * Stopwatch.Frequency);
+            double worst = 0;
+            for (var b = 1; b <= bursts; b++)
+            {
+                progress(b);
+                var due = start + (b - 1) * periodTicks;
+                await DelayUntilAsync(due, cancellationToken);
+                var stamp = Stamp.Now(probe, b);
+                await publisher.PublishAsync(Topic, stamp.ToJson(), cancellationToken);
+                var next = due + periodTicks;
+                var remaining = Stopwatch.GetElapsedTime(Stopwatch.GetTimestamp(), next);
+                var finished = remaining > TimeSpan.Zero
+                    && await Task.WhenAny(_complete[b].Task, Task.Delay(remaining, cancellationToken)) == _complete[b].Task;
+                if (!finished || _completedAt[b] > next)
+                {
+                    var got = Volatile.Read(ref _counts[b]);
+                    return new BroadcastProbe(clients, bursts, false, b - 1, Math.Max(worst, Ms(next - stamp.Timestamp)), _latency.Summarize(),
+                        $"burst {b} reached {got:N0} of {clients:N0} clients before the next was due");
+                }
+
+                worst = Math.Max(worst, Ms(_completedAt[b] - stamp.Timestamp));
+            }
+
+            var outOfOrder = Interlocked.Read(ref _outOfOrder);
+            return outOfOrder > 0
+                ? new BroadcastProbe(clients, bursts, false, bursts, worst, _latency.Summarize(), $"{outOfOrder} notifications arrived twice or out of order")
+                : new BroadcastProbe(clients, bursts, true, bursts, worst, _latency.Summarize(), null);
+        }
+
+        private void OnNotification(int client, ReadOnlySpan<byte> data)
+        {
+            var now = Stopwatch.GetTimestamp();
+            if (!Stamp.TryParse(data, out var stamp) || stamp.Key != Volatile.Read(ref _probe) || client >= _clients || stamp.Burst >= _counts.Length)
+            {
+                return;
+            }
+
+            // Each client must see bursts once each, in order.
+            ref var last = ref _lastBurst[client];
+            if (stamp.Burst <= last)
+            {
+                Interlocked.Increment(ref _outOfOrder);
+                return;
+            }
+
+            last = stamp.Burst;
+            _latency.Record(now - stamp.Timestamp);
+            if (Interlocked.Increment(ref _counts[stamp.Burst]) == _clients)
+            {
+                _completedAt[stamp.Burst] = now;
+                _complete[stamp.Burst].TrySetResult();
+            }
+        }
+
+        private static async Task DelayUntilAsync(long timestamp, CancellationToken cancellationToken)
+        {
+            var wait = Stopwatch.GetElapsedTime(Stopwatch.GetTimestamp(), timestamp);
+            if (wait > TimeSpan.Zero)
+            {
+                await Task.Delay(wait, cancellationToken);
+            }
+        }
+
+        private static double Ms(long ticks) => ticks * 1000.0 / Stopwatch.Frequency;
+    }
+}

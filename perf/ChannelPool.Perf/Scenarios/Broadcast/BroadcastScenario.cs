@@ -1,0 +1,142 @@
+using System.CommandLine;
+using System.Globalization;
+using ChannelPool.Perf.Reporting;
+using static ChannelPool.Perf.Reporting.ReportFormat;
+using static ChannelPool.Perf.Scenarios.ScenarioOptions;
+
+namespace ChannelPool.Perf.Scenarios.Broadcast;
+
+/// <summary>
+/// The <c>broadcast</c> command: the largest M clients on one topic for which every one of K bursts, one every P
+/// seconds, arrives before the next. Target: 10,000 clients at P = 1 s, and 2× SignalR long polling.
+/// </summary>
+internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadOnlyList<BroadcastResult>>
+{
+    private readonly PubSubTransportOptions _transports;
+    private readonly Option<double[]> _periods = new("--periods") { Description = "Burst periods P in seconds. Default: 1 2 5 10.", DefaultValueFactory = _ => [1, 2, 5, 10], AllowMultipleArgumentsPerToken = true };
+    private readonly Option<int> _bursts = PositiveInt("--bursts", "K: consecutive bursts that must each arrive before the next is due.", 100);
+    private readonly Option<int> _scoutBursts = PositiveInt("--scout-bursts", "Bursts per scouting probe, before K confirms.", 5);
+    private readonly Option<int> _startClients = PositiveInt("--start-clients", "The first M tried.", 1000);
+    private readonly Option<int> _maxClients = PositiveInt("--max-clients", "The largest M tried (the open-file limit may cap it lower).", 20_000);
+
+    /// <summary>Initializes a new instance of the <see cref="BroadcastScenario"/> class.</summary>
+    /// <param name="transports">The transport options, shared with collaboration in the peer command.</param>
+    public BroadcastScenario(PubSubTransportOptions transports)
+    {
+        _transports = transports;
+        _periods.Validators.Add(r =>
+        {
+            foreach (var p in r.GetValueOrDefault<double[]>() ?? [])
+            {
+                if (!(p > 0) || p > 3600)
+                {
+                    r.AddError($"--periods must be seconds above 0 and at most 3600; got {p.ToString(CultureInfo.InvariantCulture)}.");
+                }
+            }
+        });
+        _startClients.Validators.Add(r =>
+        {
+            if (!r.Implicit && r.GetValue(_startClients) > r.GetValue(_maxClients))
+            {
+                r.AddError($"--start-clients ({r.GetValue(_startClients)}) must not exceed --max-clients ({r.GetValue(_maxClients)}).");
+            }
+        });
+    }
+
+    public override string Name => "broadcast";
+
+    public override string Description => "The original's broadcast script: the largest M clients on one topic for which every one of K bursts, one every P seconds, arrives before the next.";
+
+    /// <summary>Gets the quick run's sizes: a few dozen clients, two bursts.</summary>
+    private static BroadcastSettings Quick { get; } = new()
+    {
+        Periods = [TimeSpan.FromSeconds(0.5)], Bursts = 2, ScoutBursts = 2, StartClients = 20, MaxClients = 40, Resolution = 0.5,
+    };
+
+    public override void AddOptions(Command command)
+    {
+        _transports.AddTo(command);
+        command.Add(_periods);
+        command.Add(_bursts);
+        command.Add(_scoutBursts);
+        command.Add(_startClients);
+        command.Add(_maxClients);
+    }
+
+    /// <summary>The suite's broadcast: P = 1 s only, K = 10, ours beside both SignalR peers.</summary>
+    public override BroadcastSettings SuiteSettings(bool quick) =>
+        (quick ? Quick : new BroadcastSettings { Periods = [TimeSpan.FromSeconds(1)], Bursts = 10, ScoutBursts = 3 }) with { Transports = PubSubTransportChoice.All };
+
+    public override BroadcastSettings ReadSettings(ParseResult parse, bool quick)
+    {
+        var basis = quick ? Quick : new BroadcastSettings();
+        var settings = basis with
+        {
+            Periods = IsExplicit(parse, _periods) ? [.. parse.GetValue(_periods)!.Select(TimeSpan.FromSeconds)] : basis.Periods,
+            Bursts = Explicit(parse, _bursts) ?? basis.Bursts,
+            ScoutBursts = Explicit(parse, _scoutBursts) ?? basis.ScoutBursts,
+            StartClients = Explicit(parse, _startClients) ?? basis.StartClients,
+            MaxClients = Explicit(parse, _maxClients) ?? basis.MaxClients,
+            Transports = _transports.Read(parse),
+        };
+        return settings with { StartClients = Math.Min(settings.StartClients, settings.MaxClients) };
+    }
+
+    public override Task<IReadOnlyList<BroadcastResult>> RunAsync(PerfContext context, BroadcastSettings settings, CancellationToken cancellationToken) =>
+        settings.Transports.UseAsync(context, list => new BroadcastRun(context, settings).RunAsync(list, cancellationToken));
+
+    public override ReportSection Report(IReadOnlyList<BroadcastResult> results, BroadcastSettings settings, PerfContext context)
+    {
+        var section = NewSection(
+            "Broadcast: largest M clients on one topic, a burst every P seconds",
+            $"M clients subscribe to one topic; a publisher sends one message every P seconds. M passes when each of K = {settings.Bursts} consecutive bursts " +
+            "reaches every client before the next is due. The search doubles M from " +
+            $"{settings.StartClients:N0} until a probe fails, bisects to within {settings.Resolution:P0} with {settings.ScoutBursts}-burst probes, then confirms with all K bursts.",
+            results);
+        section.Tables.Add(new ReportTable(
+            "Largest M",
+            ["Transport", "P (s)", "K", "Largest M", "Limit"],
+            [.. results.Select(r => (IReadOnlyList<string>)[r.Transport, Num(r.PeriodSeconds, "0.#"), Num(r.Bursts), Num(r.LargestClients), r.Limit ?? string.Empty])]));
+        section.Tables.Add(new ReportTable(
+            "Probes",
+            ["Transport", "P (s)", "M", "Bursts", "Result", "Worst burst ms", "p50 ms", "p99 ms", "Client CPU µs/delivery", "Server CPU µs/delivery", "Failure"],
+            [.. results.SelectMany(r => r.Probes.Select(p => (IReadOnlyList<string>)[
+                r.Transport, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(p.Bursts), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
+                Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P50Ms, "0.0"), Num(p.Latency.P99Ms, "0.0"),
+                Num(p.ClientCpuMicrosPerDelivery, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0"), p.Failure ?? string.Empty]))]));
+        section.Charts.Add(new Chart(
+            "broadcast-clients",
+            "Broadcast: largest M clients by burst period",
+            ChartKind.GroupedBar,
+            "Burst period P",
+            "Largest M (clients)",
+            [.. results.Select(r => new ChartPoint(r.Transport, $"P = {r.PeriodSeconds:0.#} s", r.PeriodSeconds, Math.Max(r.LargestClients, 0)))]));
+        AddTargets(section, results);
+        return section;
+    }
+
+    private static void AddTargets(ReportSection section, IReadOnlyList<BroadcastResult> results)
+    {
+        foreach (var ours in results.Where(r => r.Transport.StartsWith(PubSubTransportChoice.PollingDuplex, StringComparison.Ordinal)))
+        {
+            if (ours.PeriodSeconds == 1)
+            {
+                section.Targets.Add(new TargetCheck(
+                    $"Broadcast at P = 1 s: ≥ 10,000 clients ({ours.Transport})",
+                    Num(ours.LargestClients) + (ours.Limit is null ? string.Empty : $" ({ours.Limit})"),
+                    ours.LargestClients >= 10_000,
+                    ours.LargestClients >= 10_000 ? null : $"{10_000 - ours.LargestClients:N0} clients short"));
+            }
+
+            if (results.FirstOrDefault(r => r.Transport == PubSubTransportChoice.SignalRLongPolling && r.PeriodSeconds == ours.PeriodSeconds) is { } peer && peer.LargestClients > 0)
+            {
+                var ratio = (double)ours.LargestClients / peer.LargestClients;
+                section.Targets.Add(new TargetCheck(
+                    $"Broadcast at P = {ours.PeriodSeconds:0.#} s: ≥ 2× the clients of SignalR long polling",
+                    $"{Ratio(ratio)} ({ours.LargestClients:N0} vs {peer.LargestClients:N0})",
+                    ratio >= 2,
+                    ratio >= 2 ? null : $"{Ratio(ratio)} of the 2× asked" + (ours.LimitReached ? $"; ours {ours.Limit}, so its true capacity is higher" : string.Empty)));
+            }
+        }
+    }
+}

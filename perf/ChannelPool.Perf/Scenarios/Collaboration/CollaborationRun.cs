@@ -1,0 +1,196 @@
+using System.Diagnostics;
+using System.Globalization;
+using ChannelPool.Perf.Clients;
+using ChannelPool.Perf.Stats;
+using Spectre.Console;
+
+namespace ChannelPool.Perf.Scenarios.Collaboration;
+
+/// <summary>
+/// The original's collaboration script: T topics × N clients. In every topic at once, one client publishes and the other
+/// N − 1 receive; once all have it, the topic is quiet for D, then the next client publishes. Latency is publish to
+/// receipt, over every receipt of every iteration of every topic.
+/// </summary>
+internal sealed class CollaborationRun(PerfContext context, CollaborationSettings settings)
+{
+    public async Task<IReadOnlyList<CollaborationResult>> RunAsync(IReadOnlyList<IPubSubTransport> transports, CancellationToken cancellationToken)
+    {
+        var results = new List<CollaborationResult>();
+        foreach (var row in settings.Rows)
+        {
+            foreach (var transport in transports)
+            {
+                results.Add(await RunRowAsync(transport, row, cancellationToken));
+            }
+        }
+
+        return results;
+    }
+
+    private async Task<CollaborationResult> RunRowAsync(IPubSubTransport transport, CollaborationRow row, CancellationToken cancellationToken)
+    {
+        var delay = row.Delay * settings.DelayScale;
+        if (row.Clients > context.ClientCapacity)
+        {
+            var limit = $"skipped: {row.Clients:N0} clients exceed this process's open-file limit ({context.ClientCapacity:N0})";
+            context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Markup.Escape(limit)}[/]");
+            return new CollaborationResult(transport.Name, row, settings.Iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, limit);
+        }
+
+        var topics = Enumerable.Range(0, row.Topics).Select(t => new TopicState(row.ClientsPerTopic)).ToArray();
+        var latency = new LatencyRecorder();
+        var members = new IPubSubClient[row.Topics][];
+        var connected = 0;
+        try
+        {
+            await context.Console.Status().StartAsync($"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: connecting {row.Clients:N0} clients", async status =>
+            {
+                for (var t = 0; t < row.Topics; t++)
+                {
+                    members[t] = new IPubSubClient[row.ClientsPerTopic];
+                }
+
+                await Parallel.ForEachAsync(
+                    Enumerable.Range(0, row.Clients),
+                    new ParallelOptions { MaxDegreeOfParallelism = settings.ConnectConcurrency, CancellationToken = cancellationToken },
+                    async (i, token) =>
+                    {
+                        var (t, n) = (i / row.ClientsPerTopic, i % row.ClientsPerTopic);
+                        var topic = topics[t];
+                        var client = await transport.ConnectAsync(data => topic.OnNotification(t, n, data, latency), token);
+                        members[t][n] = client;
+                        await client.SubscribeAsync(TopicName(t), token);
+                        var done = Interlocked.Increment(ref connected);
+                        if (done % 250 == 0)
+                        {
+                            status.Status($"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {done:N0} of {row.Clients:N0} clients connected");
+                        }
+                    });
+            });
+
+            var started = Stopwatch.GetTimestamp();
+            await context.Console.Status().StartAsync(
+                $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {settings.Iterations} iterations",
+                async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t => RunTopicAsync(t, topics[t], members[t], delay, StartOffset(t, row.Topics, delay), cancellationToken))));
+            var result = new CollaborationResult(
+                transport.Name,
+                row,
+                settings.Iterations,
+                delay.TotalSeconds,
+                latency.Summarize(),
+                (long)row.Topics * (row.ClientsPerTopic - 1) * settings.Iterations,
+                topics.Sum(t => t.Lost),
+                topics.Sum(t => t.Duplicates),
+                null);
+            context.Console.MarkupLine(
+                $"  {Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: mean {result.Latency.MeanMs:0.0} ms, median {result.Latency.MedianMs:0.0} ms, p99 {result.Latency.P99Ms:0.0} ms, lost {result.Lost:N0} ({Stopwatch.GetElapsedTime(started).TotalSeconds:0} s)");
+            return result;
+        }
+        finally
+        {
+            await Parallel.ForEachAsync(
+                members.Where(m => m is not null).SelectMany(m => m).Where(c => c is not null),
+                new ParallelOptions { MaxDegreeOfParallelism = settings.ConnectConcurrency },
+                async (client, _) => await client.DisposeAsync());
+        }
+    }
+
+    private TimeSpan StartOffset(int t, int topics, TimeSpan delay) =>
+        settings.Phase == CollaborationPhase.Spread ? delay * t / topics : TimeSpan.Zero;
+
+    private async Task RunTopicAsync(int t, TopicState topic, IPubSubClient[] members, TimeSpan delay, TimeSpan startOffset, CancellationToken cancellationToken)
+    {
+        var topicName = TopicName(t);
+        if (startOffset > TimeSpan.Zero)
+        {
+            await Task.Delay(startOffset, cancellationToken);
+        }
+
+        // Late by more than this and a message counts as lost: far beyond any latency worth reporting.
+        var patience = TimeSpan.FromSeconds(30);
+        for (var i = 0; i < settings.Iterations; i++)
+        {
+            var publisher = i % members.Length;
+            var arrived = topic.Begin(i);
+            await members[publisher].PublishAsync(topicName, Stamp.Now(t, i).ToJson(), cancellationToken);
+            if (await Task.WhenAny(arrived, Task.Delay(patience, cancellationToken)) != arrived)
+            {
+                topic.GiveUp();
+            }
+
+            await Task.Delay(delay, cancellationToken);
+        }
+    }
+
+    private static string TopicName(int t) => "collab/" + t.ToString(CultureInfo.InvariantCulture);
+
+    /// <summary>One topic's current iteration: who published, and how many of the others have the message.</summary>
+    private sealed class TopicState(int members)
+    {
+        private readonly Lock _lock = new();
+        private int _iteration = -1;
+        private int _remaining;
+        private readonly int[] _lastSeen = [.. Enumerable.Repeat(-1, members)];
+        private TaskCompletionSource _arrived = new();
+
+        public long Lost { get; private set; }
+
+        /// <summary>Gets how many notifications a client received twice, or after a later one.</summary>
+        public long Duplicates { get; private set; }
+
+        public Task Begin(int iteration)
+        {
+            using (_lock.EnterScope())
+            {
+                _iteration = iteration;
+                _remaining = members - 1;
+                _arrived = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+                return _arrived.Task;
+            }
+        }
+
+        public void GiveUp()
+        {
+            using (_lock.EnterScope())
+            {
+                Lost += _remaining;
+                _remaining = 0;
+                _iteration = -1;
+            }
+        }
+
+        public void OnNotification(int topic, int member, ReadOnlySpan<byte> data, LatencyRecorder latency)
+        {
+            var now = Stopwatch.GetTimestamp();
+            if (!Stamp.TryParse(data, out var stamp) || stamp.Key != topic)
+            {
+                return;
+            }
+
+            TaskCompletionSource? done = null;
+            using (_lock.EnterScope())
+            {
+                if (stamp.Burst <= _lastSeen[member])
+                {
+                    Duplicates++;
+                    return;
+                }
+
+                _lastSeen[member] = stamp.Burst;
+                if (stamp.Burst != _iteration || _remaining == 0)
+                {
+                    // From an iteration already given up on: counted lost there.
+                    return;
+                }
+
+                if (--_remaining == 0)
+                {
+                    done = _arrived;
+                }
+            }
+
+            latency.Record(now - stamp.Timestamp);
+            done?.TrySetResult();
+        }
+    }
+}

@@ -1,0 +1,101 @@
+using System.CommandLine;
+using ChannelPool.Perf.Reporting;
+
+namespace ChannelPool.Perf.Scenarios;
+
+/// <summary>A scenario as the console drives it, whatever its settings: build its command, run it alone or in the suite.</summary>
+internal interface IPerfScenario
+{
+    /// <summary>Gets the command's name; also the report section's id, and the folder <c>--publish</c> writes its report to.</summary>
+    string Name { get; }
+
+    /// <summary>Gets the command's help text.</summary>
+    string Description { get; }
+
+    /// <summary>Gets whether the console starts its embedded servers for this scenario (false when the scenario starts its own).</summary>
+    bool UsesEmbeddedServers { get; }
+
+    /// <summary>Gets whether the suite (the console with no command) runs this scenario.</summary>
+    bool InSuite { get; }
+
+    /// <summary>Adds the scenario's options, with their validators, to <paramref name="command"/>.</summary>
+    /// <param name="command">The scenario's own command, or a command that runs several scenarios.</param>
+    void AddOptions(Command command);
+
+    /// <summary>Runs the scenario with the settings its options say, and returns its report section.</summary>
+    /// <param name="context">The run's servers, console and report.</param>
+    /// <param name="parse">The command line.</param>
+    /// <param name="cancellationToken">Stops the run.</param>
+    /// <returns>The section, with its tables, charts, targets and results.</returns>
+    Task<ReportSection> RunAsync(PerfContext context, ParseResult parse, CancellationToken cancellationToken);
+
+    /// <summary>Runs the scenario as the suite sizes it, and returns its report section.</summary>
+    /// <param name="context">The run's servers, console and report.</param>
+    /// <param name="cancellationToken">Stops the run.</param>
+    /// <returns>The section.</returns>
+    Task<ReportSection> RunInSuiteAsync(PerfContext context, CancellationToken cancellationToken);
+}
+
+/// <summary>
+/// One measurement of the perf console: a command, its options, a run and a report. A new scenario derives from this
+/// with its settings and results types and is listed in <c>PerfCli.Scenarios</c>; its command, <c>--quick</c>, a
+/// place in the suite (when <see cref="SuiteSettings"/> gives settings), the console's printout, the report and
+/// <c>--publish</c> then come with it.
+/// </summary>
+/// <typeparam name="TSettings">What one run measures: the sizes, counts and durations its options set.</typeparam>
+/// <typeparam name="TResults">What one run measured, written to results.json as it is.</typeparam>
+internal abstract class PerfScenario<TSettings, TResults> : IPerfScenario
+    where TSettings : class
+{
+    public abstract string Name { get; }
+
+    public abstract string Description { get; }
+
+    public virtual bool UsesEmbeddedServers => true;
+
+    public bool InSuite => SuiteSettings(quick: false) is not null;
+
+    public abstract void AddOptions(Command command);
+
+    /// <summary>Reads the scenario's options into settings.</summary>
+    /// <param name="parse">The command line, already validated.</param>
+    /// <param name="quick">Whether <c>--quick</c> was given: shrink whatever the command line did not set, to seconds.</param>
+    /// <returns>The settings to run.</returns>
+    public abstract TSettings ReadSettings(ParseResult parse, bool quick);
+
+    /// <summary>Gets the settings the suite runs this scenario with, or <see langword="null"/> when the suite leaves it out.</summary>
+    /// <param name="quick">Whether the suite runs with <c>--quick</c>.</param>
+    /// <returns>The suite's settings, or <see langword="null"/>.</returns>
+    public virtual TSettings? SuiteSettings(bool quick) => null;
+
+    /// <summary>Measures. Progress goes to <see cref="PerfContext.Console"/> as it happens; figures come back as results.</summary>
+    /// <param name="context">The run's servers, console and clients' HTTP handler.</param>
+    /// <param name="settings">What to measure.</param>
+    /// <param name="cancellationToken">Stops the run.</param>
+    /// <returns>What was measured.</returns>
+    public abstract Task<TResults> RunAsync(PerfContext context, TSettings settings, CancellationToken cancellationToken);
+
+    /// <summary>Turns results into the report section: formatted tables, charts, target checks and notes.</summary>
+    /// <param name="results">What <see cref="RunAsync(PerfContext, TSettings, CancellationToken)"/> measured.</param>
+    /// <param name="settings">The settings it ran with.</param>
+    /// <param name="context">The run, for how its servers ran.</param>
+    /// <returns>The section; start it with <see cref="NewSection"/>.</returns>
+    public abstract ReportSection Report(TResults results, TSettings settings, PerfContext context);
+
+    Task<ReportSection> IPerfScenario.RunAsync(PerfContext context, ParseResult parse, CancellationToken cancellationToken) =>
+        RunAndReportAsync(context, ReadSettings(parse, context.Quick), cancellationToken);
+
+    Task<ReportSection> IPerfScenario.RunInSuiteAsync(PerfContext context, CancellationToken cancellationToken) =>
+        RunAndReportAsync(context, SuiteSettings(context.Quick) ?? throw new InvalidOperationException($"The suite does not run the {Name} scenario."), cancellationToken);
+
+    /// <summary>Starts this scenario's section, under its <see cref="Name"/>, holding <paramref name="results"/> for results.json.</summary>
+    /// <param name="title">The section's heading.</param>
+    /// <param name="description">What was measured and how, in a paragraph.</param>
+    /// <param name="results">The typed results.</param>
+    /// <returns>An empty section to add tables, charts, targets and notes to.</returns>
+    protected ReportSection NewSection(string title, string description, TResults results) =>
+        new(Name, title, description) { Results = results };
+
+    private async Task<ReportSection> RunAndReportAsync(PerfContext context, TSettings settings, CancellationToken cancellationToken) =>
+        Report(await RunAsync(context, settings, cancellationToken), settings, context);
+}

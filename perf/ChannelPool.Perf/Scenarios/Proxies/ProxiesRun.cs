@@ -1,0 +1,238 @@
+using System.Diagnostics;
+using System.Globalization;
+using System.ServiceModel;
+using ChannelPool.Perf.Clients;
+using ChannelPool.Perf.Servers;
+using ChannelPool.Perf.Stats;
+using ChannelPool.ServiceModel;
+using ChannelPool.Testing.ServiceModel;
+using Spectre.Console;
+using static ChannelPool.Perf.Scenarios.Proxies.ProxiesScenario;
+
+namespace ChannelPool.Perf.Scenarios.Proxies;
+
+/// <summary>
+/// Per-call, per-call with the WCF factory cache, pooled single-use, pooled reuse and singleton WCF proxies, making
+/// the same echo calls on each binding the WCF test services serve, at several concurrencies. The test services run in
+/// the server process and count connections, TLS handshakes and sessions, so each cell shows where its opens happened.
+/// </summary>
+internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
+{
+    public async Task<IReadOnlyList<ProxiesResult>> RunAsync(CancellationToken cancellationToken)
+    {
+        var endpoints = context.Server.Endpoints.Wcf
+            ?? throw new InvalidOperationException("The proxies scenario needs the WCF test services; run it against the embedded servers.");
+        var results = new List<ProxiesResult>();
+        foreach (var name in settings.Bindings)
+        {
+            var binding = new WcfBinding(name, endpoints);
+
+            // An unreported pass of every kind first, long enough for tier-up, so JIT and start-up costs land on no kind
+            // in particular.
+            foreach (var kind in settings.Kinds)
+            {
+                await RunRoundAsync(binding, kind, 2, settings.WarmUpCalls, new Cell(), "warm-up", settings.WarmUpTime, cancellationToken);
+            }
+
+            foreach (var concurrency in settings.Concurrency)
+            {
+                var cells = settings.Kinds.ToDictionary(kind => kind, _ => new Cell());
+                for (var round = 0; round < settings.Rounds; round++)
+                {
+                    var calls = (settings.Calls / settings.Rounds) + (round < settings.Calls % settings.Rounds ? 1 : 0);
+                    var order = round % 2 == 0 ? settings.Kinds : settings.Kinds.Reverse();
+                    foreach (var kind in order)
+                    {
+                        await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", settings.MaxRoundTime, cancellationToken);
+                    }
+                }
+
+                foreach (var kind in settings.Kinds)
+                {
+                    var result = cells[kind].ToResult(binding.Description, kind, concurrency);
+                    results.Add(result);
+                    context.Console.MarkupLine(Markup.Escape(
+                        $"  {binding.Description}, concurrency {concurrency}, {kind}: {result.CallsPerSecond:N0} calls/s, p50 {result.Latency.P50Ms:0.000} ms, " +
+                        $"p99 {result.Latency.P99Ms:0.000} ms, {result.CpuMicrosPerCall:N0} µs CPU/call, {result.AllocatedBytesPerCall:N0} B/call, " +
+                        $"{result.DuringCalls.TlsHandshakes:N0} handshakes during calls ({result.WarmUp.TlsHandshakes:N0} in warm-up)" +
+                        (result.WarmUp.Negotiations + result.DuringCalls.Negotiations > 0
+                            ? $", {result.DuringCalls.Negotiations:N0} negotiations during calls ({result.WarmUp.Negotiations:N0} in warm-up)"
+                            : string.Empty)));
+                }
+            }
+        }
+
+        return results;
+    }
+
+    private async Task RunRoundAsync(
+        WcfBinding binding, string kind, int concurrency, int calls, Cell cell, string round, TimeSpan? maxTime, CancellationToken cancellationToken)
+    {
+        var label = $"proxies: {binding.Description}, concurrency {concurrency}, {kind} ({round})";
+        await context.Console.Status().StartAsync(Markup.Escape(label), async status =>
+        {
+            var before = await context.Server.GetStatsAsync(cancellationToken);
+            await using var proxies = await ProxyKind.StartAsync(kind, binding, concurrency, cancellationToken);
+            var warm = await context.Server.GetStatsAsync(cancellationToken);
+            cell.WarmUp = Add(cell.WarmUp, binding.CountersOf(warm) - binding.CountersOf(before));
+
+            // Set-up garbage (a pool's 50 handshakes against a singleton's one) is collected before the clock starts,
+            // on both sides, so no kind pays inside its round for what it did before it.
+            await context.Server.SettleAsync(cancellationToken);
+            PerfServer.Settle();
+
+            var cpuBefore = Environment.CpuUsage.TotalTime;
+            var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);
+            var started = Stopwatch.GetTimestamp();
+            var done = 0;
+            var next = -1;
+            var deadline = maxTime is { } limit ? started + (long)(limit.TotalSeconds * Stopwatch.Frequency) : long.MaxValue;
+            var workers = Enumerable.Range(0, concurrency).Select(_ => Task.Run(
+                async () =>
+                {
+                    for (var i = Interlocked.Increment(ref next); i < calls && Stopwatch.GetTimestamp() < deadline; i = Interlocked.Increment(ref next))
+                    {
+                        var callStarted = Stopwatch.GetTimestamp();
+                        await proxies.CallAsync("ping " + i.ToString(CultureInfo.InvariantCulture), cancellationToken);
+                        cell.Latency.RecordSince(callStarted);
+                        Interlocked.Increment(ref done);
+                    }
+                },
+                cancellationToken));
+            await Task.WhenAll(workers);
+            cell.Seconds += Stopwatch.GetElapsedTime(started).TotalSeconds;
+            cell.CpuSeconds += (Environment.CpuUsage.TotalTime - cpuBefore).TotalSeconds;
+            cell.AllocatedBytes += GC.GetTotalAllocatedBytes(precise: true) - allocatedBefore;
+            cell.Calls += done;
+            var after = await context.Server.GetStatsAsync(cancellationToken);
+            cell.DuringCalls = Add(cell.DuringCalls, binding.CountersOf(after) - binding.CountersOf(warm));
+            status.Status(Markup.Escape($"{label}: closing"));
+        });
+    }
+
+    private static ServerCountsSnapshot Add(ServerCountsSnapshot a, ServerCountsSnapshot b) => new(
+        a.Connections + b.Connections, a.TlsHandshakes + b.TlsHandshakes, a.SessionsStarted + b.SessionsStarted, a.SessionsEnded + b.SessionsEnded, a.Calls + b.Calls, a.EndRecords + b.EndRecords,
+        a.Negotiations + b.Negotiations);
+
+    /// <summary>One cell's totals over its rounds.</summary>
+    private sealed class Cell
+    {
+        public LatencyRecorder Latency { get; } = new();
+
+        public int Calls { get; set; }
+
+        public double Seconds { get; set; }
+
+        public double CpuSeconds { get; set; }
+
+        public long AllocatedBytes { get; set; }
+
+        public ServerCountsSnapshot WarmUp { get; set; }
+
+        public ServerCountsSnapshot DuringCalls { get; set; }
+
+        public ProxiesResult ToResult(string binding, string kind, int concurrency) => new(
+            binding, kind, concurrency, Calls, Seconds, Calls / Seconds, Latency.Summarize(), CpuSeconds * 1e6 / Calls, (double)AllocatedBytes / Calls, WarmUp, DuringCalls);
+    }
+
+    /// <summary>How one kind of proxy is set up, called and torn down.</summary>
+    private sealed class ProxyKind(Func<string, CancellationToken, Task> call, Func<ValueTask> stop) : IAsyncDisposable
+    {
+        public static async Task<ProxyKind> StartAsync(string kind, WcfBinding binding, int concurrency, CancellationToken cancellationToken)
+        {
+            var wcfBinding = binding.CreateBinding();
+            switch (kind)
+            {
+                case PerCall:
+                    return new ProxyKind(
+                        async (message, _) =>
+                        {
+                            var client = new EchoClient(wcfBinding, binding.Address);
+                            binding.Configure(client.ClientCredentials);
+                            await CallAndCloseAsync(client, client.EchoAsync(message));
+                        },
+                        () => ValueTask.CompletedTask);
+                case PerCallCached:
+                {
+                    // AlwaysOn makes every proxy built with this binding object and address share one cached, opened
+                    // ChannelFactory, whose credentials are then read-only: only the first proxy can set them.
+                    var first = new CachedEchoClient(wcfBinding, binding.Address);
+                    binding.Configure(first.ClientCredentials);
+                    await Task.Factory.FromAsync(((ICommunicationObject)first).BeginOpen, ((ICommunicationObject)first).EndOpen, state: null);
+                    await CloseAsync(first);
+                    return new ProxyKind(
+                        async (message, _) =>
+                        {
+                            var client = new CachedEchoClient(wcfBinding, binding.Address);
+                            if (client.ChannelFactory.State == CommunicationState.Created)
+                            {
+                                binding.Configure(client.ClientCredentials);
+                            }
+
+                            await CallAndCloseAsync(client, client.EchoAsync(message));
+                        },
+                        () => ValueTask.CompletedTask);
+                }
+
+                case Singleton:
+                {
+                    var client = new EchoClient(wcfBinding, binding.Address);
+                    binding.Configure(client.ClientCredentials);
+                    ICommunicationObject communication = client;
+                    await Task.Factory.FromAsync(communication.BeginOpen, communication.EndOpen, state: null);
+                    return new ProxyKind((message, _) => client.EchoAsync(message), () => new ValueTask(CloseAsync(client)));
+                }
+
+                default:
+                {
+                    // Library defaults, as an application that swapped its proxy's base class would run.
+                    var options = new ChannelPoolOptions
+                    {
+                        Name = $"perf-{binding.Name}-{kind.Replace(' ', '-')}-{concurrency}",
+                        LeaseMode = kind == PooledSingleUse ? LeaseMode.SingleUse : LeaseMode.Reuse,
+                        IdleOrder = kind == PooledReuseLeastRecentlyUsed ? IdleOrder.LeastRecentlyUsed : IdleOrder.MostRecentlyUsed,
+                        MaxLeasesPerChannel = kind == PooledReuseShared ? SharedLeasesPerChannel : 1,
+                    };
+                    var pool = new ServiceChannelPool<IEchoClient>(wcfBinding, binding.Address, options, factory => binding.Configure(factory.Credentials));
+                    await pool.WarmUpAsync(pool.PoolSize, cancellationToken);
+                    return new ProxyKind(
+                        async (message, token) =>
+                        {
+                            var proxy = new PooledEchoClient(pool);
+                            try
+                            {
+                                await proxy.OpenAsync(token);
+                                await proxy.EchoAsync(message);
+                            }
+                            finally
+                            {
+                                proxy.Close();
+                            }
+                        },
+                        pool.DisposeAsync);
+                }
+            }
+        }
+
+        public Task CallAsync(string message, CancellationToken cancellationToken) => call(message, cancellationToken);
+
+        public ValueTask DisposeAsync() => stop();
+
+        private static async Task CallAndCloseAsync(ICommunicationObject client, Task call)
+        {
+            try
+            {
+                await call;
+            }
+            catch
+            {
+                client.Abort();
+                throw;
+            }
+
+            await CloseAsync(client);
+        }
+
+        private static Task CloseAsync(ICommunicationObject client) => Task.Factory.FromAsync(client.BeginClose, client.EndClose, state: null);
+    }
+}

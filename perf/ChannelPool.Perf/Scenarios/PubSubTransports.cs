@@ -1,0 +1,104 @@
+using System.CommandLine;
+using ChannelPool.Perf.Clients;
+using ChannelPool.Perf.Peers.SignalR;
+using ChannelPool.PollingDuplex;
+
+namespace ChannelPool.Perf.Scenarios;
+
+/// <summary>Which pub/sub transports a scenario runs (ours and the SignalR peers), and how our own clients poll.</summary>
+/// <param name="Names">Transport names, in the order they run.</param>
+/// <param name="Mode">Our clients' poll mode.</param>
+/// <param name="Encoding">Our clients' encoding.</param>
+internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, PollingDuplexMode Mode, DuplexEncoding Encoding)
+{
+    public const string PollingDuplex = "polling-duplex";
+    public const string SignalRLongPolling = "signalr-longpolling";
+    public const string SignalRWebSockets = "signalr-websockets";
+
+    public static IReadOnlyList<string> AllNames { get; } = [PollingDuplex, SignalRLongPolling, SignalRWebSockets];
+
+    /// <summary>Gets ours alone, in the mode and encoding the targets are about (multiple, binary).</summary>
+    public static PubSubTransportChoice Ours { get; } = new([PollingDuplex], PollingDuplexMode.MultipleMessagesPerPoll, DuplexEncoding.Binary);
+
+    /// <summary>Gets ours beside both SignalR peers, as the suite runs them.</summary>
+    public static PubSubTransportChoice All { get; } = Ours with { Names = AllNames };
+
+    /// <summary>Creates the transports against the run's servers, runs <paramref name="body"/> with them, and disposes them.</summary>
+    /// <typeparam name="T">What the body measures.</typeparam>
+    /// <param name="context">The run.</param>
+    /// <param name="body">The measurement.</param>
+    /// <returns>What <paramref name="body"/> returned.</returns>
+    public async Task<T> UseAsync<T>(PerfContext context, Func<IReadOnlyList<IPubSubTransport>, Task<T>> body)
+    {
+        IReadOnlyList<IPubSubTransport> transports = [.. Names.Distinct().Select(name => name switch
+        {
+            PollingDuplex => (IPubSubTransport)new DuplexPubSubTransport(context.Http, context.Server.Endpoints.PubSub, Encoding, Mode),
+            SignalRLongPolling => new SignalRTransport(context.Server.Endpoints.SignalR, SignalRTransportKind.LongPolling, context.Handler),
+            SignalRWebSockets => new SignalRTransport(context.Server.Endpoints.SignalR, SignalRTransportKind.WebSockets, context.Handler),
+            _ => throw new ArgumentException($"Unknown transport '{name}'; use {string.Join(", ", AllNames)}."),
+        })];
+        try
+        {
+            return await body(transports);
+        }
+        finally
+        {
+            foreach (var transport in transports)
+            {
+                await transport.DisposeAsync();
+            }
+        }
+    }
+}
+
+/// <summary>
+/// The <c>--transport</c>, <c>--mode</c> and <c>--encoding</c> options. The peer command's two scenarios share one
+/// instance, so the options appear once and both scenarios read the same choice.
+/// </summary>
+internal sealed class PubSubTransportOptions
+{
+    private readonly Option<string[]> _transport;
+    private readonly Option<string> _mode = new("--mode") { Description = "Our clients' poll mode: multiple (default) or single.", DefaultValueFactory = _ => "multiple" };
+    private readonly Option<string> _encoding = new("--encoding") { Description = "Our clients' encoding: binary (default) or text.", DefaultValueFactory = _ => "binary" };
+
+    public PubSubTransportOptions(IReadOnlyList<string> defaults)
+    {
+        _transport = new("--transport")
+        {
+            Description = $"Transports to run: {string.Join(", ", PubSubTransportChoice.AllNames)}, or all. Default: {string.Join(' ', defaults)}.",
+            DefaultValueFactory = _ => [.. defaults],
+            AllowMultipleArgumentsPerToken = true,
+        };
+        _transport.Validators.Add(r =>
+        {
+            foreach (var name in r.GetValueOrDefault<string[]>() ?? [])
+            {
+                if (name != "all" && !PubSubTransportChoice.AllNames.Contains(name))
+                {
+                    r.AddError($"Unknown --transport '{name}'; use {string.Join(", ", PubSubTransportChoice.AllNames)} or all.");
+                }
+            }
+        });
+        _mode.AcceptOnlyFromAmong("multiple", "single");
+        _encoding.AcceptOnlyFromAmong("binary", "text");
+    }
+
+    /// <summary>Adds the three options to <paramref name="command"/>, unless another scenario of the same command already did.</summary>
+    /// <param name="command">The command.</param>
+    public void AddTo(Command command)
+    {
+        foreach (var option in new Option[] { _transport, _mode, _encoding }.Where(o => !command.Options.Contains(o)))
+        {
+            command.Add(option);
+        }
+    }
+
+    public PubSubTransportChoice Read(ParseResult parse)
+    {
+        var names = parse.GetValue(_transport)!;
+        return new PubSubTransportChoice(
+            names.Contains("all") ? PubSubTransportChoice.AllNames : names,
+            parse.GetValue(_mode) == "single" ? PollingDuplexMode.SingleMessagePerPoll : PollingDuplexMode.MultipleMessagesPerPoll,
+            parse.GetValue(_encoding) == "text" ? DuplexEncoding.Text : DuplexEncoding.Binary);
+    }
+}
