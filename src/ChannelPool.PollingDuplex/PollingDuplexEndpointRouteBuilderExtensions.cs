@@ -70,6 +70,7 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
         var store = createStore(options);
         if (store is null || !ReferenceEquals(store.Options, options) || store.Endpoint != pattern)
         {
+            store?.Dispose();
             throw new InvalidOperationException($"MapPollingDuplexOnStore(\"{pattern}\"): the store must be made for this endpoint, with the options it was given, so it enforces the limits clients are told.");
         }
 
