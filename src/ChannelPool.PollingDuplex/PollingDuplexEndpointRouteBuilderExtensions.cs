@@ -78,9 +78,9 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
         var protocol = new PollingDuplexEndpoints(store, CreateLogger(services));
         var group = endpoints.MapGroup(pattern);
         group.MapPost("/sessions", (RequestDelegate)protocol.OpenAsync);
-        group.MapPost("/sessions/{id}/messages", (RequestDelegate)protocol.SendAsync);
-        group.MapGet("/sessions/{id}/poll", (RequestDelegate)protocol.PollAsync);
-        group.MapDelete("/sessions/{id}", (RequestDelegate)protocol.CloseAsync);
+        group.MapPost("/sessions/{id}/messages", PollingDuplexEndpoints.WithToken(protocol.SendAsync));
+        group.MapGet("/sessions/{id}/poll", PollingDuplexEndpoints.WithToken(protocol.PollAsync));
+        group.MapDelete("/sessions/{id}", PollingDuplexEndpoints.WithToken(protocol.CloseAsync));
 
         // The catch-all loses to every route above, so it sees only wrong methods and unknown paths.
         group.Map("/{**path}", (RequestDelegate)PollingDuplexEndpoints.NotFoundOrWrongMethodAsync);

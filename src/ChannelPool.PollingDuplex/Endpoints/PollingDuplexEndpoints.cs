@@ -54,16 +54,18 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
         }
     }
 
-    /// <summary><c>POST {base}/sessions/{id}/messages</c>: the client's messages, handed to the store in order, once each.</summary>
-    public async Task SendAsync(HttpContext context)
-    {
-        var id = DuplexRequestReader.SessionId(context);
-        if (DuplexRequestReader.Token(context) is not { } token)
-        {
-            await DuplexProblems.WriteMissingTokenAsync(context);
-            return;
-        }
+    /// <summary>
+    /// Runs a request on a session once it carries a token, or answers <c>401</c>. Not async itself, so the poll path
+    /// gets no extra state machine for it.
+    /// </summary>
+    public static RequestDelegate WithToken(Func<HttpContext, string, string, Task> handler) => context =>
+        DuplexRequestReader.Token(context) is { } token
+            ? handler(context, DuplexRequestReader.SessionId(context), token)
+            : DuplexProblems.WriteMissingTokenAsync(context);
 
+    /// <summary><c>POST {base}/sessions/{id}/messages</c>: the client's messages, handed to the store in order, once each.</summary>
+    public async Task SendAsync(HttpContext context, string id, string token)
+    {
         try
         {
             var lookup = await store.FindAsync(id, token, context.RequestAborted);
@@ -87,15 +89,8 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
     }
 
     /// <summary><c>GET {base}/sessions/{id}/poll?ack=n</c>: the long poll.</summary>
-    public async Task PollAsync(HttpContext context)
+    public async Task PollAsync(HttpContext context, string id, string token)
     {
-        var id = DuplexRequestReader.SessionId(context);
-        if (DuplexRequestReader.Token(context) is not { } token)
-        {
-            await DuplexProblems.WriteMissingTokenAsync(context);
-            return;
-        }
-
         try
         {
             if (!DuplexRequestReader.TryReadAck(context, out var ack))
@@ -133,15 +128,8 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
     }
 
     /// <summary><c>DELETE {base}/sessions/{id}</c>: the client closes its session. Repeating it answers the same.</summary>
-    public async Task CloseAsync(HttpContext context)
+    public async Task CloseAsync(HttpContext context, string id, string token)
     {
-        var id = DuplexRequestReader.SessionId(context);
-        if (DuplexRequestReader.Token(context) is not { } token)
-        {
-            await DuplexProblems.WriteMissingTokenAsync(context);
-            return;
-        }
-
         try
         {
             var lookup = await store.CloseAsync(id, token, context.RequestAborted);

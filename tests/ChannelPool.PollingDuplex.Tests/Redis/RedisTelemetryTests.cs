@@ -1,5 +1,3 @@
-using System.Collections.Concurrent;
-using System.Diagnostics.Metrics;
 using System.Net;
 
 namespace ChannelPool.PollingDuplex.Tests.Redis;
@@ -10,33 +8,7 @@ public class RedisTelemetryTests
     [Test]
     public async Task RedisEndpoints_CountPollsByOutcome_AndReceivedMessages_TaggedWithTheEndpoint()
     {
-        var measured = new ConcurrentDictionary<string, long>();
-        using var listener = new MeterListener
-        {
-            InstrumentPublished = (instrument, l) =>
-            {
-                if (instrument.Meter.Name == PollingDuplexTelemetry.MeterName)
-                {
-                    l.EnableMeasurementEvents(instrument);
-                }
-            },
-        };
-        listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) =>
-        {
-            var endpoint = false;
-            string? outcome = null;
-            foreach (var tag in tags)
-            {
-                endpoint |= tag.Key == PollingDuplexTelemetry.EndpointTag && Equals(tag.Value, "/pubsub");
-                outcome = tag.Key == "pollingduplex.poll.outcome" ? (string?)tag.Value : outcome;
-            }
-
-            if (endpoint)
-            {
-                measured.AddOrUpdate(outcome is null ? instrument.Name : $"{instrument.Name} {outcome}", value, (_, total) => total + value);
-            }
-        });
-        listener.Start();
+        using var measured = new EndpointMetrics("/pubsub");
 
         await using var cluster = await DuplexCluster.StartAsync(configure: o => o.ServerPollTimeout = TimeSpan.FromMilliseconds(200));
         using var http = DuplexCluster.CreateHttpClient();
@@ -60,8 +32,8 @@ public class RedisTelemetryTests
             Assert.That(delivered.StatusCode, Is.EqualTo(HttpStatusCode.OK));
         }
 
-        await Eventually.That(() => measured.GetValueOrDefault("pollingduplex.polls messages") == 1, () => $"the delivering poll was counted: {string.Join(", ", measured)}");
-        Assert.That(measured.GetValueOrDefault("pollingduplex.polls empty"), Is.EqualTo(1));
-        Assert.That(measured.GetValueOrDefault("pollingduplex.messages.received"), Is.EqualTo(2), "the subscribe and the publish");
+        await Eventually.That(() => measured["pollingduplex.polls messages"] == 1, () => $"the delivering poll was counted: {measured}");
+        Assert.That(measured["pollingduplex.polls empty"], Is.EqualTo(1));
+        Assert.That(measured["pollingduplex.messages.received"], Is.EqualTo(2), "the subscribe and the publish");
     }
 }
