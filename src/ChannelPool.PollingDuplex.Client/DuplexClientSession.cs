@@ -292,15 +292,15 @@ public sealed class DuplexClientSession : IAsyncDisposable
             {
                 var result = await reader.ReadAsync(cancellationToken).ConfigureAwait(false);
                 var buffer = result.Buffer;
-                FrameReadStatus status;
+                DuplexFrameReadStatus status;
                 string? error;
-                while ((status = DuplexFrameReader.TryRead(ref buffer, Encoding, fromServer: true, _maxMessageSize, result.IsCompleted, out var frame, out error)) == FrameReadStatus.Frame)
+                while ((status = DuplexFrameReader.TryRead(ref buffer, Encoding, fromServer: true, _maxMessageSize, result.IsCompleted, out var frame, out error)) == DuplexFrameReadStatus.Frame)
                 {
                     await DeliverAsync(frame, cancellationToken).ConfigureAwait(false);
                 }
 
                 reader.AdvanceTo(buffer.Start, buffer.End);
-                if (status is FrameReadStatus.Malformed or FrameReadStatus.TooLarge)
+                if (status is DuplexFrameReadStatus.Malformed or DuplexFrameReadStatus.TooLarge)
                 {
                     throw new InvalidDataException(error);
                 }

@@ -4,8 +4,11 @@ using System.Text.Json;
 
 namespace ChannelPool.PollingDuplex;
 
-/// <summary>Reads frames of either encoding from a buffer that may hold part of a frame, one frame or many.</summary>
-internal static class DuplexFrameReader
+/// <summary>
+/// Reads frames of either encoding from a buffer that may hold part of a frame, one frame or many. Both the server (a
+/// client's sends) and the client (poll responses) read with it, so both sides accept exactly the same bytes.
+/// </summary>
+public static class DuplexFrameReader
 {
     // A text line is its payload plus at most this much: braces, seq, type and missed members, separators.
     private const int TextFrameOverhead = 256;
@@ -19,7 +22,7 @@ internal static class DuplexFrameReader
     /// <param name="frame">The frame read.</param>
     /// <param name="error">Why the bytes are malformed or too large.</param>
     /// <returns>What was found.</returns>
-    public static FrameReadStatus TryRead(
+    public static DuplexFrameReadStatus TryRead(
         ref ReadOnlySequence<byte> buffer,
         DuplexEncoding encoding,
         bool fromServer,
@@ -31,7 +34,7 @@ internal static class DuplexFrameReader
             ? TryReadText(ref buffer, fromServer, maxPayload, isFinalBlock, out frame, out error)
             : TryReadBinary(ref buffer, fromServer, maxPayload, isFinalBlock, out frame, out error);
 
-    private static FrameReadStatus TryReadBinary(
+    private static DuplexFrameReadStatus TryReadBinary(
         ref ReadOnlySequence<byte> buffer, bool fromServer, int maxPayload, bool isFinalBlock, out DuplexFrame frame, out string? error)
     {
         frame = default;
@@ -41,10 +44,10 @@ internal static class DuplexFrameReader
             if (isFinalBlock && !buffer.IsEmpty)
             {
                 error = $"a frame header was cut short: {buffer.Length} of {DuplexWire.BinaryHeaderSize} bytes";
-                return FrameReadStatus.Malformed;
+                return DuplexFrameReadStatus.Malformed;
             }
 
-            return FrameReadStatus.NeedMoreData;
+            return DuplexFrameReadStatus.NeedMoreData;
         }
 
         Span<byte> header = stackalloc byte[DuplexWire.BinaryHeaderSize];
@@ -56,25 +59,25 @@ internal static class DuplexFrameReader
         if (kind != DuplexFrameKind.Message && !(fromServer && kind == DuplexFrameKind.Gap))
         {
             error = $"unknown frame kind 0x{header[0]:x2}";
-            return FrameReadStatus.Malformed;
+            return DuplexFrameReadStatus.Malformed;
         }
 
         if (sequence is 0 or > long.MaxValue)
         {
             error = $"sequence number {sequence} is outside 1 to {long.MaxValue}";
-            return FrameReadStatus.Malformed;
+            return DuplexFrameReadStatus.Malformed;
         }
 
         if (kind == DuplexFrameKind.Gap && length != sizeof(ulong))
         {
             error = $"a gap frame's payload must be 8 bytes, not {length}";
-            return FrameReadStatus.Malformed;
+            return DuplexFrameReadStatus.Malformed;
         }
 
         if (length > (uint)maxPayload)
         {
             error = $"a {length}-byte message exceeds the {maxPayload}-byte limit";
-            return FrameReadStatus.TooLarge;
+            return DuplexFrameReadStatus.TooLarge;
         }
 
         var total = DuplexWire.BinaryHeaderSize + (long)length;
@@ -83,21 +86,21 @@ internal static class DuplexFrameReader
             if (isFinalBlock)
             {
                 error = $"a frame's payload was cut short: {buffer.Length - DuplexWire.BinaryHeaderSize} of {length} bytes";
-                return FrameReadStatus.Malformed;
+                return DuplexFrameReadStatus.Malformed;
             }
 
-            return FrameReadStatus.NeedMoreData;
+            return DuplexFrameReadStatus.NeedMoreData;
         }
 
         var payload = buffer.Slice(DuplexWire.BinaryHeaderSize, length).ToArray();
         buffer = buffer.Slice(total);
         frame = kind == DuplexFrameKind.Gap
-            ? new DuplexFrame(kind, (long)sequence, null, (long)BinaryPrimitives.ReadUInt64BigEndian(payload))
-            : new DuplexFrame(kind, (long)sequence, DuplexMessage.FromBytes(payload), 0);
-        return FrameReadStatus.Frame;
+            ? DuplexFrame.ForGap((long)sequence, (long)BinaryPrimitives.ReadUInt64BigEndian(payload))
+            : DuplexFrame.ForMessage((long)sequence, DuplexMessage.FromBytes(payload));
+        return DuplexFrameReadStatus.Frame;
     }
 
-    private static FrameReadStatus TryReadText(
+    private static DuplexFrameReadStatus TryReadText(
         ref ReadOnlySequence<byte> buffer, bool fromServer, int maxPayload, bool isFinalBlock, out DuplexFrame frame, out string? error)
     {
         frame = default;
@@ -122,16 +125,16 @@ internal static class DuplexFrameReader
                 if (buffer.Length > maxLine)
                 {
                     error = $"a frame longer than {maxLine} bytes exceeds the {maxPayload}-byte message limit";
-                    return FrameReadStatus.TooLarge;
+                    return DuplexFrameReadStatus.TooLarge;
                 }
 
-                return FrameReadStatus.NeedMoreData;
+                return DuplexFrameReadStatus.NeedMoreData;
             }
 
             if (line.Length > maxLine)
             {
                 error = $"a frame of {line.Length} bytes exceeds the {maxPayload}-byte message limit";
-                return FrameReadStatus.TooLarge;
+                return DuplexFrameReadStatus.TooLarge;
             }
 
             var bytes = line.ToArray().AsMemory().TrimEnd("\r"u8);
@@ -144,7 +147,7 @@ internal static class DuplexFrameReader
         }
     }
 
-    private static FrameReadStatus ParseTextFrame(ReadOnlyMemory<byte> line, bool fromServer, int maxPayload, out DuplexFrame frame, out string? error)
+    private static DuplexFrameReadStatus ParseTextFrame(ReadOnlyMemory<byte> line, bool fromServer, int maxPayload, out DuplexFrame frame, out string? error)
     {
         frame = default;
         long? sequence = null;
@@ -155,7 +158,7 @@ internal static class DuplexFrameReader
         {
             // Checked here, where bytes enter, so no peer with a strict decoder is ever sent invalid text.
             error = "the line is not valid UTF-8";
-            return FrameReadStatus.Malformed;
+            return DuplexFrameReadStatus.Malformed;
         }
 
         try
@@ -164,7 +167,7 @@ internal static class DuplexFrameReader
             if (!reader.Read() || reader.TokenType != JsonTokenType.StartObject)
             {
                 error = "a frame must be one JSON object on one line";
-                return FrameReadStatus.Malformed;
+                return DuplexFrameReadStatus.Malformed;
             }
 
             var seen = 0;
@@ -181,7 +184,7 @@ internal static class DuplexFrameReader
                 {
                     // Parsers differ on which duplicate wins, so a frame that has one means different things to different peers.
                     error = $"the member \"{name.ToString().ToLowerInvariant()}\" appears twice";
-                    return FrameReadStatus.Malformed;
+                    return DuplexFrameReadStatus.Malformed;
                 }
 
                 seen |= 1 << (int)name;
@@ -191,7 +194,7 @@ internal static class DuplexFrameReader
                         if (reader.TokenType != JsonTokenType.Number || !reader.TryGetInt64(out var s))
                         {
                             error = "\"seq\" must be an integer";
-                            return FrameReadStatus.Malformed;
+                            return DuplexFrameReadStatus.Malformed;
                         }
 
                         sequence = s;
@@ -200,7 +203,7 @@ internal static class DuplexFrameReader
                         if (reader.TokenType != JsonTokenType.String)
                         {
                             error = "\"type\" must be a string";
-                            return FrameReadStatus.Malformed;
+                            return DuplexFrameReadStatus.Malformed;
                         }
 
                         type = reader.ValueTextEquals("message"u8) ? "message" : reader.ValueTextEquals("gap"u8) ? "gap" : reader.GetString();
@@ -209,7 +212,7 @@ internal static class DuplexFrameReader
                         if (reader.TokenType != JsonTokenType.Number || !reader.TryGetInt64(out var m) || m < 1)
                         {
                             error = "\"missed\" must be a positive integer";
-                            return FrameReadStatus.Malformed;
+                            return DuplexFrameReadStatus.Malformed;
                         }
 
                         missed = m;
@@ -228,25 +231,25 @@ internal static class DuplexFrameReader
             if (reader.TokenType != JsonTokenType.EndObject || reader.Read())
             {
                 error = "a frame must be one JSON object on one line";
-                return FrameReadStatus.Malformed;
+                return DuplexFrameReadStatus.Malformed;
             }
         }
         catch (JsonException ex)
         {
             error = $"the line is not valid JSON ({ex.Message})";
-            return FrameReadStatus.Malformed;
+            return DuplexFrameReadStatus.Malformed;
         }
 
         if (sequence is not { } seq)
         {
             error = "a frame needs a \"seq\"";
-            return FrameReadStatus.Malformed;
+            return DuplexFrameReadStatus.Malformed;
         }
 
         if (seq < 1)
         {
             error = $"sequence number {seq} is below 1";
-            return FrameReadStatus.Malformed;
+            return DuplexFrameReadStatus.Malformed;
         }
 
         if (type == "gap" && fromServer)
@@ -254,35 +257,35 @@ internal static class DuplexFrameReader
             if (missed is not { } count)
             {
                 error = "a gap frame needs \"missed\"";
-                return FrameReadStatus.Malformed;
+                return DuplexFrameReadStatus.Malformed;
             }
 
-            frame = new DuplexFrame(DuplexFrameKind.Gap, seq, null, count);
+            frame = DuplexFrame.ForGap(seq, count);
             error = null;
-            return FrameReadStatus.Frame;
+            return DuplexFrameReadStatus.Frame;
         }
 
         if (type is not (null or "message"))
         {
             error = $"unknown frame type \"{type}\"";
-            return FrameReadStatus.Malformed;
+            return DuplexFrameReadStatus.Malformed;
         }
 
         if (data is not { } payload)
         {
             error = "a message frame needs \"data\"";
-            return FrameReadStatus.Malformed;
+            return DuplexFrameReadStatus.Malformed;
         }
 
         if (payload.Length > maxPayload)
         {
             error = $"a {payload.Length}-byte message exceeds the {maxPayload}-byte limit";
-            return FrameReadStatus.TooLarge;
+            return DuplexFrameReadStatus.TooLarge;
         }
 
-        frame = new DuplexFrame(DuplexFrameKind.Message, seq, DuplexMessage.FromValidatedJson(payload), 0);
+        frame = DuplexFrame.ForMessage(seq, DuplexMessage.FromValidatedJson(payload));
         error = null;
-        return FrameReadStatus.Frame;
+        return DuplexFrameReadStatus.Frame;
     }
 
     private enum Property

@@ -4,12 +4,22 @@ using System.Buffers.Text;
 
 namespace ChannelPool.PollingDuplex;
 
-/// <summary>Writes frames of either encoding. The payload bytes are copied as they are: nothing is serialized again.</summary>
-internal static class DuplexFrameWriter
+/// <summary>
+/// Writes frames of either encoding. The payload bytes are copied as they are: nothing is serialized again, so a
+/// message broadcast to many sessions costs one copy per frame.
+/// </summary>
+public static class DuplexFrameWriter
 {
     /// <summary>Writes a server-to-client message frame.</summary>
+    /// <param name="output">Where the frame goes.</param>
+    /// <param name="encoding">The session's encoding.</param>
+    /// <param name="sequence">The message's sequence number.</param>
+    /// <param name="message">The message; a text session takes JSON messages only.</param>
+    /// <exception cref="InvalidOperationException">A raw-bytes message was written in the text encoding.</exception>
     public static void WriteServerMessage(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, DuplexMessage message)
     {
+        ArgumentNullException.ThrowIfNull(output);
+        ArgumentNullException.ThrowIfNull(message);
         if (encoding == DuplexEncoding.Binary)
         {
             WriteBinary(output, DuplexFrameKind.Message, sequence, message.Payload.Span);
@@ -25,8 +35,13 @@ internal static class DuplexFrameWriter
     }
 
     /// <summary>Writes a gap frame: <paramref name="missed"/> messages were dropped at <paramref name="sequence"/>.</summary>
+    /// <param name="output">Where the frame goes.</param>
+    /// <param name="encoding">The session's encoding.</param>
+    /// <param name="sequence">The sequence number the gap takes.</param>
+    /// <param name="missed">How many messages were dropped.</param>
     public static void WriteGap(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, long missed)
     {
+        ArgumentNullException.ThrowIfNull(output);
         if (encoding == DuplexEncoding.Binary)
         {
             Span<byte> count = stackalloc byte[sizeof(ulong)];
@@ -43,8 +58,15 @@ internal static class DuplexFrameWriter
     }
 
     /// <summary>Writes a client-to-server message frame.</summary>
+    /// <param name="output">Where the frame goes.</param>
+    /// <param name="encoding">The session's encoding.</param>
+    /// <param name="sequence">The message's sequence number.</param>
+    /// <param name="message">The message; a text session takes JSON messages only.</param>
+    /// <exception cref="InvalidOperationException">A raw-bytes message was written in the text encoding.</exception>
     public static void WriteClientMessage(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, DuplexMessage message)
     {
+        ArgumentNullException.ThrowIfNull(output);
+        ArgumentNullException.ThrowIfNull(message);
         if (encoding == DuplexEncoding.Binary)
         {
             WriteBinary(output, DuplexFrameKind.Message, sequence, message.Payload.Span);
@@ -58,10 +80,6 @@ internal static class DuplexFrameWriter
         WriteAscii(output, message.Payload.Span);
         WriteAscii(output, "}\n"u8);
     }
-
-    /// <summary>The bytes a message frame takes on the wire, to bound buffers and batches.</summary>
-    public static int FrameSize(DuplexEncoding encoding, DuplexMessage message) =>
-        message.Payload.Length + (encoding == DuplexEncoding.Binary ? DuplexWire.BinaryHeaderSize : 64);
 
     private static void EnsureJson(DuplexMessage message)
     {

@@ -16,33 +16,33 @@ public static class DuplexWire
     public const string ProblemContentType = "application/problem+json";
 
     /// <summary>The size of a binary frame header: kind (1), sequence number (8), payload length (4).</summary>
-    internal const int BinaryHeaderSize = 13;
+    public const int BinaryHeaderSize = 13;
 
     /// <summary>Returns the content type of <paramref name="encoding"/>.</summary>
     /// <param name="encoding">The encoding.</param>
     /// <returns>The content type its frames travel with.</returns>
-    internal static string ContentTypeOf(DuplexEncoding encoding) => encoding == DuplexEncoding.Text ? TextContentType : BinaryContentType;
+    public static string ContentTypeOf(DuplexEncoding encoding) => encoding == DuplexEncoding.Text ? TextContentType : BinaryContentType;
 
     /// <summary>Returns the wire name of <paramref name="encoding"/>: <c>text</c> or <c>binary</c>.</summary>
     /// <param name="encoding">The encoding.</param>
     /// <returns>Its name on the wire.</returns>
-    internal static string NameOf(DuplexEncoding encoding) => encoding == DuplexEncoding.Text ? "text" : "binary";
+    public static string NameOf(DuplexEncoding encoding) => encoding == DuplexEncoding.Text ? "text" : "binary";
 
     /// <summary>Returns the wire name of <paramref name="mode"/>: <c>single</c> or <c>multiple</c>.</summary>
     /// <param name="mode">The mode.</param>
     /// <returns>Its name on the wire.</returns>
-    internal static string NameOf(PollingDuplexMode mode) => mode == PollingDuplexMode.SingleMessagePerPoll ? "single" : "multiple";
+    public static string NameOf(PollingDuplexMode mode) => mode == PollingDuplexMode.SingleMessagePerPoll ? "single" : "multiple";
 
     /// <summary>Returns the wire name of <paramref name="policy"/>: <c>fault</c> or <c>gap</c>.</summary>
     /// <param name="policy">The policy.</param>
     /// <returns>Its name on the wire.</returns>
-    internal static string NameOf(DuplexOverflowPolicy policy) => policy == DuplexOverflowPolicy.FaultSession ? "fault" : "gap";
+    public static string NameOf(DuplexOverflowPolicy policy) => policy == DuplexOverflowPolicy.FaultSession ? "fault" : "gap";
 
     /// <summary>Parses an encoding's wire name.</summary>
     /// <param name="name">The name.</param>
     /// <param name="encoding">The encoding.</param>
     /// <returns><see langword="true"/> when the name is known.</returns>
-    internal static bool TryParseEncoding(string? name, out DuplexEncoding encoding)
+    public static bool TryParseEncoding(string? name, out DuplexEncoding encoding)
     {
         encoding = name switch { "binary" => DuplexEncoding.Binary, _ => DuplexEncoding.Text };
         return name is "text" or "binary";
@@ -52,7 +52,7 @@ public static class DuplexWire
     /// <param name="name">The name.</param>
     /// <param name="mode">The mode.</param>
     /// <returns><see langword="true"/> when the name is known.</returns>
-    internal static bool TryParseMode(string? name, out PollingDuplexMode mode)
+    public static bool TryParseMode(string? name, out PollingDuplexMode mode)
     {
         mode = name switch { "single" => PollingDuplexMode.SingleMessagePerPoll, _ => PollingDuplexMode.MultipleMessagesPerPoll };
         return name is "single" or "multiple";
@@ -117,5 +117,11 @@ public static class DuplexWire
 
         /// <summary>503: too many sessions have opened and not yet polled.</summary>
         public const string TooManyPendingSessions = "too-many-pending-sessions";
+
+        /// <summary>
+        /// 503: the server keeps its sessions in a shared store (such as Redis) that did not answer. Nothing was
+        /// half-done; repeat the request as it is.
+        /// </summary>
+        public const string StoreUnavailable = "store-unavailable";
     }
 }

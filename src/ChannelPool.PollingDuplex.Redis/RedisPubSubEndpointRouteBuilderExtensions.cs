@@ -1,6 +1,5 @@
 using ChannelPool.PollingDuplex;
 using ChannelPool.PollingDuplex.Redis;
-using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
 
@@ -26,17 +25,14 @@ public static class RedisPubSubEndpointRouteBuilderExtensions
         ArgumentNullException.ThrowIfNull(endpoints);
         ArgumentException.ThrowIfNullOrWhiteSpace(pattern);
         var services = endpoints.ServiceProvider;
-        var options = PollingDuplexEndpointRouteBuilderExtensions.ResolveOptions(services, pattern, configure);
-        var connection = services.GetService<RedisDuplexConnection>()
-            ?? throw new InvalidOperationException($"MapPollingDuplexPubSubOnRedis(\"{pattern}\") needs the Redis store: call services.AddPollingDuplexRedis(o => o.Configuration = \"host:port\") first.");
-        var store = new RedisSessionStore(connection, pattern, options, services.GetService<TimeProvider>() ?? TimeProvider.System);
-        var protocol = new RedisPubSubEndpoints(store);
-        var group = endpoints.MapGroup(pattern);
-        group.MapPost("/sessions", RedisPubSubEndpoints.Guard(protocol.OpenAsync));
-        group.MapPost("/sessions/{id}/messages", RedisPubSubEndpoints.Guard(protocol.SendAsync));
-        group.MapGet("/sessions/{id}/poll", RedisPubSubEndpoints.Guard(protocol.PollAsync));
-        group.MapDelete("/sessions/{id}", RedisPubSubEndpoints.Guard(protocol.CloseAsync));
-        group.Map("/{**path}", (RequestDelegate)PollingDuplexEndpoints.NotFoundOrWrongMethodAsync);
-        return group;
+        return endpoints.MapPollingDuplexOnStore(
+            pattern,
+            options =>
+            {
+                var connection = services.GetService<RedisDuplexConnection>()
+                    ?? throw new InvalidOperationException($"MapPollingDuplexPubSubOnRedis(\"{pattern}\") needs the Redis store: call services.AddPollingDuplexRedis(o => o.Configuration = \"host:port\") first.");
+                return new RedisSessionStore(connection, pattern, options, services.GetService<TimeProvider>() ?? TimeProvider.System);
+            },
+            configure);
     }
 }

@@ -1,154 +1,194 @@
 using System.Globalization;
+using System.Security.Cryptography;
+using ChannelPool.PollingDuplex.PubSub;
+using ChannelPool.PollingDuplex.Stores;
 using StackExchange.Redis;
 
 namespace ChannelPool.PollingDuplex.Redis;
 
 /// <summary>
-/// One endpoint's sessions and topics in Redis: each method is one script, one round trip, all or nothing.
-/// The keys of an endpoint share the hash tag <c>{prefix:pattern}</c>.
+/// One pub/sub endpoint's sessions and topics in Redis, so any node answers any request. Each operation is one script,
+/// one round trip, all or nothing; a script that finds Redis away fails with <see cref="DuplexStoreUnavailableException"/>,
+/// which clients retry. The keys of an endpoint share the hash tag <c>{prefix:pattern}</c>.
 /// </summary>
-internal sealed class RedisSessionStore
+internal sealed class RedisSessionStore : DuplexSessionStore
 {
     private readonly IDatabase _db;
     private readonly string _prefix;
-    private readonly PollingDuplexOptions _options;
-    private readonly TimeProvider _time;
 
     public RedisSessionStore(RedisDuplexConnection connection, string pattern, PollingDuplexOptions options, TimeProvider time)
+        : base(pattern, options, time)
     {
         Connection = connection;
         _db = connection.Database;
         _prefix = "{" + connection.Options.KeyPrefix + ":" + pattern + "}";
-        _options = options;
-        _time = time;
-        WakeChannel = RedisChannel.Literal(_prefix + ":wake");
-        connection.Listen(WakeChannel);
+        connection.Listen(RedisChannel.Literal(_prefix + ":wake"));
     }
 
     public RedisDuplexConnection Connection { get; }
 
-    public RedisChannel WakeChannel { get; }
-
-    public PollingDuplexOptions Options => _options;
-
-    public TimeProvider TimeProvider => _time;
-
-    /// <summary>Opens a session; returns null, or the limit that refused it.</summary>
-    public async Task<string?> OpenAsync(string id, string tokenHash, DuplexEncoding encoding, PollingDuplexMode mode)
+    /// <inheritdoc />
+    protected override async ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, CancellationToken cancellationToken)
     {
+        var token = CreateToken();
+        var tokenHash = Hash(token);
         while (true)
         {
-            var result = (long)await RunAsync(
-                RedisSessionScripts.Open,
-                id,
-                tokenHash,
-                (int)encoding,
-                (int)mode,
-                _options.MaxConcurrentSessions,
-                _options.MaxPendingSessions);
+            var id = CreateSessionId();
+            var result = (long)await RunAsync(RedisSessionScripts.Open, id, tokenHash, (int)encoding, (int)mode, Options.MaxConcurrentSessions, Options.MaxPendingSessions);
             switch (result)
             {
                 case 0:
-                    return null;
+                    return DuplexOpenResult.Opened(id, token);
                 case 1:
-                    return DuplexWire.Codes.TooManySessions;
+                    return DuplexOpenResult.TooManySessions;
                 case 2:
-                    return DuplexWire.Codes.TooManyPendingSessions;
+                    return DuplexOpenResult.TooManyPendingSessions;
                 default:
                     // A 128-bit random id is taken: it cannot happen, but the in-memory store retries too.
-                    id = PollingDuplexServer.Base64Url(System.Security.Cryptography.RandomNumberGenerator.GetBytes(16));
                     continue;
             }
         }
     }
 
-    public async Task<(Lookup Lookup, DuplexEncoding Encoding, PollingDuplexMode Mode, long Received)> FindAsync(string id, string tokenHash)
+    /// <inheritdoc />
+    protected override async ValueTask<DuplexSessionLookup> FindAsync(string sessionId, string token, CancellationToken cancellationToken)
     {
-        var r = (RedisResult[])(await RunAsync(RedisSessionScripts.Find, id, tokenHash))!;
+        var tokenHash = Hash(token);
+        var r = (RedisResult[])(await RunAsync(RedisSessionScripts.Find, sessionId, tokenHash))!;
         var lookup = Read(r);
-        return lookup.Status == 0 ? (lookup, (DuplexEncoding)(int)r[1], (PollingDuplexMode)(int)r[2], (long)r[3]) : (lookup, default, default, 0);
+        return lookup.Status == DuplexLookupStatus.Found
+            ? DuplexSessionLookup.Found(new RedisSession(sessionId, tokenHash, (DuplexEncoding)(int)r[1], (long)r[3]))
+            : lookup;
     }
 
-    /// <summary>Receives one client message, with the command it carries (op empty when the message was rejected).</summary>
-    public async Task<(Lookup Lookup, long Received, long Queued)> ReceiveAsync(string id, string tokenHash, long sequence, string op, string topic, byte[] notification, bool echo, bool tooLarge)
+    /// <summary>Receives one client message: the subscribe, unsubscribe or publish it carries, and the advance of <c>recv</c>, in one script.</summary>
+    protected override async ValueTask<DuplexReceiveResult> ReceiveAsync(DuplexStoreSession session, long sequence, DuplexMessage message, CancellationToken cancellationToken)
     {
+        var tokenHash = ((RedisSession)session).TokenHash;
+        string? rejected = null;
+        string? tooLarge = null;
+        PubSubCommand command = default;
+        var notification = RedisValue.EmptyString;
+        try
+        {
+            command = PubSubCommand.Parse(message);
+        }
+        catch (DuplexMessageRejectedException ex)
+        {
+            rejected = ex.Message;
+        }
+
+        if (rejected is null && command.Operation == PubSubOperation.Publish)
+        {
+            try
+            {
+                notification = command.CreateNotification(Options.MaxMessageSize).Payload;
+            }
+            catch (DuplexMessageRejectedException ex)
+            {
+                // As on one node, refused only if the topic has a subscriber to refuse it for: the script decides.
+                tooLarge = ex.Message;
+            }
+        }
+
         var r = (RedisResult[])(await RunAsync(
             RedisSessionScripts.Receive,
-            id,
+            session.Id,
             tokenHash,
             sequence,
-            op,
-            topic,
+            rejected is null ? OperationName(command.Operation) : string.Empty,
+            command.Topic ?? string.Empty,
             notification,
-            echo ? "1" : "0",
-            _options.MaxPendingMessagesPerSession,
-            _options.MaxPendingBytesPerSession,
-            _options.OverflowPolicy == DuplexOverflowPolicy.FaultSession ? "fault" : "drop",
-            (long)(_options.InactivityTimeout.TotalMilliseconds * 2),
-            tooLarge ? "1" : "0"))!;
-        var lookup = Read(r);
-        return lookup.Status switch
+            command.Echo ? "1" : "0",
+            Options.MaxPendingMessagesPerSession,
+            Options.MaxPendingBytesPerSession,
+            Options.OverflowPolicy == DuplexOverflowPolicy.FaultSession ? "fault" : "drop",
+            (long)(Options.InactivityTimeout.TotalMilliseconds * 2),
+            tooLarge is not null ? "1" : "0"))!;
+        var status = (long)r[0];
+        if (status < 0)
         {
-            0 => (lookup, (long)r[1], (long)r[2]),
-            1 or 2 => (lookup, (long)r[1], 0),
-            _ => (lookup, 0, 0),
+            return DuplexReceiveResult.LookupFailed(Read(r));
+        }
+
+        var received = (long)r[1];
+        return status switch
+        {
+            0 when rejected is not null => DuplexReceiveResult.Rejected(received, rejected),
+            0 => DuplexReceiveResult.Accepted(received),
+            2 => DuplexReceiveResult.Rejected(received, tooLarge!),
+            _ when received >= sequence => DuplexReceiveResult.AlreadyReceived(received),
+            _ => DuplexReceiveResult.OutOfOrder(received),
         };
     }
 
-    public async Task<(Lookup Lookup, long PollNumber, long Acked, DuplexEncoding Encoding, PollingDuplexMode Mode, bool FirstPoll)> BeginPollAsync(string id, string tokenHash, long ack)
+    /// <inheritdoc />
+    protected override async ValueTask<DuplexPollStart> BeginPollAsync(string sessionId, string token, long ack, CancellationToken cancellationToken)
     {
+        var tokenHash = Hash(token);
+
         // Counted as outstanding a little beyond the poll timeout, so a poll on a node that died stops counting soon.
-        var until = Now() + (long)_options.ServerPollTimeout.TotalMilliseconds + 5000;
-        var r = (RedisResult[])(await RunAsync(RedisSessionScripts.BeginPoll, id, tokenHash, ack, until))!;
-        var lookup = Read(r);
-        return lookup.Status == 0
-            ? (lookup, (long)r[1], (long)r[2], (DuplexEncoding)(int)r[3], (PollingDuplexMode)(int)r[4], (long)r[5] == 1)
-            : (lookup, 0, 0, default, default, false);
+        var until = Now() + (long)Options.ServerPollTimeout.TotalMilliseconds + 5000;
+        var r = (RedisResult[])(await RunAsync(RedisSessionScripts.BeginPoll, sessionId, tokenHash, ack, until))!;
+        return (long)r[0] switch
+        {
+            0 => DuplexPollStart.Started(new RedisPoll(this, sessionId, tokenHash, (long)r[1], (long)r[2], (DuplexEncoding)(int)r[3], (PollingDuplexMode)(int)r[4])),
+            -4 => DuplexPollStart.BeyondSent,
+            _ => DuplexPollStart.LookupFailed(Read(r)),
+        };
     }
+
+    /// <inheritdoc />
+    protected override async ValueTask<DuplexSessionLookup> CloseAsync(string sessionId, string token, CancellationToken cancellationToken) =>
+        Read((RedisResult[])(await RunAsync(RedisSessionScripts.End, sessionId, Hash(token), (int)DuplexSessionEndReason.ClosedByClient))!);
 
     /// <summary>
     /// Takes up to <paramref name="limit"/> frames after <paramref name="cursor"/> into <paramref name="frames"/>; with
     /// <paramref name="endWithFrames"/>, frames found also end the poll, as <see cref="EndPollAsync"/> would.
+    /// Returns the script's status: 0 (frames or none), -5 superseded, or a lookup failure.
     /// </summary>
-    public async Task<Lookup> TakeAsync(string id, string tokenHash, long pollNumber, long cursor, int limit, List<OutboundFrame> frames, bool endWithFrames = false)
+    internal async Task<RedisResult[]> TakeAsync(string id, string tokenHash, long pollNumber, long cursor, int limit, List<DuplexFrame> frames, bool endWithFrames)
     {
         var r = (RedisResult[])(await RunAsync(RedisSessionScripts.Take, id, tokenHash, pollNumber, cursor, limit, endWithFrames ? "1" : "0"))!;
-        var status = (long)r[0];
-        if (status < 0)
+        if ((long)r[0] > 0)
         {
-            return Read(r);
-        }
-
-        for (var i = 1; i + 2 < r.Length; i += 3)
-        {
-            var sequence = (long)r[i];
-            if ((string?)r[i + 1] == "m")
+            for (var i = 1; i + 2 < r.Length; i += 3)
             {
-                frames.Add(new OutboundFrame(sequence, PubSub.PubSubHandler.NotificationMessage((byte[])r[i + 2]!)));
-            }
-            else
-            {
-                frames.Add(new OutboundFrame(sequence, null) { Missed = long.Parse((string)r[i + 2]!, CultureInfo.InvariantCulture) });
+                var sequence = (long)r[i];
+                frames.Add((string?)r[i + 1] == "m"
+                    ? DuplexFrame.ForMessage(sequence, DuplexMessage.FromJsonUtf8((byte[])r[i + 2]!))
+                    : DuplexFrame.ForGap(sequence, long.Parse((string)r[i + 2]!, CultureInfo.InvariantCulture)));
             }
         }
 
-        return new Lookup(0, 0);
+        return r;
     }
 
-    public Task EndPollAsync(string id, string tokenHash, long pollNumber) => RunAsync(RedisSessionScripts.EndPoll, id, tokenHash, pollNumber);
+    internal Task EndPollAsync(string id, string tokenHash, long pollNumber) => RunAsync(RedisSessionScripts.EndPoll, id, tokenHash, pollNumber);
 
-    public async Task<Lookup> EndAsync(string id, string tokenHash, DuplexSessionEndReason reason) =>
-        Read((RedisResult[])(await RunAsync(RedisSessionScripts.End, id, tokenHash, (int)reason))!);
-
-    private static Lookup Read(RedisResult[] r)
+    /// <summary>Reads a script's lookup: 0 found, -1 unknown, -2 wrong token, -3 ended (the reason follows).</summary>
+    internal static DuplexSessionLookup Read(RedisResult[] r) => (long)r[0] switch
     {
-        var status = (long)r[0];
-        return new Lookup(status, status == -3 ? (long)r[1] : 0);
-    }
+        0 => DuplexSessionLookup.Found(),
+        -2 => DuplexSessionLookup.InvalidToken,
+        -3 => DuplexSessionLookup.Ended((DuplexSessionEndReason)(long)r[1]),
+        _ => DuplexSessionLookup.Unknown,
+    };
 
-    private long Now() => _time.GetUtcNow().ToUnixTimeMilliseconds();
+    /// <summary>The token hash the scripts compare: SHA-256, base64. The token itself is never stored.</summary>
+    private static string Hash(string token) => Convert.ToBase64String(SHA256.HashData(System.Text.Encoding.UTF8.GetBytes(token)));
 
-    private Task<RedisResult> RunAsync(string script, string id, string tokenHash, params RedisValue[] extra)
+    private static string OperationName(PubSubOperation operation) => operation switch
+    {
+        PubSubOperation.Subscribe => "subscribe",
+        PubSubOperation.Unsubscribe => "unsubscribe",
+        _ => "publish",
+    };
+
+    private long Now() => TimeProvider.GetUtcNow().ToUnixTimeMilliseconds();
+
+    private async Task<RedisResult> RunAsync(string script, string id, string tokenHash, params RedisValue[] extra)
     {
         RedisValue[] args =
         [
@@ -156,22 +196,28 @@ internal sealed class RedisSessionStore
             id,
             tokenHash,
             Now(),
-            (long)_options.InactivityTimeout.TotalMilliseconds,
-            (long)_options.EffectiveFirstPollTimeout.TotalMilliseconds,
+            (long)Options.InactivityTimeout.TotalMilliseconds,
+            (long)FirstPollTimeout.TotalMilliseconds,
             .. extra,
         ];
-        return _db.ScriptEvaluateAsync(script, [(RedisKey)(_prefix + ":s:" + id)], args);
+        try
+        {
+            return await _db.ScriptEvaluateAsync(script, [(RedisKey)(_prefix + ":s:" + id)], args).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is RedisException or RedisTimeoutException)
+        {
+            throw new DuplexStoreUnavailableException(
+                $"The session store (Redis) did not answer: {ex.GetType().Name}. Each change is all or nothing, so nothing was half-done; try again.",
+                ex);
+        }
     }
-}
 
-/// <summary>What a script found: 0 found, -1 unknown, -2 wrong token, -3 ended (<see cref="Reason"/> says why), -4 bad ack, -5 superseded; 1 out of order.</summary>
-internal readonly record struct Lookup(long Status, long Reason)
-{
-    public SessionLookup AsSessionLookup => Status switch
+    /// <summary>A session as a send request found it: its encoding and last received sequence, and the token hash the scripts check.</summary>
+    private sealed class RedisSession(string id, string tokenHash, DuplexEncoding encoding, long received) : DuplexStoreSession(id, encoding)
     {
-        0 => SessionLookup.Found,
-        -2 => SessionLookup.InvalidToken,
-        -3 => SessionLookup.Ended,
-        _ => SessionLookup.Unknown,
-    };
+        public string TokenHash { get; } = tokenHash;
+
+        /// <inheritdoc />
+        public override long Received => received;
+    }
 }

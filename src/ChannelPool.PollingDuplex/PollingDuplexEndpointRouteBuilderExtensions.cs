@@ -1,4 +1,5 @@
 using ChannelPool.PollingDuplex;
+using ChannelPool.PollingDuplex.Stores;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
@@ -31,30 +32,65 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
         ArgumentNullException.ThrowIfNull(endpoints);
         ArgumentException.ThrowIfNullOrWhiteSpace(pattern);
         var services = endpoints.ServiceProvider;
+        return endpoints.MapPollingDuplexOnStore(
+            pattern,
+            options =>
+            {
+                var handler = ActivatorUtilities.GetServiceOrCreateInstance<THandler>(services);
+                var store = new InMemorySessionStore(pattern, options, handler, services.GetService<TimeProvider>() ?? TimeProvider.System, CreateLogger(services));
 
+                // Sessions in this process end with it, so held polls return at once rather than at their timeout.
+                services.GetService<IHostApplicationLifetime>()?.ApplicationStopping.Register(store.Shutdown);
+                return store;
+            },
+            configure);
+    }
+
+    /// <summary>
+    /// Maps a polling duplex endpoint at <paramref name="pattern"/> whose sessions live in the store
+    /// <paramref name="createStore"/> makes, for a package that keeps them elsewhere than in this process (as
+    /// <c>MapPollingDuplexPubSubOnRedis</c> does). Clients see the same protocol: every request is read, checked and
+    /// answered by the same code as on an endpoint mapped with <see cref="MapPollingDuplex{THandler}"/>. The options are
+    /// resolved and validated as there; the store is disposed when the application stops.
+    /// </summary>
+    /// <param name="endpoints">The route builder.</param>
+    /// <param name="pattern">The path prefix, for example <c>/pubsub</c>.</param>
+    /// <param name="createStore">Makes the endpoint's store from its resolved options.</param>
+    /// <param name="configure">Adjusts the endpoint's options.</param>
+    /// <returns>The route group, to add metadata such as authorization or CORS.</returns>
+    /// <exception cref="OptionsValidationException">The options break a rule; the message names each.</exception>
+    /// <exception cref="InvalidOperationException"><paramref name="createStore"/> returned a store for other options.</exception>
+    public static RouteGroupBuilder MapPollingDuplexOnStore(this IEndpointRouteBuilder endpoints, string pattern, Func<PollingDuplexOptions, DuplexSessionStore> createStore, Action<PollingDuplexOptions>? configure = null)
+    {
+        ArgumentNullException.ThrowIfNull(endpoints);
+        ArgumentException.ThrowIfNullOrWhiteSpace(pattern);
+        ArgumentNullException.ThrowIfNull(createStore);
+        var services = endpoints.ServiceProvider;
         var options = ResolveOptions(services, pattern, configure);
-        var logger = services.GetService<ILoggerFactory>()?.CreateLogger("ChannelPool.PollingDuplex") ?? NullLogger.Instance;
-        var handler = ActivatorUtilities.GetServiceOrCreateInstance<THandler>(services);
-        var server = new PollingDuplexServer(pattern, options, handler, services.GetService<TimeProvider>() ?? TimeProvider.System, logger);
-        if (services.GetService<IHostApplicationLifetime>() is { } lifetime)
+        var store = createStore(options);
+        if (store is null || !ReferenceEquals(store.Options, options) || store.Endpoint != pattern)
         {
-            lifetime.ApplicationStopping.Register(server.Shutdown);
-            lifetime.ApplicationStopped.Register(server.Dispose);
+            store?.Dispose();
+            throw new InvalidOperationException($"MapPollingDuplexOnStore(\"{pattern}\"): the store must be made for this endpoint, with the options it was given, so it enforces the limits clients are told.");
         }
 
-        var protocol = new PollingDuplexEndpoints(server, logger);
+        services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(store.Dispose);
+        var protocol = new PollingDuplexEndpoints(store, CreateLogger(services));
         var group = endpoints.MapGroup(pattern);
         group.MapPost("/sessions", (RequestDelegate)protocol.OpenAsync);
-        group.MapPost("/sessions/{id}/messages", (RequestDelegate)protocol.SendAsync);
-        group.MapGet("/sessions/{id}/poll", (RequestDelegate)protocol.PollAsync);
-        group.MapDelete("/sessions/{id}", (RequestDelegate)protocol.CloseAsync);
+        group.MapPost("/sessions/{id}/messages", PollingDuplexEndpoints.WithToken(protocol.SendAsync));
+        group.MapGet("/sessions/{id}/poll", PollingDuplexEndpoints.WithToken(protocol.PollAsync));
+        group.MapDelete("/sessions/{id}", PollingDuplexEndpoints.WithToken(protocol.CloseAsync));
 
         // The catch-all loses to every route above, so it sees only wrong methods and unknown paths.
         group.Map("/{**path}", (RequestDelegate)PollingDuplexEndpoints.NotFoundOrWrongMethodAsync);
         return group;
     }
 
-    internal static PollingDuplexOptions ResolveOptions(IServiceProvider services, string pattern, Action<PollingDuplexOptions>? configure)
+    private static ILogger CreateLogger(IServiceProvider services) =>
+        services.GetService<ILoggerFactory>()?.CreateLogger("ChannelPool.PollingDuplex") ?? NullLogger.Instance;
+
+    private static PollingDuplexOptions ResolveOptions(IServiceProvider services, string pattern, Action<PollingDuplexOptions>? configure)
     {
         // The factory, not hand-applied setups: it runs every Configure, PostConfigure and validator the host registered.
         IEnumerable<IConfigureOptions<PollingDuplexOptions>> setups = services.GetServices<IConfigureOptions<PollingDuplexOptions>>().ToList();

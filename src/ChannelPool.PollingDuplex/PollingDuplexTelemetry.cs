@@ -22,9 +22,13 @@ public static class PollingDuplexTelemetry
     internal static readonly ActivitySource ActivitySource = new(ActivitySourceName, Version);
 }
 
-/// <summary>One endpoint's instruments: sessions by state, polls, deliveries, redeliveries, drops and poll hold time.</summary>
+/// <summary>
+/// One endpoint's instruments: sessions by state, polls, deliveries, redeliveries, drops and poll hold time. The
+/// endpoint code records polls and received messages for every store; the rest are its store's to record.
+/// </summary>
 internal sealed class PollingDuplexMetrics : IDisposable
 {
+    private static readonly string[] OutcomeTags = ["messages", "empty", "superseded", "ended", "aborted"];
     private readonly Meter _meter;
     private readonly KeyValuePair<string, object?> _endpoint;
     private readonly Counter<long> _sessionsOpened;
@@ -36,18 +40,16 @@ internal sealed class PollingDuplexMetrics : IDisposable
     private readonly Counter<long> _dropped;
     private readonly Histogram<double> _pollDuration;
 
-    public PollingDuplexMetrics(string endpoint, Func<(int Pending, int Active)> sessions)
+    public PollingDuplexMetrics(string endpoint, Func<(int Pending, int Active)?> sessions)
     {
         _endpoint = new(PollingDuplexTelemetry.EndpointTag, endpoint);
         var tag = _endpoint;
         _meter = new Meter(new MeterOptions(PollingDuplexTelemetry.MeterName) { Version = PollingDuplexTelemetry.Version, Tags = [_endpoint] });
         _meter.CreateObservableUpDownCounter<int>(
             "pollingduplex.sessions",
-            () =>
-            {
-                var (pending, active) = sessions();
-                return [new Measurement<int>(pending, tag, new("pollingduplex.session.state", "pending")), new Measurement<int>(active, tag, new("pollingduplex.session.state", "active"))];
-            },
+            () => sessions() is { } counts
+                ? [new Measurement<int>(counts.Pending, tag, new("pollingduplex.session.state", "pending")), new Measurement<int>(counts.Active, tag, new("pollingduplex.session.state", "active"))]
+                : [],
             unit: "{session}",
             description: "Sessions by state: pending (opened, not yet polled) and active.");
         _sessionsOpened = _meter.CreateCounter<long>("pollingduplex.sessions.opened", "{session}", "Sessions opened.");
@@ -69,9 +71,9 @@ internal sealed class PollingDuplexMetrics : IDisposable
 
     public void Ended(DuplexSessionEndReason reason) => _sessionsEnded.Add(1, _endpoint, new("pollingduplex.session.end_reason", reason.ToString()));
 
-    public void Poll(string outcome, TimeSpan held)
+    public void Poll(PollOutcome outcome, TimeSpan held)
     {
-        _polls.Add(1, _endpoint, new("pollingduplex.poll.outcome", outcome));
+        _polls.Add(1, _endpoint, new("pollingduplex.poll.outcome", OutcomeTags[(int)outcome]));
         _pollDuration.Record(held.TotalSeconds, _endpoint);
     }
 

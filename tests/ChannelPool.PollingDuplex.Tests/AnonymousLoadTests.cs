@@ -1,3 +1,4 @@
+using ChannelPool.PollingDuplex.Stores;
 using Microsoft.Extensions.Time.Testing;
 using ChannelPool.PollingDuplex.PubSub;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -14,14 +15,14 @@ public class AnonymousLoadTests
     public void ASessionThatNeverPolls_StopsCountingAsPending_AfterTheFirstPollDeadline_NotTheInactivityTimeout()
     {
         var time = new FakeTimeProvider();
-        using var server = new PollingDuplexServer("/d", new PollingDuplexOptions { MaxPendingSessions = 2 }, new RecordingHandler(), time, NullLogger.Instance);
+        using var server = new InMemorySessionStore("/d", new PollingDuplexOptions { MaxPendingSessions = 2 }, new RecordingHandler(), time, NullLogger.Instance);
         for (var i = 0; i < 2; i++)
         {
             Assert.That(server.TryReserve(), Is.Null);
             server.Create(DuplexEncoding.Text, PollingDuplexMode.MultipleMessagesPerPoll);
         }
 
-        Assert.That(server.TryReserve(), Is.EqualTo(DuplexWire.Codes.TooManyPendingSessions));
+        Assert.That(server.TryReserve()?.Status, Is.EqualTo(DuplexOpenStatus.TooManyPendingSessions));
 
         time.Advance(TimeSpan.FromMinutes(1));
 
@@ -33,7 +34,7 @@ public class AnonymousLoadTests
     public async Task ATopicWithNoSubscribers_GoesAway()
     {
         var pubSub = new PubSubHandler();
-        using var server = new PollingDuplexServer("/p", new PollingDuplexOptions(), pubSub, TimeProvider.System, NullLogger.Instance);
+        using var server = new InMemorySessionStore("/p", new PollingDuplexOptions(), pubSub, TimeProvider.System, NullLogger.Instance);
         Assert.That(server.TryReserve(), Is.Null);
         var (session, _) = server.Create(DuplexEncoding.Text, PollingDuplexMode.MultipleMessagesPerPoll);
         for (var i = 0; i < 100; i++)
@@ -54,7 +55,7 @@ public class AnonymousLoadTests
     [Test]
     public void EndedSessionRecords_AreBoundedInCount()
     {
-        using var server = new PollingDuplexServer("/d", new PollingDuplexOptions(), new RecordingHandler(), TimeProvider.System, NullLogger.Instance);
+        using var server = new InMemorySessionStore("/d", new PollingDuplexOptions(), new RecordingHandler(), TimeProvider.System, NullLogger.Instance);
         for (var i = 0; i < 30_000; i++)
         {
             Open(server).Close();
@@ -78,7 +79,7 @@ public class AnonymousLoadTests
         const long CeilingBytes = 4 * 1024 * 1024;
         var time = new FakeTimeProvider();
         var pubSub = new PubSubHandler();
-        using var server = new PollingDuplexServer("/p", new PollingDuplexOptions(), pubSub, time, NullLogger.Instance);
+        using var server = new InMemorySessionStore("/p", new PollingDuplexOptions(), pubSub, time, NullLogger.Instance);
         var next = 0;
         async Task SpendAsync(int budget)
         {
@@ -127,7 +128,7 @@ public class AnonymousLoadTests
         GC.KeepAlive(server);
     }
 
-    private static DuplexSession Open(PollingDuplexServer server)
+    private static DuplexSession Open(InMemorySessionStore server)
     {
         Assert.That(server.TryReserve(), Is.Null);
         return server.Create(DuplexEncoding.Text, PollingDuplexMode.MultipleMessagesPerPoll).Session;
@@ -135,5 +136,5 @@ public class AnonymousLoadTests
 
     private static int TopicCount(PubSubHandler handler) => handler.TopicCount;
 
-    private static int EndedRecordCount(PollingDuplexServer server) => server.EndedSessionRecordCount;
+    private static int EndedRecordCount(InMemorySessionStore server) => server.EndedSessionRecordCount;
 }

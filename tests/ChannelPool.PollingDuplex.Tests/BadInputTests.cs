@@ -335,6 +335,20 @@ public class BadInputTests
         Assert.That(error.Failures, Has.Some.EqualTo("Polling duplex endpoint '/range': The field PollingDuplexOptions.OverflowPolicy must be FaultSession or GapMarker; it was 42."));
     }
 
+    [Test]
+    public void AStoreMadeForOtherOptionsOrAnotherEndpoint_StopsTheEndpointFromBeingMapped()
+    {
+        var app = WebApplication.CreateSlimBuilder().Build();
+        using var otherOptions = new InMemorySessionStore("/store", new PollingDuplexOptions(), new RecordingHandler(), TimeProvider.System, Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);
+
+        var wrongOptions = Assert.Throws<InvalidOperationException>(() => app.MapPollingDuplexOnStore("/store", _ => otherOptions));
+        var wrongEndpoint = Assert.Throws<InvalidOperationException>(() => app.MapPollingDuplexOnStore(
+            "/elsewhere", options => new InMemorySessionStore("/store", options, new RecordingHandler(), TimeProvider.System, Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance)));
+
+        Assert.That(wrongOptions!.Message, Does.Contain("MapPollingDuplexOnStore(\"/store\"): the store must be made for this endpoint, with the options it was given"));
+        Assert.That(wrongEndpoint!.Message, Does.Contain("MapPollingDuplexOnStore(\"/elsewhere\")"));
+    }
+
     private static byte[] Frame(byte kind, ulong seq, byte[] payload)
     {
         var frame = new byte[13 + payload.Length];

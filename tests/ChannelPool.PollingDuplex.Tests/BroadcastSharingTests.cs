@@ -1,6 +1,6 @@
+using ChannelPool.PollingDuplex.Stores;
 using System.Text;
 using ChannelPool.PollingDuplex.PubSub;
-using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Logging.Abstractions;
 
 namespace ChannelPool.PollingDuplex.Tests;
@@ -12,7 +12,7 @@ public class BroadcastSharingTests
     public async Task Publish_SerializesOnce_AndQueuesTheSameBytesToEverySubscriber()
     {
         var pubSub = new PubSubHandler();
-        using var server = new PollingDuplexServer("/pubsub", new PollingDuplexOptions(), pubSub, TimeProvider.System, NullLogger.Instance);
+        using var server = new InMemorySessionStore("/pubsub", new PollingDuplexOptions(), pubSub, TimeProvider.System, NullLogger.Instance);
         var sessions = new List<DuplexSession>();
         for (var i = 0; i < 5; i++)
         {
@@ -26,9 +26,9 @@ public class BroadcastSharingTests
 
         var queued = sessions.Select(session =>
         {
-            var frames = new List<OutboundFrame>();
-            var ticket = session.BeginPoll(new DefaultHttpContext(), 0, out _, out _, out _)!;
-            Assert.That(session.TakeFrames(ticket, frames, out _), Is.EqualTo(PollState.Frames));
+            var frames = new List<DuplexFrame>();
+            var ticket = session.BeginPoll(0, out _, out _)!;
+            Assert.That(session.TakeFrames(ticket, frames, maxFrames: 64).Status, Is.EqualTo(DuplexTakeStatus.Frames));
             return frames.Single().Message!;
         }).ToList();
         Assert.That(queued.Distinct(), Has.Exactly(1).Items, "one DuplexMessage instance, shared by every session in both encodings");

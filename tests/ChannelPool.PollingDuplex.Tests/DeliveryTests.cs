@@ -20,6 +20,29 @@ public class DeliveryTests
         }
     }
 
+    [Test]
+    public async Task ConcurrentCopiesOfOneSend_AreEachReceivedOnce_InOrder()
+    {
+        await using var server = await DuplexTestServer.StartAsync();
+        using var http = DuplexTestServer.CreateHttpClient(HttpVersion.Version20);
+        var session = await RawSession.OpenAsync(http, server.Duplex);
+        var body = string.Concat(Enumerable.Range(1, 20).Select(i => $"{{\"seq\":{i},\"data\":{i}}}\n"));
+
+        // As a client that retried a send whose response was lost, while the first copy is still being received.
+        var responses = await Task.WhenAll(Enumerable.Range(0, 8).Select(_ => session.SendTextAsync(body))).Within();
+
+        foreach (var response in responses)
+        {
+            using (response)
+            {
+                Assert.That(response.StatusCode, Is.EqualTo(HttpStatusCode.OK), await response.Content.ReadAsStringAsync());
+                Assert.That(await response.Content.ReadAsStringAsync(), Is.EqualTo("{\"received\":20}"));
+            }
+        }
+
+        Assert.That(server.Recorder.Received[session.Id].Select(m => m.ToString()), Is.EqualTo(Enumerable.Range(1, 20).Select(i => i.ToString(System.Globalization.CultureInfo.InvariantCulture))));
+    }
+
     [TestCaseSource(nameof(ModesAndEncodings))]
     public async Task MessagesFlowBothWays_InOrder_InEveryModeAndEncoding(DuplexEncoding encoding, PollingDuplexMode mode, bool http2)
     {

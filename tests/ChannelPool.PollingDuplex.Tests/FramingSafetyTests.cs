@@ -1,10 +1,10 @@
+using ChannelPool.PollingDuplex.Stores;
 using System.Buffers.Binary;
 using System.Net;
 using System.Text;
 using System.Text.Json;
 using ChannelPool.PollingDuplex.Client;
 using ChannelPool.PollingDuplex.PubSub;
-using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Logging.Abstractions;
 
 namespace ChannelPool.PollingDuplex.Tests;
@@ -120,7 +120,7 @@ public class FramingSafetyTests
     public async Task Publish_FromBothEncodings_QueuesOneMessage_SharedByBothEncodings()
     {
         var pubSub = new PubSubHandler();
-        using var server = new PollingDuplexServer("/pubsub", new PollingDuplexOptions(), pubSub, TimeProvider.System, NullLogger.Instance);
+        using var server = new InMemorySessionStore("/pubsub", new PollingDuplexOptions(), pubSub, TimeProvider.System, NullLogger.Instance);
         var sessions = new List<DuplexSession>();
         for (var i = 0; i < 4; i++)
         {
@@ -134,9 +134,9 @@ public class FramingSafetyTests
 
         var queued = sessions.Select(session =>
         {
-            var frames = new List<OutboundFrame>();
-            var ticket = session.BeginPoll(new DefaultHttpContext(), 0, out _, out _, out _)!;
-            Assert.That(session.TakeFrames(ticket, frames, out _), Is.EqualTo(PollState.Frames));
+            var frames = new List<DuplexFrame>();
+            var ticket = session.BeginPoll(0, out _, out _)!;
+            Assert.That(session.TakeFrames(ticket, frames, maxFrames: 64).Status, Is.EqualTo(DuplexTakeStatus.Frames));
             return frames.Single().Message!;
         }).ToList();
         Assert.That(queued.Distinct(), Has.Exactly(1).Items, "one encoded form, shared by text and binary subscribers");

@@ -1,5 +1,4 @@
 using System.Net;
-using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Logging.Abstractions;
 
 namespace ChannelPool.PollingDuplex.Tests;
@@ -40,7 +39,7 @@ public class PendingLimitTests
     [Test]
     public void TheDefault_LetsABurstOfNinePassASessionBetweenPolls()
     {
-        using var server = new PollingDuplexServer("/d", new PollingDuplexOptions(), new RecordingHandler(), TimeProvider.System, NullLogger.Instance);
+        using var server = new InMemorySessionStore("/d", new PollingDuplexOptions(), new RecordingHandler(), TimeProvider.System, NullLogger.Instance);
         Assert.That(server.TryReserve(), Is.Null);
         var (session, _) = server.Create(DuplexEncoding.Text, PollingDuplexMode.MultipleMessagesPerPoll);
 
@@ -52,10 +51,10 @@ public class PendingLimitTests
     [Test]
     public void ASessionThatStopsPolling_IsStillBounded_ByCount()
     {
-        using var server = new PollingDuplexServer("/d", new PollingDuplexOptions { MaxPendingMessagesPerSession = 8 }, new RecordingHandler(), TimeProvider.System, NullLogger.Instance);
+        using var server = new InMemorySessionStore("/d", new PollingDuplexOptions { MaxPendingMessagesPerSession = 8 }, new RecordingHandler(), TimeProvider.System, NullLogger.Instance);
         Assert.That(server.TryReserve(), Is.Null);
         var (session, _) = server.Create(DuplexEncoding.Text, PollingDuplexMode.MultipleMessagesPerPoll);
-        var ticket = session.BeginPoll(new DefaultHttpContext(), 0, out _, out _, out _)!;
+        var ticket = session.BeginPoll(0, out _, out _)!;
         session.EndPoll(ticket);
 
         var results = Enumerable.Range(1, 9).Select(i => session.Send(DuplexMessage.FromJson(i))).ToList();
@@ -69,10 +68,10 @@ public class PendingLimitTests
     public void ASessionWhosePollStopsReading_IsStillBounded_ByBytes_EvenForTinyMessages()
     {
         var options = new PollingDuplexOptions { MaxPendingBytesPerSession = 64 * 1024, MaxMessageSize = 1024, MaxSendRequestSize = 2048 };
-        using var server = new PollingDuplexServer("/d", options, new RecordingHandler(), TimeProvider.System, NullLogger.Instance);
+        using var server = new InMemorySessionStore("/d", options, new RecordingHandler(), TimeProvider.System, NullLogger.Instance);
         Assert.That(server.TryReserve(), Is.Null);
         var (session, _) = server.Create(DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll);
-        session.BeginPoll(new DefaultHttpContext(), 0, out _, out _, out _);
+        session.BeginPoll(0, out _, out _);
 
         var tiny = DuplexMessage.FromBytes(new byte[1]);
         var queued = 0;

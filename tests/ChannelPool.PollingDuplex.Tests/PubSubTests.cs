@@ -1,6 +1,7 @@
 using System.Text;
 using System.Text.Json;
 using ChannelPool.PollingDuplex.Client;
+using ChannelPool.PollingDuplex.PubSub;
 
 namespace ChannelPool.PollingDuplex.Tests;
 
@@ -109,6 +110,35 @@ public class PubSubTests
         var delivery = await subscriber.ReceiveAsync().Within();
         Assert.That(Data(delivery.Message!).GetString(), Is.EqualTo("small"), "the subscriber got the next message, and nothing broken before it");
         Assert.That(subscriber.State, Is.EqualTo(DuplexClientSessionState.Open));
+    }
+
+    [TestCase("1,\"forged\":2", TestName = "ServerPublish_OfTwoValuesThatWouldForgeAMember_IsRefused")]
+    [TestCase("{\"a\":1} {\"b\":2}", TestName = "ServerPublish_OfTwoObjects_IsRefused")]
+    [TestCase("", TestName = "ServerPublish_OfNothing_IsRefused")]
+    [TestCase("{\"open\":", TestName = "ServerPublish_OfAnUnfinishedValue_IsRefused")]
+    public async Task ServerPublish_OfDataThatIsNotOneJsonValue_IsRefused_AndNothingIsQueued(string data)
+    {
+        var pubSub = new PubSubHandler();
+        using var store = new InMemorySessionStore("/pubsub", new PollingDuplexOptions(), pubSub, TimeProvider.System, Microsoft.Extensions.Logging.Abstractions.NullLogger.Instance);
+        Assert.That(store.TryReserve(), Is.Null);
+        var (subscriber, _) = store.Create(DuplexEncoding.Text, PollingDuplexMode.MultipleMessagesPerPoll);
+        await pubSub.OnMessageAsync(subscriber, DuplexMessage.FromJson(new { op = "subscribe", topic = "t" }), CancellationToken.None);
+
+        Assert.That(
+            () => pubSub.Publish("t", Encoding.UTF8.GetBytes(data)),
+            Throws.ArgumentException.With.Message.StartsWith("The data must be one JSON value in valid UTF-8").And.Property(nameof(ArgumentException.ParamName)).EqualTo("data"));
+
+        var frames = new List<DuplexFrame>();
+        var poll = subscriber.BeginPoll(0, out _, out _)!;
+        Assert.That(subscriber.TakeFrames(poll, frames, maxFrames: 64).Status, Is.EqualTo(ChannelPool.PollingDuplex.Stores.DuplexTakeStatus.Waiting), "nothing was queued");
+    }
+
+    [Test]
+    public void ServerPublish_OfInvalidUtf8_IsRefused()
+    {
+        var pubSub = new PubSubHandler();
+
+        Assert.That(() => pubSub.Publish("t", [(byte)'"', 0xFF, (byte)'"']), Throws.ArgumentException.With.Message.Contains("not valid UTF-8"));
     }
 
     private static JsonElement Data(DuplexMessage message) => JsonDocument.Parse(message.Payload).RootElement.GetProperty("data").Clone();

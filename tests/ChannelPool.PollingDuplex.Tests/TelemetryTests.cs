@@ -1,5 +1,3 @@
-using System.Collections.Concurrent;
-using System.Diagnostics.Metrics;
 using ChannelPool.PollingDuplex.Client;
 
 namespace ChannelPool.PollingDuplex.Tests;
@@ -9,28 +7,7 @@ public class TelemetryTests
     [Test]
     public async Task Metrics_CountSessionsPollsDeliveriesRedeliveriesAndReceipts_TaggedWithTheEndpoint()
     {
-        var measured = new ConcurrentDictionary<string, long>();
-        using var listener = new MeterListener
-        {
-            InstrumentPublished = (instrument, l) =>
-            {
-                if (instrument.Meter.Name == PollingDuplexTelemetry.MeterName)
-                {
-                    l.EnableMeasurementEvents(instrument);
-                }
-            },
-        };
-        listener.SetMeasurementEventCallback<long>((instrument, value, tags, _) =>
-        {
-            foreach (var tag in tags)
-            {
-                if (tag.Key == PollingDuplexTelemetry.EndpointTag && Equals(tag.Value, "/duplex"))
-                {
-                    measured.AddOrUpdate(instrument.Name, value, (_, total) => total + value);
-                }
-            }
-        });
-        listener.Start();
+        using var measured = new EndpointMetrics("/duplex");
 
         await using var server = await DuplexTestServer.StartAsync(o => o.MaxPendingMessagesPerSession = 64);
         using var http = DuplexTestServer.CreateHttpClient();
@@ -57,11 +34,11 @@ public class TelemetryTests
         {
         }
 
-        await Eventually.That(() => measured.GetValueOrDefault("pollingduplex.sessions.ended") == 1, "the close was counted");
-        Assert.That(measured.GetValueOrDefault("pollingduplex.sessions.opened"), Is.EqualTo(1));
-        Assert.That(measured.GetValueOrDefault("pollingduplex.polls"), Is.EqualTo(2));
-        Assert.That(measured.GetValueOrDefault("pollingduplex.messages.delivered"), Is.EqualTo(3));
-        Assert.That(measured.GetValueOrDefault("pollingduplex.messages.redelivered"), Is.EqualTo(3));
-        Assert.That(measured.GetValueOrDefault("pollingduplex.messages.received"), Is.EqualTo(2));
+        await Eventually.That(() => measured["pollingduplex.sessions.ended"] == 1, "the close was counted");
+        Assert.That(measured["pollingduplex.sessions.opened"], Is.EqualTo(1));
+        Assert.That(measured["pollingduplex.polls"], Is.EqualTo(2));
+        Assert.That(measured["pollingduplex.messages.delivered"], Is.EqualTo(3));
+        Assert.That(measured["pollingduplex.messages.redelivered"], Is.EqualTo(3));
+        Assert.That(measured["pollingduplex.messages.received"], Is.EqualTo(2));
     }
 }

@@ -1,4 +1,3 @@
-using System.Buffers;
 using System.Collections.Concurrent;
 using System.Text.Json;
 
@@ -42,31 +41,35 @@ public sealed class PubSubHandler : PollingDuplexHandler
     public int Publish(string topic, ReadOnlySpan<byte> data)
     {
         ArgumentNullException.ThrowIfNull(topic);
-        if (!System.Text.Unicode.Utf8.IsValid(data) || !DuplexMessage.IsSingleJsonValue(data, out _))
+        DuplexMessage value;
+        try
         {
-            throw new ArgumentException("The data must be one JSON value in valid UTF-8.", nameof(data));
+            // Checked on its own: data such as 1,"x":2 would make the whole notification valid JSON with a forged member.
+            value = DuplexMessage.FromJsonUtf8(data.ToArray());
+        }
+        catch (ArgumentException ex)
+        {
+            throw new ArgumentException($"The data must be one JSON value in valid UTF-8: {ex.Message}", nameof(data), ex);
         }
 
-        return Fanout(topic, JsonEncodedText.Encode(topic).EncodedUtf8Bytes, data, except: null, fromClient: false);
+        return Fanout(topic, JsonEncodedText.Encode(topic).EncodedUtf8Bytes, value.Payload.Span, except: null, fromClient: false);
     }
 
     /// <inheritdoc />
     public override ValueTask OnMessageAsync(DuplexSession session, DuplexMessage message, CancellationToken cancellationToken)
     {
         ArgumentNullException.ThrowIfNull(session);
-        ArgumentNullException.ThrowIfNull(message);
-        var command = Parse(message.Payload);
-        switch (command.Op)
+        var command = PubSubCommand.Parse(message);
+        switch (command.Operation)
         {
-            case "subscribe":
+            case PubSubOperation.Subscribe:
                 Subscribe(session, command.Topic);
                 break;
-            case "unsubscribe":
+            case PubSubOperation.Unsubscribe:
                 Unsubscribe(session, command.Topic);
                 break;
-            case "publish":
-                var payload = message.Payload.Span;
-                Fanout(command.Topic, payload[command.RawTopic][1..^1], payload[command.Data], command.Echo ? null : session, fromClient: true);
+            default:
+                Fanout(command.Topic, command.EscapedTopic, command.Data, command.Echo ? null : session, fromClient: true);
                 break;
         }
 
@@ -109,9 +112,7 @@ public sealed class PubSubHandler : PollingDuplexHandler
 
         var subscribers = t.Subscribers;
         var limit = (except ?? subscribers.FirstOrDefault())?.MaxMessageSize ?? int.MaxValue;
-        var payload = Notification(topic, escapedTopic, data, limit, fromClient);
-
-        var message = DuplexMessage.FromValidatedJson(payload);
+        var message = PubSubNotification.Create(topic, escapedTopic, data, limit, fromClient);
         var queued = 0;
         foreach (var subscriber in subscribers)
         {
@@ -123,40 +124,6 @@ public sealed class PubSubHandler : PollingDuplexHandler
 
         return queued;
     }
-
-    /// <summary>
-    /// Serializes a notification once, for both encodings: every subscriber's frame carries these same bytes. Copying
-    /// the topic as escaped and the data without line breaks means the notification is shorter than the publish command.
-    /// </summary>
-    /// <exception cref="DuplexMessageRejectedException">A client's notification would exceed <paramref name="limit"/>.</exception>
-    /// <exception cref="ArgumentException">A server-side notification would exceed <paramref name="limit"/>.</exception>
-    internal static byte[] Notification(string topic, ReadOnlySpan<byte> escapedTopic, ReadOnlySpan<byte> data, int limit, bool fromClient)
-    {
-        var compact = DuplexMessage.HasLineBreak(data) ? DuplexMessage.Compact(data) : data;
-        var payload = new byte["{\"topic\":\"\",\"data\":}"u8.Length + escapedTopic.Length + compact.Length];
-        var written = 0;
-        void Append(ReadOnlySpan<byte> bytes)
-        {
-            bytes.CopyTo(payload.AsSpan(written));
-            written += bytes.Length;
-        }
-
-        Append("{\"topic\":\""u8);
-        Append(escapedTopic);
-        Append("\",\"data\":"u8);
-        Append(compact);
-        Append("}"u8);
-        if (payload.Length > limit)
-        {
-            var reason = $"Published to \"{topic}\", the notification would be {payload.Length} bytes, over the endpoint's {limit}-byte MaxMessageSize.";
-            throw fromClient ? new DuplexMessageRejectedException(reason) : new ArgumentException(reason, nameof(data));
-        }
-
-        return payload;
-    }
-
-    /// <summary>Wraps a notification built by <see cref="Notification"/>, which is valid JSON by construction.</summary>
-    internal static DuplexMessage NotificationMessage(byte[] payload) => DuplexMessage.FromValidatedJson(payload);
 
     private void Subscribe(DuplexSession session, string topic)
     {
@@ -203,90 +170,6 @@ public sealed class PubSubHandler : PollingDuplexHandler
             _topics.TryRemove(new KeyValuePair<string, Topic>(topic, t));
         }
     }
-
-    /// <summary>Reads one client command, or throws <see cref="DuplexMessageRejectedException"/> saying what is wrong with it.</summary>
-    internal static Command Parse(ReadOnlyMemory<byte> payload)
-    {
-        if (!System.Text.Unicode.Utf8.IsValid(payload.Span))
-        {
-            throw new DuplexMessageRejectedException("A command must be valid UTF-8.");
-        }
-
-        string? op = null;
-        string? topic = null;
-        Range rawTopic = default;
-        Range data = default;
-        var seen = new HashSet<string>(StringComparer.Ordinal);
-        var hasData = false;
-        var echo = false;
-        try
-        {
-            var reader = new Utf8JsonReader(payload.Span);
-            if (!reader.Read() || reader.TokenType != JsonTokenType.StartObject)
-            {
-                throw new DuplexMessageRejectedException("A command must be a JSON object with an \"op\".");
-            }
-
-            while (reader.Read() && reader.TokenType == JsonTokenType.PropertyName)
-            {
-                var name = reader.GetString()!;
-                if (name is "op" or "topic" or "data" or "echo" && !seen.Add(name))
-                {
-                    throw new DuplexMessageRejectedException($"A command must not repeat \"{name}\".");
-                }
-
-                reader.Read();
-                switch (name)
-                {
-                    case "op" when reader.TokenType == JsonTokenType.String:
-                        op = reader.GetString();
-                        break;
-                    case "topic" when reader.TokenType == JsonTokenType.String:
-                        topic = reader.GetString();
-                        rawTopic = (int)reader.TokenStartIndex..(int)reader.BytesConsumed;
-                        break;
-                    case "echo" when reader.TokenType is JsonTokenType.True or JsonTokenType.False:
-                        echo = reader.GetBoolean();
-                        break;
-                    case "echo":
-                        throw new DuplexMessageRejectedException("\"echo\" must be true or false.");
-                    case "data":
-                        var start = (int)reader.TokenStartIndex;
-                        reader.Skip();
-                        data = start..(int)reader.BytesConsumed;
-                        hasData = true;
-                        break;
-                    default:
-                        reader.Skip();
-                        break;
-                }
-            }
-        }
-        catch (JsonException ex)
-        {
-            throw new DuplexMessageRejectedException($"A command must be a JSON object: {ex.Message}", ex);
-        }
-
-        if (op is not ("subscribe" or "unsubscribe" or "publish"))
-        {
-            throw new DuplexMessageRejectedException($"Unknown op \"{op}\"; use subscribe, unsubscribe or publish.");
-        }
-
-        if (string.IsNullOrEmpty(topic) || topic.Length > MaxTopicLength)
-        {
-            throw new DuplexMessageRejectedException($"A {op} needs a \"topic\" of 1 to {MaxTopicLength} characters.");
-        }
-
-        if (op == "publish" && !hasData)
-        {
-            throw new DuplexMessageRejectedException("A publish needs \"data\".");
-        }
-
-        return new Command(op, topic, rawTopic, data, echo);
-    }
-
-    /// <summary>A client command: its op, topic (and where the topic and data sit in the payload), and whether to echo.</summary>
-    internal readonly record struct Command(string Op, string Topic, Range RawTopic, Range Data, bool Echo);
 
     /// <summary>A topic's subscribers: copy-on-write, so a broadcast walks a stable array with no lock held.</summary>
     private sealed class Topic

@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.Runtime.InteropServices;
 using System.Security.Cryptography;
+using ChannelPool.PollingDuplex.Stores;
 
 namespace ChannelPool.PollingDuplex;
 
@@ -11,7 +12,7 @@ namespace ChannelPool.PollingDuplex;
 /// </summary>
 public sealed class DuplexSession
 {
-    private readonly PollingDuplexServer _server;
+    private readonly InMemorySessionStore _store;
     private readonly byte[] _tokenHash;
     private readonly Lock _lock = new();
 
@@ -32,18 +33,20 @@ public sealed class DuplexSession
     private TaskCompletionSource? _room;
     private DuplexSessionEndReason? _endReason;
     private long _lastActivity;
+    private long _received;
 
     /// <summary>What one held frame costs beyond its payload (its slot, sequence number and share of the message), in bytes.</summary>
     internal const int HeldFrameOverhead = 64;
 
-    internal DuplexSession(PollingDuplexServer server, string id, byte[] tokenHash, DuplexEncoding encoding, PollingDuplexMode mode, long now)
+    internal DuplexSession(InMemorySessionStore store, string id, byte[] tokenHash, DuplexEncoding encoding, PollingDuplexMode mode, long now)
     {
-        _server = server;
+        _store = store;
         Id = id;
         _tokenHash = tokenHash;
         Encoding = encoding;
         Mode = mode;
         _lastActivity = now;
+        AsStoreSession = new Receiver(this);
     }
 
     /// <summary>Gets the session's id (not a secret; the token is).</summary>
@@ -68,18 +71,25 @@ public sealed class DuplexSession
     }
 
     /// <summary>Gets the largest message payload the session carries, in bytes: the endpoint's MaxMessageSize, which clients enforce too.</summary>
-    public int MaxMessageSize => _server.Options.MaxMessageSize;
+    public int MaxMessageSize => _store.Options.MaxMessageSize;
 
     /// <summary>Gets a place for the application to keep per-session state, for example subscriptions.</summary>
     public ConcurrentDictionary<object, object?> Items { get; } = new();
 
     /// <summary>Gets the client-to-server sequence number last accepted. Changed only while <see cref="SendGate"/> is held.</summary>
-    internal long Received { get; set; }
+    internal long Received
+    {
+        get => Volatile.Read(ref _received);
+        set => Volatile.Write(ref _received, value);
+    }
 
-    /// <summary>Serializes a session's send requests, so its messages reach the application one by one, in order.</summary>
+    /// <summary>Serializes receiving the session's messages, so they reach the application one by one, in order.</summary>
     internal SemaphoreSlim SendGate { get; } = new(1, 1);
 
     internal bool HasPolled { get; private set; }
+
+    /// <summary>Gets the session as the endpoint's send path sees it; one per session, so a send allocates nothing for it.</summary>
+    internal DuplexStoreSession AsStoreSession { get; }
 
     internal long LastActivity => Volatile.Read(ref _lastActivity);
 
@@ -130,12 +140,12 @@ public sealed class DuplexSession
 
         if (overflowFault)
         {
-            _server.Metrics.Dropped();
-            _server.End(this, DuplexSessionEndReason.Overflow);
+            _store.Metrics.Dropped();
+            _store.End(this, DuplexSessionEndReason.Overflow);
         }
         else if (result == DuplexSendResult.Dropped)
         {
-            _server.Metrics.Dropped();
+            _store.Metrics.Dropped();
         }
 
         wake?.Wake();
@@ -208,7 +218,7 @@ public sealed class DuplexSession
     }
 
     /// <summary>Ends the session from the server side; the client's next request is answered <c>410</c>.</summary>
-    public void Close() => _server.End(this, DuplexSessionEndReason.ClosedByServer);
+    public void Close() => _store.End(this, DuplexSessionEndReason.ClosedByServer);
 
     private PollingDuplexOptions CheckOutbound(DuplexMessage message)
     {
@@ -220,7 +230,7 @@ public sealed class DuplexSession
 
         // The validator keeps MaxPendingBytesPerSession at least MaxMessageSize, so a message that passes always fits
         // an empty buffer.
-        var options = _server.Options;
+        var options = _store.Options;
         if (message.Payload.Length > options.MaxMessageSize)
         {
             throw new ArgumentException(
@@ -235,19 +245,18 @@ public sealed class DuplexSession
 
     internal byte[] TokenHash => _tokenHash;
 
-    internal void Touch() => Volatile.Write(ref _lastActivity, _server.TimeProvider.GetTimestamp());
+    internal void Touch() => Volatile.Write(ref _lastActivity, _store.TimeProvider.GetTimestamp());
 
     /// <summary>
     /// Starts a poll: applies its acknowledgement, and makes it the session's one outstanding poll, superseding any
-    /// other. Returns null with <paramref name="badAck"/> set when the acknowledgement is beyond what was sent, or
-    /// with <paramref name="ended"/> set when the session is over.
+    /// other. Returns null with <paramref name="ended"/> set when the session is over, or with it null when the
+    /// acknowledgement is beyond what was sent.
     /// </summary>
-    internal PollTicket? BeginPoll(Microsoft.AspNetCore.Http.HttpContext context, long ack, out bool badAck, out DuplexSessionEndReason? ended, out bool firstPoll)
+    internal PollTicket? BeginPoll(long ack, out DuplexSessionEndReason? ended, out bool firstPoll)
     {
         PollTicket? previous;
         PollTicket ticket;
         TaskCompletionSource? room;
-        badAck = false;
         firstPoll = false;
         using (_lock.EnterScope())
         {
@@ -259,7 +268,6 @@ public sealed class DuplexSession
 
             if (ack > _highestSent)
             {
-                badAck = true;
                 return null;
             }
 
@@ -274,7 +282,7 @@ public sealed class DuplexSession
                 previous.Superseded = true;
             }
 
-            ticket = new PollTicket(context, _acked);
+            ticket = new PollTicket(this, _acked);
             _poll = ticket;
 
             // Everything queued is now offered to this poll.
@@ -282,7 +290,7 @@ public sealed class DuplexSession
             room = TakeRoom_NoLock();
             firstPoll = !HasPolled;
             HasPolled = true;
-            _lastActivity = _server.TimeProvider.GetTimestamp();
+            _lastActivity = _store.TimeProvider.GetTimestamp();
         }
 
         room?.TrySetResult();
@@ -291,61 +299,51 @@ public sealed class DuplexSession
     }
 
     /// <summary>
-    /// Takes the frames after the ticket's cursor, marking them sent. A single-mode response carries one frame; a
-    /// multiple-mode response at most MaxPendingMessagesPerSession, after which it ends so the client acknowledges and
-    /// what is held unacknowledged stays bounded. With nothing to take, returns the task to wait on instead.
+    /// Takes up to <paramref name="maxFrames"/> frames after the ticket's cursor, marking them sent. With nothing to
+    /// take, arms the ticket and returns the task to wait on.
     /// </summary>
-    internal PollState TakeFrames(PollTicket ticket, List<OutboundFrame> frames, out Task? wait)
+    internal DuplexTakeResult TakeFrames(PollTicket ticket, List<DuplexFrame> frames, int maxFrames)
     {
-        wait = null;
-        var limit = Mode == PollingDuplexMode.SingleMessagePerPoll ? 1 : _server.Options.MaxPendingMessagesPerSession;
         using (_lock.EnterScope())
         {
-            if (_endReason is not null)
+            if (_endReason is { } ended)
             {
-                return PollState.Ended;
+                return DuplexTakeResult.LookupFailed(DuplexSessionLookup.Ended(ended));
             }
 
             if (ticket.Superseded)
             {
-                return PollState.Superseded;
-            }
-
-            if (ticket.Carried >= limit)
-            {
-                return PollState.ResponseFull;
+                return DuplexTakeResult.Superseded;
             }
 
             var span = CollectionsMarshal.AsSpan(_outbound);
             var start = (int)Math.Max(0, ticket.Cursor - _acked);
             var taken = 0;
-            for (var i = start; i < span.Length && ticket.Carried < limit; i++, taken++)
+            for (var i = start; i < span.Length && taken < maxFrames; i++, taken++)
             {
                 ref var frame = ref span[i];
                 if (frame.Sent)
                 {
-                    _server.Metrics.Redelivered();
+                    _store.Metrics.Redelivered();
                 }
                 else
                 {
                     frame.Sent = true;
-                    _server.Metrics.Delivered();
+                    _store.Metrics.Delivered();
                 }
 
-                frames.Add(frame);
+                frames.Add(frame.Message is { } message ? DuplexFrame.ForMessage(frame.Sequence, message) : DuplexFrame.ForGap(frame.Sequence, frame.Missed));
                 ticket.Cursor = frame.Sequence;
-                ticket.Carried++;
                 _highestSent = Math.Max(_highestSent, frame.Sequence);
             }
 
             if (taken > 0)
             {
                 TakeRoom_NoLock()?.TrySetResult();
-                return PollState.Frames;
+                return DuplexTakeResult.Frames;
             }
 
-            wait = ticket.Arm();
-            return PollState.Waiting;
+            return DuplexTakeResult.Waiting(ticket.Arm());
         }
     }
 
@@ -371,7 +369,7 @@ public sealed class DuplexSession
                 _poll = null;
             }
 
-            _lastActivity = _server.TimeProvider.GetTimestamp();
+            _lastActivity = _store.TimeProvider.GetTimestamp();
         }
     }
 
@@ -440,16 +438,15 @@ public sealed class DuplexSession
 
         _outbound.Add(new OutboundFrame(_nextSequence++, null) { Missed = 1 });
     }
-}
 
-/// <summary>What a poll found when it looked for frames.</summary>
-internal enum PollState
-{
-    Frames,
-    Waiting,
-    ResponseFull,
-    Superseded,
-    Ended,
+    /// <summary>The session as <see cref="DuplexSessionStore.ReceiveAsync"/> takes it: created once, with the session.</summary>
+    internal sealed class Receiver(DuplexSession session) : DuplexStoreSession(session.Id, session.Encoding)
+    {
+        public DuplexSession Session { get; } = session;
+
+        /// <inheritdoc />
+        public override long Received => Session.Received;
+    }
 }
 
 /// <summary>A queued frame: a message, or (with no message) a gap of <see cref="Missed"/> dropped messages.</summary>

@@ -1,0 +1,147 @@
+using ChannelPool.PollingDuplex.Stores;
+using Microsoft.AspNetCore.Http;
+
+namespace ChannelPool.PollingDuplex;
+
+/// <summary>
+/// Every error answer of the protocol: a status and a problem body with a <c>code</c> from <see cref="DuplexWire.Codes"/>
+/// (docs/polling-duplex-protocol.md, "Errors"). One place, so every store answers the same request the same way.
+/// </summary>
+internal static class DuplexProblems
+{
+    /// <summary>Answers a request without the session's token.</summary>
+    public static Task WriteMissingTokenAsync(HttpContext context) =>
+        WriteProblemAsync(context, 401, DuplexWire.Codes.MissingToken, "Missing token", "Send the session's token: Authorization: Bearer <token>.");
+
+    /// <summary>Answers a request whose session the store could not reach.</summary>
+    public static Task WriteLookupFailureAsync(HttpContext context, string id, DuplexSessionLookup lookup) => lookup.Status switch
+    {
+        DuplexLookupStatus.InvalidToken => WriteProblemAsync(context, 403, DuplexWire.Codes.InvalidToken, "Invalid token", $"The token does not belong to session {id}."),
+        DuplexLookupStatus.Ended => WriteEndedAsync(context, id, lookup.EndReason ?? DuplexSessionEndReason.ClosedByServer),
+        _ => WriteProblemAsync(context, 404, DuplexWire.Codes.UnknownSession, "Unknown session", $"There is no session {id}. Open a new one."),
+    };
+
+    /// <summary>Answers an open whose body is over <paramref name="limit"/> bytes.</summary>
+    public static Task WriteOpenBodyTooLargeAsync(HttpContext context, int limit) =>
+        WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Open body too large", $"The open body may be at most {limit} bytes.");
+
+    /// <summary>Answers an open whose body is not what the protocol asks for; <paramref name="detail"/> says what is wrong.</summary>
+    public static Task WriteBadOpenRequestAsync(HttpContext context, string detail) =>
+        WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", detail);
+
+    /// <summary>Answers an open that a session limit refuses (<c>503</c>, with <c>Retry-After</c>).</summary>
+    public static Task WriteRefusedAsync(HttpContext context, PollingDuplexOptions options, DuplexOpenStatus refusal)
+    {
+        var pending = refusal == DuplexOpenStatus.TooManyPendingSessions;
+        context.Response.Headers.RetryAfter = pending ? "1" : "5";
+        return pending
+            ? WriteProblemAsync(context, 503, DuplexWire.Codes.TooManyPendingSessions, "Too many pending sessions", $"{options.MaxPendingSessions} sessions have opened without polling yet; try again shortly.")
+            : WriteProblemAsync(context, 503, DuplexWire.Codes.TooManySessions, "Too many sessions", $"The endpoint holds its limit of {options.MaxConcurrentSessions} sessions, or is shutting down.");
+    }
+
+    /// <summary>Answers an open the application failed on.</summary>
+    public static Task WriteOpenFailedAsync(HttpContext context) =>
+        WriteProblemAsync(context, 500, DuplexWire.Codes.HandlerFailed, "The application failed", "The application could not open the session.");
+
+    /// <summary>Answers a malformed <c>ack</c>.</summary>
+    public static Task WriteBadAckAsync(HttpContext context) =>
+        WriteProblemAsync(context, 400, DuplexWire.Codes.BadAck, "Bad acknowledgement", $"'ack' must be the highest sequence number received, a whole number from 0; it was '{context.Request.Query["ack"]}'.");
+
+    /// <summary>Answers an ack beyond what was sent.</summary>
+    public static Task WriteAckBeyondSentAsync(HttpContext context, string sessionId, long ack) =>
+        WriteProblemAsync(context, 400, DuplexWire.Codes.BadAck, "Bad acknowledgement", $"ack {ack} is beyond the highest sequence number sent on session {sessionId}.");
+
+    /// <summary>Answers a superseded poll.</summary>
+    public static Task WriteSupersededAsync(HttpContext context, string sessionId) =>
+        WriteProblemAsync(context, 409, DuplexWire.Codes.PollSuperseded, "Poll superseded", $"A newer poll on session {sessionId} replaced this one.");
+
+    /// <summary>Answers a send whose content type is not its session's encoding.</summary>
+    public static Task WriteWrongContentTypeAsync(HttpContext context, string sessionId, DuplexEncoding encoding) =>
+        WriteProblemAsync(context, 415, DuplexWire.Codes.UnsupportedMediaType, "Wrong content type", $"Session {sessionId} is {DuplexWire.NameOf(encoding)}-encoded: send {DuplexWire.ContentTypeOf(encoding)}, not '{context.Request.ContentType}'.");
+
+    /// <summary>Answers a send whose declared length is over the limit.</summary>
+    public static Task WriteRequestTooLargeAsync(HttpContext context, PollingDuplexOptions options) =>
+        WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Request too large", $"A send may be at most {options.MaxSendRequestSize} bytes; this one is {context.Request.ContentLength}.");
+
+    /// <summary>Answers a send with a frame that cannot be read, or is too large; nothing in it was delivered.</summary>
+    public static Task WriteBadFrameAsync(HttpContext context, DuplexFrameReadStatus status, int frame, string? error) => status == DuplexFrameReadStatus.TooLarge
+        ? WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Message too large", $"Frame {frame}: {error}. Nothing in the request was delivered.")
+        : WriteProblemAsync(context, 400, DuplexWire.Codes.MalformedFrame, "Malformed frame", $"Frame {frame} of the request cannot be read: {error}. Nothing in the request was delivered.");
+
+    /// <summary>Answers a send whose first new message is not the next one expected.</summary>
+    public static Task WriteOutOfOrderAsync(HttpContext context, string sessionId, long received, long expected, long got) =>
+        WriteProblemAsync(
+            context,
+            409,
+            DuplexWire.Codes.OutOfOrder,
+            "Out of order",
+            $"Session {sessionId} has received up to {received}: the next message must be {expected}, not {got}. Nothing in the request was delivered.",
+            ("received", received));
+
+    /// <summary>Answers a message the application refused; it counts as received.</summary>
+    public static Task WriteRejectedAsync(HttpContext context, long sequence, string reason, long received) =>
+        WriteProblemAsync(context, 422, DuplexWire.Codes.MessageRejected, "Message rejected", $"Message {sequence}: {reason}", ("received", received));
+
+    /// <summary>Answers a message the application failed on; it was not received.</summary>
+    public static Task WriteReceiveFailedAsync(HttpContext context, long sequence, long received) =>
+        WriteProblemAsync(context, 500, DuplexWire.Codes.HandlerFailed, "The application failed", $"Message {sequence} was not received; it may be sent again.", ("received", received));
+
+    /// <summary>Answers a request the store could not serve; mid-response the connection is cut instead, and the client polls again with the same ack.</summary>
+    public static Task WriteStoreUnavailableAsync(HttpContext context, DuplexStoreUnavailableException error)
+    {
+        if (!context.Response.HasStarted)
+        {
+            context.Response.Headers.RetryAfter = "1";
+        }
+
+        return WriteProblemAsync(context, 503, DuplexWire.Codes.StoreUnavailable, "Session store unavailable", error.Message);
+    }
+
+    /// <summary>Answers a path under the endpoint that exists for another method (<c>405</c>, with <c>Allow</c>), or not at all (<c>404</c>).</summary>
+    public static Task WriteNotFoundOrWrongMethodAsync(HttpContext context, string? allow)
+    {
+        if (allow is null)
+        {
+            return WriteProblemAsync(context, 404, DuplexWire.Codes.NotFound, "Not found", $"There is nothing at '{context.Request.Path}'. The endpoint serves POST sessions, POST sessions/{{id}}/messages, GET sessions/{{id}}/poll and DELETE sessions/{{id}}.");
+        }
+
+        context.Response.Headers.Allow = allow;
+        return WriteProblemAsync(context, 405, DuplexWire.Codes.MethodNotAllowed, "Method not allowed", $"'{context.Request.Path}' takes {allow}, not {context.Request.Method}.");
+    }
+
+    private static Task WriteEndedAsync(HttpContext context, string id, DuplexSessionEndReason reason) => reason switch
+    {
+        DuplexSessionEndReason.ClosedByClient => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionClosed, "Session closed", $"Session {id} was closed by its client."),
+        DuplexSessionEndReason.Expired => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionExpired, "Session expired", $"Session {id} had no request within the inactivity timeout and was ended."),
+        DuplexSessionEndReason.Overflow => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} faulted: overflow. Its pending buffer was full; the client did not keep up."),
+        DuplexSessionEndReason.ServerShutdown => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} ended: the server is shutting down."),
+        _ => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} was closed by the server."),
+    };
+
+    private static async Task WriteProblemAsync(HttpContext context, int status, string code, string title, string detail, (string Name, object Value)? extra = null)
+    {
+        var response = context.Response;
+        if (response.HasStarted)
+        {
+            // Mid-stream there is no status left to send; ending the connection is the only honest signal.
+            context.Abort();
+            return;
+        }
+
+        response.Headers.CacheControl = "no-store";
+        if (status == StatusCodes.Status401Unauthorized)
+        {
+            response.Headers.WWWAuthenticate = "Bearer";
+        }
+
+        var extensions = new Dictionary<string, object?> { ["code"] = code };
+        if (extra is { } member)
+        {
+            extensions[member.Name] = member.Value;
+        }
+
+        // Through Results.Problem, which writes with the host's IProblemDetailsService when it has one, so the host's
+        // customisation (trace ids, extra members) applies to these bodies as to its own.
+        await Results.Problem(detail, statusCode: status, title: title, type: $"urn:channelpool:polling-duplex:{code}", extensions: extensions).ExecuteAsync(context);
+    }
+}

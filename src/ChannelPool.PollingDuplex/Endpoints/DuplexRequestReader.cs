@@ -1,0 +1,183 @@
+using System.Buffers;
+using System.Globalization;
+using System.Net.Http.Headers;
+using System.Text.Json;
+using Microsoft.AspNetCore.Http;
+using Microsoft.AspNetCore.Http.Features;
+
+namespace ChannelPool.PollingDuplex;
+
+/// <summary>
+/// Reads what a request carries: the session id and token, an open's body, a send's frames, a poll's ack. A reader that
+/// finds the request bad answers it (through <see cref="DuplexProblems"/>) and returns null, so a handler only goes on
+/// with what it can use.
+/// </summary>
+internal static class DuplexRequestReader
+{
+    private const int MaxOpenBodySize = 4096;
+
+    /// <summary>Gets the session id from the request's path.</summary>
+    public static string SessionId(HttpContext context) => (string)context.Request.RouteValues["id"]!;
+
+    /// <summary>Gets the session token from <c>Authorization: Bearer</c>, or null.</summary>
+    public static string? Token(HttpContext context)
+    {
+        var header = context.Request.Headers.Authorization.ToString();
+        const string Scheme = "Bearer ";
+        return header.StartsWith(Scheme, StringComparison.OrdinalIgnoreCase) && header.Length > Scheme.Length ? header[Scheme.Length..].Trim() : null;
+    }
+
+    /// <summary>Reads a poll's <c>ack</c>: the highest sequence number the client received, a whole number from 0.</summary>
+    public static bool TryReadAck(HttpContext context, out long ack) =>
+        long.TryParse(context.Request.Query["ack"].ToString(), NumberStyles.None, CultureInfo.InvariantCulture, out ack);
+
+    /// <summary>Reads and checks the open body (an optional JSON object naming the encoding and mode), or answers what is wrong with it and returns null.</summary>
+    public static async Task<(DuplexEncoding Encoding, PollingDuplexMode Mode)?> ReadOpenRequestAsync(HttpContext context)
+    {
+        var encoding = DuplexEncoding.Text;
+        var mode = PollingDuplexMode.MultipleMessagesPerPoll;
+        var body = await ReadOpenBodyAsync(context);
+        if (body is null)
+        {
+            await DuplexProblems.WriteOpenBodyTooLargeAsync(context, MaxOpenBodySize);
+            return null;
+        }
+
+        if (!System.Text.Unicode.Utf8.IsValid(body))
+        {
+            await DuplexProblems.WriteBadOpenRequestAsync(context, "The open body is not valid UTF-8.");
+            return null;
+        }
+
+        if (body.Length > 0)
+        {
+            try
+            {
+                using var document = JsonDocument.Parse(body);
+                if (document.RootElement.ValueKind != JsonValueKind.Object)
+                {
+                    throw new JsonException("The body must be a JSON object.");
+                }
+
+                if (document.RootElement.TryGetProperty("encoding", out var e) && !DuplexWire.TryParseEncoding(e.ValueKind == JsonValueKind.String ? e.GetString() : null, out encoding))
+                {
+                    await DuplexProblems.WriteBadOpenRequestAsync(context, $"Unknown encoding {e.GetRawText()}; use \"text\" or \"binary\".");
+                    return null;
+                }
+
+                if (document.RootElement.TryGetProperty("mode", out var m) && !DuplexWire.TryParseMode(m.ValueKind == JsonValueKind.String ? m.GetString() : null, out mode))
+                {
+                    await DuplexProblems.WriteBadOpenRequestAsync(context, $"Unknown mode {m.GetRawText()}; use \"single\" or \"multiple\".");
+                    return null;
+                }
+            }
+            catch (JsonException ex)
+            {
+                await DuplexProblems.WriteBadOpenRequestAsync(context, $"The open body is not a JSON object: {ex.Message}");
+                return null;
+            }
+        }
+
+        return (encoding, mode);
+    }
+
+    /// <summary>
+    /// Checks a send's content type and size and reads its frames, or answers what is wrong and returns null. Nothing is
+    /// delivered from a request with a bad frame.
+    /// </summary>
+    public static async Task<List<DuplexFrame>?> ReadSendRequestAsync(HttpContext context, PollingDuplexOptions options, string sessionId, DuplexEncoding encoding)
+    {
+        var request = context.Request;
+        if (!MediaTypeHeaderValue.TryParse(request.ContentType, out var contentType) || !string.Equals(contentType.MediaType, DuplexWire.ContentTypeOf(encoding), StringComparison.OrdinalIgnoreCase))
+        {
+            await DuplexProblems.WriteWrongContentTypeAsync(context, sessionId, encoding);
+            return null;
+        }
+
+        if (request.ContentLength > options.MaxSendRequestSize)
+        {
+            await DuplexProblems.WriteRequestTooLargeAsync(context, options);
+            return null;
+        }
+
+        if (context.Features.Get<IHttpMaxRequestBodySizeFeature>() is { IsReadOnly: false } limit)
+        {
+            limit.MaxRequestBodySize = options.MaxSendRequestSize;
+        }
+
+        var frames = new List<DuplexFrame>();
+        var (status, error) = await ReadFramesAsync(context, options, encoding, frames);
+        if (status != DuplexFrameReadStatus.Frame)
+        {
+            await DuplexProblems.WriteBadFrameAsync(context, status, frames.Count + 1, error);
+            return null;
+        }
+
+        return frames;
+    }
+
+    /// <summary>Reads the whole open body, whatever its framing (length or chunked), or returns null past the size limit.</summary>
+    private static async Task<byte[]?> ReadOpenBodyAsync(HttpContext context)
+    {
+        if (context.Request.ContentLength is > MaxOpenBodySize)
+        {
+            return null;
+        }
+
+        var reader = context.Request.BodyReader;
+        while (true)
+        {
+            var result = await reader.ReadAsync(context.RequestAborted);
+            var buffer = result.Buffer;
+            if (buffer.Length > MaxOpenBodySize)
+            {
+                reader.AdvanceTo(buffer.Start);
+                return null;
+            }
+
+            if (result.IsCompleted)
+            {
+                var bytes = buffer.ToArray();
+                reader.AdvanceTo(buffer.End);
+                return bytes;
+            }
+
+            reader.AdvanceTo(buffer.Start, buffer.End);
+        }
+    }
+
+    /// <summary>Reads every frame of the body; <see cref="DuplexFrameReadStatus.Frame"/> when all were read.</summary>
+    private static async Task<(DuplexFrameReadStatus Status, string? Error)> ReadFramesAsync(HttpContext context, PollingDuplexOptions options, DuplexEncoding encoding, List<DuplexFrame> frames)
+    {
+        var reader = context.Request.BodyReader;
+        try
+        {
+            while (true)
+            {
+                var result = await reader.ReadAsync(context.RequestAborted);
+                var buffer = result.Buffer;
+                DuplexFrameReadStatus status;
+                string? error;
+                while ((status = DuplexFrameReader.TryRead(ref buffer, encoding, fromServer: false, options.MaxMessageSize, result.IsCompleted, out var frame, out error)) == DuplexFrameReadStatus.Frame)
+                {
+                    frames.Add(frame);
+                }
+
+                reader.AdvanceTo(buffer.Start, buffer.End);
+                if (status != DuplexFrameReadStatus.NeedMoreData)
+                {
+                    return (status, error);
+                }
+
+                if (result.IsCompleted)
+                {
+                    return (DuplexFrameReadStatus.Frame, null);
+                }
+            }
+        }
+        catch (BadHttpRequestException ex) when (ex.StatusCode == StatusCodes.Status413PayloadTooLarge)
+        {
+            return (DuplexFrameReadStatus.TooLarge, $"the request exceeds the {options.MaxSendRequestSize}-byte send limit");
+        }
+    }
+}

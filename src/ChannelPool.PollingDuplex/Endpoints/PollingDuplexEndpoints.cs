@@ -1,0 +1,265 @@
+using System.Diagnostics;
+using System.Text.Json;
+using ChannelPool.PollingDuplex.Stores;
+using Microsoft.AspNetCore.Http;
+using Microsoft.Extensions.Logging;
+
+namespace ChannelPool.PollingDuplex;
+
+/// <summary>
+/// The four requests of the protocol (docs/polling-duplex-protocol.md), on any <see cref="DuplexSessionStore"/>: each
+/// handler reads the request, asks the store, and answers. What a request may do is decided here, once for every store.
+/// </summary>
+internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger logger)
+{
+    private readonly PollResponder _responder = new(store.Options, store.TimeProvider);
+
+    private PollingDuplexOptions Options => store.Options;
+
+    /// <summary><c>POST {base}/sessions</c>: opens a session.</summary>
+    public async Task OpenAsync(HttpContext context)
+    {
+        if (await DuplexRequestReader.ReadOpenRequestAsync(context) is not var (encoding, mode))
+        {
+            return;
+        }
+
+        try
+        {
+            DuplexOpenResult opened;
+            using (var activity = PollingDuplexTelemetry.ActivitySource.StartActivity("pollingduplex.session.open"))
+            {
+                activity?.SetTag(PollingDuplexTelemetry.EndpointTag, store.Endpoint);
+                opened = await store.OpenAsync(encoding, mode, context.RequestAborted);
+                activity?.SetTag("pollingduplex.session.id", opened.SessionId);
+            }
+
+            switch (opened.Status)
+            {
+                case DuplexOpenStatus.Opened:
+                    await WriteOpenedAsync(context, opened.SessionId!, opened.Token!, encoding, mode);
+                    return;
+                case DuplexOpenStatus.Failed:
+                    PollingDuplexLog.HandlerFailed(logger, store.Endpoint, opened.SessionId!, opened.Error!);
+                    await DuplexProblems.WriteOpenFailedAsync(context);
+                    return;
+                default:
+                    await DuplexProblems.WriteRefusedAsync(context, Options, opened.Status);
+                    return;
+            }
+        }
+        catch (DuplexStoreUnavailableException ex)
+        {
+            await DuplexProblems.WriteStoreUnavailableAsync(context, ex);
+        }
+    }
+
+    /// <summary>
+    /// Runs a request on a session once it carries a token, or answers <c>401</c>. Not async itself, so the poll path
+    /// gets no extra state machine for it.
+    /// </summary>
+    public static RequestDelegate WithToken(Func<HttpContext, string, string, Task> handler) => context =>
+        DuplexRequestReader.Token(context) is { } token
+            ? handler(context, DuplexRequestReader.SessionId(context), token)
+            : DuplexProblems.WriteMissingTokenAsync(context);
+
+    /// <summary><c>POST {base}/sessions/{id}/messages</c>: the client's messages, handed to the store in order, once each.</summary>
+    public async Task SendAsync(HttpContext context, string id, string token)
+    {
+        try
+        {
+            var lookup = await store.FindAsync(id, token, context.RequestAborted);
+            if (lookup.Session is not { } session)
+            {
+                await DuplexProblems.WriteLookupFailureAsync(context, id, lookup);
+                return;
+            }
+
+            if (await DuplexRequestReader.ReadSendRequestAsync(context, Options, id, session.Encoding) is not { } frames)
+            {
+                return;
+            }
+
+            await ReceiveAsync(context, session, frames);
+        }
+        catch (DuplexStoreUnavailableException ex)
+        {
+            await DuplexProblems.WriteStoreUnavailableAsync(context, ex);
+        }
+    }
+
+    /// <summary><c>GET {base}/sessions/{id}/poll?ack=n</c>: the long poll.</summary>
+    public async Task PollAsync(HttpContext context, string id, string token)
+    {
+        try
+        {
+            if (!DuplexRequestReader.TryReadAck(context, out var ack))
+            {
+                // A session that fails its lookup says so before its ack is judged.
+                var found = await store.FindAsync(id, token, context.RequestAborted);
+                await (found.Status == DuplexLookupStatus.Found ? DuplexProblems.WriteBadAckAsync(context) : DuplexProblems.WriteLookupFailureAsync(context, id, found));
+                return;
+            }
+
+            var start = await store.BeginPollAsync(id, token, ack, context.RequestAborted);
+            if (start.Poll is not { } poll)
+            {
+                await (start.AckBeyondSent ? DuplexProblems.WriteAckBeyondSentAsync(context, id, ack) : DuplexProblems.WriteLookupFailureAsync(context, id, start.Lookup));
+                return;
+            }
+
+            poll.Context = context;
+            var started = store.TimeProvider.GetTimestamp();
+            var outcome = PollOutcome.Aborted;
+            try
+            {
+                outcome = await _responder.AnswerAsync(context, poll, started);
+            }
+            finally
+            {
+                await poll.EndAsync(CancellationToken.None);
+                store.Metrics.Poll(outcome, store.TimeProvider.GetElapsedTime(started));
+            }
+        }
+        catch (DuplexStoreUnavailableException ex)
+        {
+            await DuplexProblems.WriteStoreUnavailableAsync(context, ex);
+        }
+    }
+
+    /// <summary><c>DELETE {base}/sessions/{id}</c>: the client closes its session. Repeating it answers the same.</summary>
+    public async Task CloseAsync(HttpContext context, string id, string token)
+    {
+        try
+        {
+            var lookup = await store.CloseAsync(id, token, context.RequestAborted);
+            if (lookup.Status == DuplexLookupStatus.Found || lookup is { Status: DuplexLookupStatus.Ended, EndReason: DuplexSessionEndReason.ClosedByClient })
+            {
+                context.Response.StatusCode = StatusCodes.Status204NoContent;
+                return;
+            }
+
+            await DuplexProblems.WriteLookupFailureAsync(context, id, lookup);
+        }
+        catch (DuplexStoreUnavailableException ex)
+        {
+            await DuplexProblems.WriteStoreUnavailableAsync(context, ex);
+        }
+    }
+
+    /// <summary>Any other request under the endpoint: <c>405</c> with <c>Allow</c> for a known path, else <c>404</c>; both with a problem body.</summary>
+    public static Task NotFoundOrWrongMethodAsync(HttpContext context)
+    {
+        var path = ((string?)context.Request.RouteValues["path"] ?? string.Empty).Trim('/');
+        string? allow = path.Split('/') switch
+        {
+            ["sessions"] => HttpMethods.Post,
+            ["sessions", { Length: > 0 }] => HttpMethods.Delete,
+            ["sessions", { Length: > 0 }, "messages"] => HttpMethods.Post,
+            ["sessions", { Length: > 0 }, "poll"] => HttpMethods.Get,
+            _ => null,
+        };
+        return DuplexProblems.WriteNotFoundOrWrongMethodAsync(context, allow);
+    }
+
+    /// <summary>
+    /// Hands a send's new frames to the store, one by one. Frames the session already received are skipped, so a retried
+    /// request delivers nothing twice; a request that skips a sequence number is refused before anything is delivered.
+    /// </summary>
+    private async Task ReceiveAsync(HttpContext context, DuplexStoreSession session, List<DuplexFrame> frames)
+    {
+        var received = session.Received;
+        var first = 0;
+        while (first < frames.Count && frames[first].Sequence <= received)
+        {
+            first++;
+        }
+
+        for (var i = first; i < frames.Count; i++)
+        {
+            var expected = received + 1 + (i - first);
+            if (frames[i].Sequence != expected)
+            {
+                await DuplexProblems.WriteOutOfOrderAsync(context, session.Id, received, expected, frames[i].Sequence);
+                return;
+            }
+        }
+
+        for (var i = first; i < frames.Count; i++)
+        {
+            var frame = frames[i];
+            using var activity = PollingDuplexTelemetry.ActivitySource.StartActivity("pollingduplex.message.receive");
+            activity?.SetTag(PollingDuplexTelemetry.EndpointTag, store.Endpoint);
+            activity?.SetTag("pollingduplex.session.id", session.Id);
+            activity?.SetTag("pollingduplex.message.sequence", frame.Sequence);
+            var result = await store.ReceiveAsync(session, frame.Sequence, frame.Message!, context.RequestAborted);
+            switch (result.Status)
+            {
+                case DuplexReceiveStatus.Accepted:
+                    received = result.Received;
+                    store.Metrics.Received();
+                    break;
+                case DuplexReceiveStatus.AlreadyReceived:
+                    // Another request of this session (on another node, perhaps) received it first: once is enough.
+                    received = result.Received;
+                    break;
+                case DuplexReceiveStatus.Rejected:
+                    activity?.SetStatus(ActivityStatusCode.Error, result.Rejection);
+                    await DuplexProblems.WriteRejectedAsync(context, frame.Sequence, result.Rejection!, result.Received);
+                    return;
+                case DuplexReceiveStatus.Failed:
+                    activity?.SetStatus(ActivityStatusCode.Error, result.Error?.Message);
+                    PollingDuplexLog.HandlerFailed(logger, store.Endpoint, session.Id, result.Error!);
+                    await DuplexProblems.WriteReceiveFailedAsync(context, frame.Sequence, result.Received);
+                    return;
+                case DuplexReceiveStatus.OutOfOrder:
+                    await DuplexProblems.WriteOutOfOrderAsync(context, session.Id, result.Received, result.Received + 1, frame.Sequence);
+                    return;
+                default:
+                    await DuplexProblems.WriteLookupFailureAsync(context, session.Id, result.Lookup);
+                    return;
+            }
+        }
+
+        await WriteReceivedAsync(context, received);
+    }
+
+    /// <summary>Answers a successful open: <c>201</c> with the session's id, token and the endpoint's settings.</summary>
+    private async Task WriteOpenedAsync(HttpContext context, string sessionId, string token, DuplexEncoding encoding, PollingDuplexMode mode)
+    {
+        var request = context.Request;
+        var response = context.Response;
+        response.StatusCode = StatusCodes.Status201Created;
+        response.ContentType = "application/json";
+        response.Headers.CacheControl = "no-store";
+        response.Headers.Location = $"{request.PathBase}{request.Path.Value?.TrimEnd('/')}/{sessionId}";
+        await using var json = new Utf8JsonWriter(response.BodyWriter);
+        json.WriteStartObject();
+        json.WriteNumber("protocolVersion", DuplexWire.ProtocolVersion);
+        json.WriteString("sessionId", sessionId);
+        json.WriteString("token", token);
+        json.WriteString("encoding", DuplexWire.NameOf(encoding));
+        json.WriteString("mode", DuplexWire.NameOf(mode));
+        json.WriteNumber("serverPollTimeoutMs", (long)Options.ServerPollTimeout.TotalMilliseconds);
+        json.WriteNumber("inactivityTimeoutMs", (long)Options.InactivityTimeout.TotalMilliseconds);
+        json.WriteNumber("firstPollTimeoutMs", (long)store.FirstPollTimeout.TotalMilliseconds);
+        json.WriteNumber("maxMessageSize", Options.MaxMessageSize);
+        json.WriteNumber("maxSendRequestSize", Options.MaxSendRequestSize);
+        json.WriteNumber("maxPendingMessages", Options.MaxPendingMessagesPerSession);
+        json.WriteNumber("maxPendingBytes", Options.MaxPendingBytesPerSession);
+        json.WriteNumber("batchWindowMs", (long)Options.BatchWindow.TotalMilliseconds);
+        json.WriteString("overflowPolicy", DuplexWire.NameOf(Options.OverflowPolicy));
+        json.WriteEndObject();
+    }
+
+    /// <summary>Answers a send whose messages were all received: <c>200 {"received":n}</c>.</summary>
+    private static async Task WriteReceivedAsync(HttpContext context, long received)
+    {
+        context.Response.StatusCode = StatusCodes.Status200OK;
+        context.Response.ContentType = "application/json";
+        await using var body = new Utf8JsonWriter(context.Response.BodyWriter);
+        body.WriteStartObject();
+        body.WriteNumber("received", received);
+        body.WriteEndObject();
+    }
+}

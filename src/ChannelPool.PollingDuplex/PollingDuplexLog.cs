@@ -1,0 +1,13 @@
+using Microsoft.Extensions.Logging;
+
+namespace ChannelPool.PollingDuplex;
+
+/// <summary>The polling duplex server's log events, under the category <c>ChannelPool.PollingDuplex</c>.</summary>
+internal static partial class PollingDuplexLog
+{
+    [LoggerMessage(1, LogLevel.Debug, "Polling duplex '{Endpoint}': session {SessionId} ended ({Reason}).")]
+    public static partial void SessionEnded(ILogger logger, string endpoint, string sessionId, DuplexSessionEndReason reason);
+
+    [LoggerMessage(2, LogLevel.Error, "Polling duplex '{Endpoint}': the application's handler failed for session {SessionId}.")]
+    public static partial void HandlerFailed(ILogger logger, string endpoint, string sessionId, Exception error);
+}

@@ -1,0 +1,129 @@
+using System.Buffers.Text;
+using System.Security.Cryptography;
+
+namespace ChannelPool.PollingDuplex.Stores;
+
+/// <summary>
+/// Where one endpoint's sessions live, and what a client's message does to them. The endpoint code is the same for
+/// every store: it reads and checks each request, keeps the client's messages in order, holds the long poll, and
+/// writes every answer. A store keeps the state behind it: the sessions, their queued frames and acknowledgements,
+/// their limits and expiry. The built-in stores keep it in this process (<c>MapPollingDuplex</c>) or in a shared
+/// Redis (<c>ChannelPool.PollingDuplex.Redis</c>).
+/// </summary>
+/// <remarks>
+/// The operations are <see langword="protected internal"/>: a store implements them, and only the endpoint code
+/// calls them. Each returns a completed <see cref="ValueTask{TResult}"/> when it can, so a store that keeps its state in
+/// memory pays no allocation and no thread switch for the seam. docs/polling-duplex.md ("The session store") says
+/// what each operation must guarantee.
+/// </remarks>
+public abstract class DuplexSessionStore : IDisposable
+{
+    /// <summary>Initializes the store of the endpoint mapped at <paramref name="endpoint"/>.</summary>
+    /// <param name="endpoint">The pattern the endpoint is mapped at; it names the endpoint in telemetry.</param>
+    /// <param name="options">The endpoint's options, as <c>MapPollingDuplex</c> resolved and validated them.</param>
+    /// <param name="timeProvider">The clock every timeout is measured on.</param>
+    protected DuplexSessionStore(string endpoint, PollingDuplexOptions options, TimeProvider timeProvider)
+    {
+        ArgumentException.ThrowIfNullOrWhiteSpace(endpoint);
+        ArgumentNullException.ThrowIfNull(options);
+        ArgumentNullException.ThrowIfNull(timeProvider);
+        Endpoint = endpoint;
+        Options = options;
+        TimeProvider = timeProvider;
+        Metrics = new PollingDuplexMetrics(endpoint, () => SessionCounts);
+    }
+
+    /// <summary>Gets the pattern the endpoint is mapped at.</summary>
+    public string Endpoint { get; }
+
+    /// <summary>Gets the endpoint's options.</summary>
+    public PollingDuplexOptions Options { get; }
+
+    /// <summary>Gets the clock every timeout is measured on.</summary>
+    public TimeProvider TimeProvider { get; }
+
+    /// <summary>
+    /// Gets the first-poll deadline that applies: the shorter of <see cref="PollingDuplexOptions.FirstPollTimeout"/> and
+    /// <see cref="PollingDuplexOptions.InactivityTimeout"/>.
+    /// </summary>
+    public TimeSpan FirstPollTimeout => Options.EffectiveFirstPollTimeout;
+
+    internal PollingDuplexMetrics Metrics { get; }
+
+    /// <summary>Gets the sessions by state for the <c>pollingduplex.sessions</c> gauge, or null where the store cannot count them cheaply.</summary>
+    internal virtual (int Pending, int Active)? SessionCounts => null;
+
+    /// <inheritdoc />
+    public void Dispose()
+    {
+        Dispose(disposing: true);
+        GC.SuppressFinalize(this);
+    }
+
+    /// <summary>
+    /// Opens a session within the endpoint's limits (<see cref="PollingDuplexOptions.MaxConcurrentSessions"/>,
+    /// <see cref="PollingDuplexOptions.MaxPendingSessions"/>). The session counts as pending until its first poll, and
+    /// expires after <see cref="FirstPollTimeout"/> without one.
+    /// </summary>
+    /// <param name="encoding">The encoding the client asked for.</param>
+    /// <param name="mode">The mode the client asked for.</param>
+    /// <param name="cancellationToken">Cancelled when the client goes away.</param>
+    /// <returns>The new session's id and token, or which limit refused it, or that the application failed to open it.</returns>
+    protected internal abstract ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, CancellationToken cancellationToken);
+
+    /// <summary>Finds the session a send request names, checking its token in constant time, and counts the request as activity.</summary>
+    /// <param name="sessionId">The session id from the request's path.</param>
+    /// <param name="token">The token the request carried.</param>
+    /// <param name="cancellationToken">Cancelled when the client goes away.</param>
+    /// <returns>The session, or why there is none.</returns>
+    protected internal abstract ValueTask<DuplexSessionLookup> FindAsync(string sessionId, string token, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Receives one client message, if <paramref name="sequence"/> is the next the session expects: does what it means
+    /// (hands it to the application, or runs its command) and counts it received, as one step. Exactly once per
+    /// sequence number, however many requests (on however many nodes) carry it.
+    /// </summary>
+    /// <param name="session">The session <see cref="FindAsync"/> found.</param>
+    /// <param name="sequence">The message's sequence number.</param>
+    /// <param name="message">The message.</param>
+    /// <param name="cancellationToken">Cancelled when the client goes away.</param>
+    /// <returns>Whether the message was accepted, and the last sequence number received.</returns>
+    protected internal abstract ValueTask<DuplexReceiveResult> ReceiveAsync(DuplexStoreSession session, long sequence, DuplexMessage message, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Starts a poll: frees the frames <paramref name="ack"/> acknowledges, makes the poll the session's one outstanding
+    /// poll (a poll it replaces answers <c>409 poll-superseded</c>), ends the session's pending state if this is its
+    /// first poll, and counts as activity.
+    /// </summary>
+    /// <param name="sessionId">The session id from the request's path.</param>
+    /// <param name="token">The token the request carried.</param>
+    /// <param name="ack">The highest sequence number the client has received.</param>
+    /// <param name="cancellationToken">Cancelled when the client goes away.</param>
+    /// <returns>The poll, or why it could not start.</returns>
+    protected internal abstract ValueTask<DuplexPollStart> BeginPollAsync(string sessionId, string token, long ack, CancellationToken cancellationToken);
+
+    /// <summary>Ends a session because its client closed it. Returns <see cref="DuplexLookupStatus.Ended"/> with the reason when it had already ended.</summary>
+    /// <param name="sessionId">The session id from the request's path.</param>
+    /// <param name="token">The token the request carried.</param>
+    /// <param name="cancellationToken">Cancelled when the client goes away.</param>
+    /// <returns>Found when this request closed it, or why not.</returns>
+    protected internal abstract ValueTask<DuplexSessionLookup> CloseAsync(string sessionId, string token, CancellationToken cancellationToken);
+
+    /// <summary>Creates a session id: 128 random bits, base64url. Not a secret; the token is.</summary>
+    /// <returns>The id.</returns>
+    protected static string CreateSessionId() => Base64Url.EncodeToString(RandomNumberGenerator.GetBytes(16));
+
+    /// <summary>Creates a session token: 256 random bits, base64url. Keep only a hash of it.</summary>
+    /// <returns>The token.</returns>
+    protected static string CreateToken() => Base64Url.EncodeToString(RandomNumberGenerator.GetBytes(32));
+
+    /// <summary>Releases the store's telemetry and whatever else it holds.</summary>
+    /// <param name="disposing">Whether this is <see cref="Dispose()"/> rather than a finalizer.</param>
+    protected virtual void Dispose(bool disposing)
+    {
+        if (disposing)
+        {
+            Metrics.Dispose();
+        }
+    }
+}
