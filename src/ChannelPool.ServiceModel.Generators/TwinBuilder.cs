@@ -107,6 +107,11 @@ internal static class TwinBuilder
         }
 
         WriteOperations(source, twin, contract, client, location, diagnostics);
+        if (client is not null)
+        {
+            WriteConvenienceOverloads(source, twin, contract, client, attributed.SemanticModel.Compilation, cancellationToken);
+        }
+
         source.Close();
         CloseContainers(source, declaration);
 
@@ -265,6 +270,83 @@ internal static class TwinBuilder
                 WriteOperation(source, contract, declaringContract, operation, explicitly);
             }
         }
+    }
+
+    /// <summary>
+    /// dotnet-svcutil writes, beside an operation whose message contract it could unwrap, an overload that takes the
+    /// message's parts and calls the operation through the contract interface. The twin implements that interface too,
+    /// so such a body means the same there and is copied as the tool wrote it. A method of the tool's part that reaches
+    /// the generated client's own or <c>ClientBase</c>'s members is not copied: it would mean something else, or nothing.
+    /// </summary>
+    private static void WriteConvenienceOverloads(
+        SourceWriter source, INamedTypeSymbol twin, ITypeSymbol contract, INamedTypeSymbol client, Compilation compilation, CancellationToken cancellationToken)
+    {
+        var implementations = new HashSet<ISymbol>(SymbolEqualityComparer.Default);
+        foreach (var member in new[] { contract }.Concat(contract.AllInterfaces).SelectMany(c => c.GetMembers()))
+        {
+            if (client.FindImplementationForInterfaceMember(member) is { } implementation)
+            {
+                implementations.Add(implementation);
+            }
+        }
+
+        foreach (var method in client.GetMembers().OfType<IMethodSymbol>())
+        {
+            if (method.MethodKind != MethodKind.Ordinary
+                || method.IsStatic
+                || method.DeclaredAccessibility != Accessibility.Public
+                || implementations.Contains(method)
+                || method.Name is "OpenAsync" or "CloseAsync"
+                || twin.GetMembers(method.Name).OfType<IMethodSymbol>().Any(declared => SameParameters(declared, method))
+                || HidesBaseMember(twin, method)
+                || method.DeclaringSyntaxReferences.Length != 1
+                || method.DeclaringSyntaxReferences[0].GetSyntax(cancellationToken) is not MethodDeclarationSyntax declaration
+                || !InToolsPart(declaration)
+                || ReachesClient(declaration, compilation.GetSemanticModel(declaration.SyntaxTree), client, cancellationToken))
+            {
+                continue;
+            }
+
+            source.Line($"/// <summary>The generated client's {method.Name} overload, over a pooled channel: it calls the contract's operation with the message it builds.</summary>");
+            foreach (var line in declaration.WithoutTrivia().NormalizeWhitespace("    ", "\n").ToFullString().Split('\n'))
+            {
+                source.Line(line);
+            }
+
+            source.Line();
+        }
+    }
+
+    private static bool InToolsPart(MethodDeclarationSyntax declaration) =>
+        declaration.Parent is TypeDeclarationSyntax part
+        && part.AttributeLists.SelectMany(list => list.Attributes).Any(attribute => attribute.Name.ToString().EndsWith("GeneratedCodeAttribute", StringComparison.Ordinal)
+            || attribute.Name.ToString().EndsWith("GeneratedCode", StringComparison.Ordinal));
+
+    private static bool ReachesClient(MethodDeclarationSyntax declaration, SemanticModel model, INamedTypeSymbol client, CancellationToken cancellationToken)
+    {
+        var clientAndBases = new HashSet<ISymbol>(SymbolEqualityComparer.Default);
+        for (var type = client; type is not null; type = type.BaseType)
+        {
+            clientAndBases.Add(type.OriginalDefinition);
+        }
+
+        foreach (var node in declaration.DescendantNodes())
+        {
+            if (node is BaseExpressionSyntax)
+            {
+                return true;
+            }
+
+            if (node is SimpleNameSyntax
+                && model.GetSymbolInfo(node, cancellationToken).Symbol is { ContainingType: { } owner } symbol
+                && symbol.Kind is SymbolKind.Method or SymbolKind.Property or SymbolKind.Field or SymbolKind.Event
+                && clientAndBases.Contains(owner.OriginalDefinition))
+            {
+                return true;
+            }
+        }
+
+        return false;
     }
 
     private static void WriteOperation(SourceWriter source, ITypeSymbol contract, ITypeSymbol declaringContract, IMethodSymbol operation, bool explicitly)

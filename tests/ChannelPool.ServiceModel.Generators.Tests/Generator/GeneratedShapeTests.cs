@@ -55,25 +55,44 @@ public sealed class GeneratedShapeTests
     }
 
     [Test]
-    public void An_operation_the_generated_client_implements_explicitly_is_explicit_on_the_twin_too()
+    public void A_message_contract_operation_is_explicit_on_the_twin_and_the_tools_unwrapped_overload_is_copied()
     {
         // dotnet-svcutil's message-contract operations: the contract takes the request message, the client implements it
-        // explicitly and adds an unwrapped overload of its own.
+        // explicitly and adds an overload of its own that takes and returns the message's parts.
         var run = Compile("""
-            [MessageContract] public partial class GetRequest { [MessageBodyMember] public int Id; }
-            [MessageContract] public partial class GetResponse { [MessageBodyMember] public string? Name; }
+            [MessageContract] public partial class GetRequest { [MessageBodyMember] public int Id; public GetRequest() { } }
+            [MessageContract] public partial class GetResponse { [MessageBodyMember] public string? Name; [MessageBodyMember] public int Version; }
             [ServiceContract] public interface IStore { [OperationContract] GetResponse Get(GetRequest request); }
+            [System.CodeDom.Compiler.GeneratedCodeAttribute("Microsoft.Tools.ServiceModel.Svcutil", "8.0.0")]
             public partial class StoreClient : ClientBase<IStore>, IStore
             {
                 public StoreClient(Binding binding, EndpointAddress remoteAddress) : base(binding, remoteAddress) { }
-                GetResponse IStore.Get(GetRequest request) => Channel.Get(request);
-                public string? Get(int Id) => ((IStore)this).Get(new GetRequest { Id = Id }).Name;
+                [System.ComponentModel.EditorBrowsableAttribute(System.ComponentModel.EditorBrowsableState.Advanced)]
+                App.GetResponse App.IStore.Get(App.GetRequest request)
+                {
+                    return base.Channel.Get(request);
+                }
+                public string? Get(int Id, ref int Version)
+                {
+                    App.GetRequest inValue = new App.GetRequest();
+                    inValue.Id = Id;
+                    App.GetResponse retVal = ((App.IStore)(this)).Get(inValue);
+                    Version = retVal.Version;
+                    return retVal.Name;
+                }
+                public string Where()
+                {
+                    return this.Endpoint.Address.ToString();
+                }
             }
             [PooledClient(typeof(StoreClient))] public partial class PooledStoreClient : PooledClientBase<IStore>;
             """);
 
+        var source = run.GeneratedSource("PooledStoreClient.PooledClient.g.cs");
         Assert.That(run.CompilerErrors, Is.Empty);
-        Assert.That(run.GeneratedSource("PooledStoreClient.PooledClient.g.cs"), Does.Contain("global::App.GetResponse global::App.IStore.Get(global::App.GetRequest request) => Channel.Get(request);"));
+        Assert.That(source, Does.Contain("global::App.GetResponse global::App.IStore.Get(global::App.GetRequest request) => Channel.Get(request);"));
+        Assert.That(run.PublicMethods("App.PooledStoreClient"), Is.EquivalentTo(new[] { "Get" }), "the unwrapped overload is copied; Where, which reads ClientBase's Endpoint, is not");
+        Assert.That(run.Type("App.PooledStoreClient").GetMembers("Get").OfType<IMethodSymbol>().Single(m => m.DeclaredAccessibility == Accessibility.Public).Parameters.Select(p => p.RefKind), Is.EqualTo(new[] { RefKind.None, RefKind.Ref }));
         Assert.That(run.Type("App.PooledStoreClient").InstanceConstructors.Select(c => c.Parameters.Length), Is.EquivalentTo(new[] { 2, 1 }), "(Binding, EndpointAddress) mirrored, plus the pool constructor");
     }
 
