@@ -11,23 +11,23 @@ namespace ChannelPool.ServiceModel.Generators;
 /// </summary>
 internal static class TwinBuilder
 {
-    private const string EndpointAddressType = "global::System.ServiceModel.EndpointAddress";
-    private const string BindingType = "global::System.ServiceModel.Channels.Binding";
-    private const string ServiceEndpointType = "global::System.ServiceModel.Description.ServiceEndpoint";
-    private const string ClientCredentialsType = "global::System.ServiceModel.Description.ClientCredentials";
+    internal const string EndpointAddressType = "global::System.ServiceModel.EndpointAddress";
+    internal const string BindingType = "global::System.ServiceModel.Channels.Binding";
+    internal const string ServiceEndpointType = "global::System.ServiceModel.Description.ServiceEndpoint";
+    internal const string ClientCredentialsType = "global::System.ServiceModel.Description.ClientCredentials";
 
     // What dotnet-svcutil's constructors call; the generator adds a part to the client that reaches them under these names.
-    private const string GetBindingForEndpoint = "GetBindingForEndpoint";
-    private const string GetEndpointAddress = "GetEndpointAddress";
-    private const string GetDefaultBinding = "GetDefaultBinding";
-    private const string GetDefaultEndpointAddress = "GetDefaultEndpointAddress";
-    private const string ConfigureEndpoint = "ConfigureEndpoint";
-    private const string ReachPrefix = "ChannelPool_";
+    internal const string GetBindingForEndpoint = "GetBindingForEndpoint";
+    internal const string GetEndpointAddress = "GetEndpointAddress";
+    internal const string GetDefaultBinding = "GetDefaultBinding";
+    internal const string GetDefaultEndpointAddress = "GetDefaultEndpointAddress";
+    internal const string ConfigureEndpoint = "ConfigureEndpoint";
+    internal const string ReachPrefix = "ChannelPool_";
 
-    private static readonly SymbolDisplayFormat TypeFormat = SymbolDisplayFormat.FullyQualifiedFormat.AddMiscellaneousOptions(
+    internal static readonly SymbolDisplayFormat TypeFormat = SymbolDisplayFormat.FullyQualifiedFormat.AddMiscellaneousOptions(
         SymbolDisplayMiscellaneousOptions.IncludeNullableReferenceTypeModifier);
 
-    private static readonly SymbolDisplayFormat HintFormat = new(
+    internal static readonly SymbolDisplayFormat HintFormat = new(
         typeQualificationStyle: SymbolDisplayTypeQualificationStyle.NameAndContainingTypesAndNamespaces,
         genericsOptions: SymbolDisplayGenericsOptions.None);
 
@@ -442,7 +442,7 @@ internal static class TwinBuilder
             && constructor.Parameters.Length == parameterTypes.Count
             && constructor.Parameters.Select(p => p.Type).SequenceEqual(parameterTypes, SymbolEqualityComparer.Default));
 
-    private static void OpenContainers(SourceWriter source, INamedTypeSymbol type, TypeDeclarationSyntax declaration)
+    internal static void OpenContainers(SourceWriter source, INamedTypeSymbol type, TypeDeclarationSyntax declaration)
     {
         if (!type.ContainingNamespace.IsGlobalNamespace)
         {
@@ -459,7 +459,7 @@ internal static class TwinBuilder
         }
     }
 
-    private static void CloseContainers(SourceWriter source, TypeDeclarationSyntax declaration)
+    internal static void CloseContainers(SourceWriter source, TypeDeclarationSyntax declaration)
     {
         foreach (var _ in declaration.Ancestors().OfType<TypeDeclarationSyntax>())
         {
@@ -470,198 +470,5 @@ internal static class TwinBuilder
         {
             source.Close();
         }
-    }
-
-    /// <summary>
-    /// The endpoints a generated client describes: the <c>EndpointConfiguration</c> enum, the private statics that
-    /// turn one into a binding and an address, the <c>ConfigureEndpoint</c> partial method, and the constructors the
-    /// twin mirrors. Reads the client as dotnet-svcutil writes it; a constructor of another shape is not mirrored.
-    /// </summary>
-    private sealed class GeneratedEndpoints
-    {
-        private readonly INamedTypeSymbol _client;
-        private readonly List<string> _reached = [];
-
-        private GeneratedEndpoints(INamedTypeSymbol client) => _client = client;
-
-        public string Accessibility { get; private set; } = "public";
-
-        public bool HasEndpointConfigurations { get; private set; }
-
-        public string EndpointConfigurationType { get; private set; } = string.Empty;
-
-        public string ConfigureEndpointDelegate { get; private set; } = "null";
-
-        public List<MirroredConstructor> Constructors { get; } = [];
-
-        public static GeneratedEndpoints Read(INamedTypeSymbol client, CancellationToken cancellationToken)
-        {
-            var endpoints = new GeneratedEndpoints(client);
-            var clientName = client.ToDisplayString(TypeFormat);
-
-            // An internal client (dotnet-svcutil --internal) gets internal twin members that mention its types.
-            endpoints.Accessibility = IsPublic(client) ? "public" : "internal";
-
-            var configuration = client.GetTypeMembers("EndpointConfiguration").FirstOrDefault(t => t.TypeKind == TypeKind.Enum);
-            endpoints.HasEndpointConfigurations = configuration is not null
-                && endpoints.Reach(GetBindingForEndpoint, BindingType, configuration)
-                && endpoints.Reach(GetEndpointAddress, EndpointAddressType, configuration);
-            if (configuration is not null)
-            {
-                endpoints.EndpointConfigurationType = configuration.ToDisplayString(TypeFormat);
-            }
-
-            var hasDefaultEndpoint = endpoints.Reach(GetDefaultBinding, BindingType, null) && endpoints.Reach(GetDefaultEndpointAddress, EndpointAddressType, null);
-            if (client.GetMembers(ConfigureEndpoint).OfType<IMethodSymbol>().Any(m => m.IsStatic && m.Parameters.Length == 2))
-            {
-                endpoints._reached.Add($"internal static void {ReachPrefix}{ConfigureEndpoint}({ServiceEndpointType} serviceEndpoint, {ClientCredentialsType} clientCredentials) => {ConfigureEndpoint}(serviceEndpoint, clientCredentials);");
-                endpoints.ConfigureEndpointDelegate = $"{clientName}.{ReachPrefix}{ConfigureEndpoint}";
-            }
-
-            foreach (var constructor in client.InstanceConstructors.Where(c => !c.IsImplicitlyDeclared && c.DeclaredAccessibility is Microsoft.CodeAnalysis.Accessibility.Public or Microsoft.CodeAnalysis.Accessibility.Internal))
-            {
-                if (endpoints.Mirror(constructor, configuration, hasDefaultEndpoint, cancellationToken) is { } mirrored)
-                {
-                    endpoints.Constructors.Add(mirrored);
-                }
-            }
-
-            return endpoints;
-        }
-
-        public string Reached(string method) => $"{_client.ToDisplayString(TypeFormat)}.{ReachPrefix}{method}";
-
-        public string WriteClientPart()
-        {
-            var declaration = (TypeDeclarationSyntax)_client.DeclaringSyntaxReferences[0].GetSyntax();
-            var source = new SourceWriter()
-                .Line("// <auto-generated/>")
-                .Line("// Written by ChannelPool.ServiceModel's PooledClientGenerator: lets the pooled twin reach this generated client's endpoints.")
-                .Line("#nullable enable");
-            OpenContainers(source, _client, declaration);
-            source.Open($"partial class {_client.Name}{declaration.TypeParameterList}");
-            foreach (var member in _reached)
-            {
-                source.Line("[global::System.ComponentModel.EditorBrowsable(global::System.ComponentModel.EditorBrowsableState.Never)]");
-                source.Line(member);
-                source.Line();
-            }
-
-            source.Close();
-            CloseContainers(source, declaration);
-            return source.ToString();
-        }
-
-        private static bool IsPublic(ISymbol symbol)
-        {
-            for (var current = symbol; current is INamedTypeSymbol; current = current.ContainingType)
-            {
-                if (current.DeclaredAccessibility != Microsoft.CodeAnalysis.Accessibility.Public)
-                {
-                    return false;
-                }
-            }
-
-            return true;
-        }
-
-        private bool Reach(string method, string returnType, ITypeSymbol? configuration)
-        {
-            var found = _client.GetMembers(method).OfType<IMethodSymbol>().Any(m =>
-                m.IsStatic
-                && m.Parameters.Length == (configuration is null ? 0 : 1)
-                && (configuration is null || SymbolEqualityComparer.Default.Equals(m.Parameters[0].Type, configuration)));
-            if (found)
-            {
-                var parameter = configuration is null ? string.Empty : $"{configuration.ToDisplayString(TypeFormat)} endpointConfiguration";
-                var argument = configuration is null ? string.Empty : "endpointConfiguration";
-                _reached.Add($"internal static {returnType} {ReachPrefix}{method}({parameter}) => {method}({argument});");
-            }
-
-            return found;
-        }
-
-        private MirroredConstructor? Mirror(IMethodSymbol constructor, INamedTypeSymbol? configuration, bool hasDefaultEndpoint, CancellationToken cancellationToken)
-        {
-            var types = constructor.Parameters.Select(p => p.Type).ToArray();
-            var names = constructor.Parameters.Select(p => Identifier(p.Name)).ToArray();
-            var parameters = string.Join(", ", constructor.Parameters.Select(p => $"{p.Type.ToDisplayString(TypeFormat)} {Identifier(p.Name)}"));
-            var configure = ConfigureEndpointDelegate;
-            bool Is(int index, string metadataName) => types[index].ToDisplayString() == metadataName;
-            bool IsConfiguration(int index) => SymbolEqualityComparer.Default.Equals(types[index], configuration);
-
-            if (types.Length == 0 && hasDefaultEndpoint && DefaultEndpointName(constructor, configuration, cancellationToken) is { } name)
-            {
-                return new MirroredConstructor(
-                    types,
-                    parameters,
-                    $"{Reached(GetDefaultBinding)}(), {Reached(GetDefaultEndpointAddress)}(), nameof({EndpointConfigurationType}.{name}), {configure}",
-                    "Creates a proxy for the generated client's only endpoint, as its parameterless constructor does.");
-            }
-
-            if (!HasEndpointConfigurations)
-            {
-                return types.Length == 2 && Is(0, "System.ServiceModel.Channels.Binding") && Is(1, "System.ServiceModel.EndpointAddress")
-                    ? BindingAndAddress(types, parameters, names)
-                    : null;
-            }
-
-            var binding = $"{Reached(GetBindingForEndpoint)}({names.FirstOrDefault()})";
-            return types.Length switch
-            {
-                1 when IsConfiguration(0) => new MirroredConstructor(
-                    types,
-                    parameters,
-                    $"{binding}, {Reached(GetEndpointAddress)}({names[0]}), {names[0]}.ToString(), {configure}",
-                    "Creates a proxy for one of the generated client's endpoints: its binding and address, its name, and ConfigureEndpoint."),
-                2 when IsConfiguration(0) && types[1].SpecialType == SpecialType.System_String => new MirroredConstructor(
-                    types,
-                    parameters,
-                    $"{binding}, new {EndpointAddressType}({names[1]}), {names[0]}.ToString(), {configure}",
-                    "Creates a proxy for one of the generated client's endpoints at another address."),
-                2 when IsConfiguration(0) && Is(1, "System.ServiceModel.EndpointAddress") => new MirroredConstructor(
-                    types,
-                    parameters,
-                    $"{binding}, {names[1]}, {names[0]}.ToString(), {configure}",
-                    "Creates a proxy for one of the generated client's endpoints at another address."),
-                2 when Is(0, "System.ServiceModel.Channels.Binding") && Is(1, "System.ServiceModel.EndpointAddress") => BindingAndAddress(types, parameters, names),
-                _ => null,
-            };
-        }
-
-        private static MirroredConstructor BindingAndAddress(ITypeSymbol[] types, string parameters, string[] names) =>
-            new(types, parameters, $"{names[0]}, {names[1]}", "Creates a proxy for a binding and address; proxies with the same endpoint share its pools.");
-
-        // dotnet-svcutil writes a parameterless constructor only for a client with one endpoint, naming it in the body:
-        // this.Endpoint.Name = EndpointConfiguration.X.ToString().
-        private static string? DefaultEndpointName(IMethodSymbol constructor, INamedTypeSymbol? configuration, CancellationToken cancellationToken)
-        {
-            if (configuration is null)
-            {
-                return null;
-            }
-
-            var members = new HashSet<string>(configuration.MemberNames, StringComparer.Ordinal);
-            var named = constructor.DeclaringSyntaxReferences
-                .Select(reference => reference.GetSyntax(cancellationToken))
-                .SelectMany(body => body.DescendantNodes().OfType<MemberAccessExpressionSyntax>())
-                .Select(access => access.Name.Identifier.ValueText)
-                .FirstOrDefault(members.Contains);
-            return named ?? configuration.GetMembers().OfType<IFieldSymbol>().Select(f => f.Name).SingleOrDefaultIfMany();
-        }
-    }
-
-    private sealed record MirroredConstructor(IReadOnlyList<ITypeSymbol> ParameterTypes, string Parameters, string BaseArguments, string Summary);
-
-    private static string? SingleOrDefaultIfMany(this IEnumerable<string> items)
-    {
-        using var e = items.GetEnumerator();
-        if (!e.MoveNext())
-        {
-            return null;
-        }
-
-        var first = e.Current;
-        return e.MoveNext() ? null : first;
     }
 }
