@@ -46,6 +46,10 @@ public sealed class DiagnosticTests
         class Start { void Run(IServiceCollection services) =>
             services.AddPooledClient<ISessionful, CounterProxy>("counter", (e, _) => { }).Configure(o => o.MaxLeasesPerChannel = 4); }
         """, TestName = "CPSM001 for Configure on the builder of a registered pooled client")]
+    [TestCase("""
+        class Start { void Run(ServiceChannelPool<ISessionful> pool) =>
+            pool.Reconfigure(new ChannelPoolOptions { MaxLeasesPerChannel = 4 }); }
+        """, TestName = "CPSM001 for new options given to a running pool's Reconfigure")]
     public async Task A_contract_that_requires_sessions_with_shared_leases_is_an_error(string source)
     {
         var diagnostics = await DiagnoseAsync(source);
@@ -74,6 +78,7 @@ public sealed class DiagnosticTests
     [TestCase("class DuplexProxy : PooledClientBase<IDuplex> { }", TestName = "CPSM002 for a hand-written proxy of a duplex contract")]
     [TestCase("[PooledClient] partial class DuplexTwin : PooledClientBase<IDuplex>;", TestName = "CPSM002 once for a [PooledClient] proxy of a duplex contract")]
     [TestCase("class Start { void Run(Binding b, EndpointAddress a) => ChannelPoolFactory<IDuplex>.Initialize(b, a); }", TestName = "CPSM002 for a pool of a duplex contract")]
+    [TestCase("class Start { void Run(IServiceCollection services) => services.AddChannelPool<IDuplex>(\"duplex\", (e, _) => { }); }", TestName = "CPSM002 for a registered pool of a duplex contract")]
     public async Task A_duplex_contract_is_an_error(string source)
     {
         var diagnostics = await DiagnoseAsync(source);
