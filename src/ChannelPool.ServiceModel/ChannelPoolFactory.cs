@@ -59,8 +59,10 @@ public static class ChannelPoolFactory<TContract>
     /// <returns>A task that completes when every channel is closed.</returns>
     public static Task DestroyAsync() => Task.WhenAll(TakeAll().Select(pool => pool.DrainAsync()));
 
-    /// <summary>The pools for proxies constructed with a binding and address, shared by address and kind of binding.</summary>
-    // A generated client's endpoint (endpointName set) gets pools of its own, named after it.
+    /// <summary>
+    /// The pools for proxies constructed with a binding and address, shared by address and kind of binding. A generated
+    /// client's endpoint (<paramref name="endpointName"/> set) gets pools of its own, named after it.
+    /// </summary>
     internal static ServiceChannelPool<TContract> ForEndpoint(
         Binding binding, EndpointAddress address, string? endpointName = null, Action<ServiceEndpoint, ClientCredentials>? configureEndpoint = null)
     {
