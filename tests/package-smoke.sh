@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proves the packages are complete, as an app sees them: packs src/ with pack.sh, then builds the apps in
 # tests/ChannelPool.PackageTests against the packed packages only (dependencies, analyzers and XML docs included)
-# and runs the two that need no outside service. The apps compile the C# snippets marked in README.md as they stand.
+# and runs the ones that need no outside service. The apps compile the C# snippets marked in README.md as they stand.
+# It also regenerates a dotnet-svcutil client in a real build: the [PooledClient] twin must follow with no edit.
 # Prints one line per step; on failure, the failing step's output, and exits non-zero.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ log="$work/log.txt"
 packages=(ChannelPool ChannelPool.Hosting ChannelPool.OpenTelemetry ChannelPool.ServiceModel
           ChannelPool.PollingDuplex ChannelPool.PollingDuplex.Client ChannelPool.PollingDuplex.Protocol
           ChannelPool.PollingDuplex.Redis)
-snippets=(quick-start drop-in hosting)
+snippets=(quick-start drop-in hosting generated-client)
 
 rm -rf "$work"
 mkdir -p "$work/snippets"
@@ -44,6 +45,11 @@ for name in "${snippets[@]}"; do
 done
 echo "package smoke: extracted README snippets: ${snippets[*]}"
 
+# The Regeneration app compiles whatever Reference.cs sits here: first the generated client, later the regenerated one.
+regeneration="$work/regeneration/Reference.cs"
+mkdir -p "$(dirname "$regeneration")"
+cp "$apps/GeneratedClient/ServiceReference/Reference.cs" "$regeneration"
+
 step dotnet build "$apps/ChannelPool.PackageTests.slnx" -c Release
 echo "package smoke: built the apps against the packed packages, warnings as errors"
 
@@ -58,6 +64,10 @@ for id in "${packages[@]}"; do
   done
 done
 
+# The source generator travels inside the ServiceModel package, where the compiler picks it up as an analyzer.
+generator="$work/packages/channelpool.servicemodel/$version/analyzers/dotnet/cs/ChannelPool.ServiceModel.Generators.dll"
+[ -f "$generator" ] || fail "ChannelPool.ServiceModel has no source generator at analyzers/dotnet/cs"
+
 run() {
   local app=$1 expect=$2
   step timeout 60 dotnet "$work/bin/$app/Release/net10.0/$app.dll"
@@ -66,3 +76,10 @@ run() {
 }
 run QuickStart "quick start: sent 4 bytes"
 run PollingDuplex "polling duplex: opened pooled session"
+run Regeneration "the twin has CancelOrder, CancelOrderAsync, GetOrder, GetOrderAsync$"
+run Regeneration "endpoint BasicHttpBinding_IOrders, ConfigureEndpoint ran 1 time(s), the call reached 127.0.0.1:9"
+
+# The service gained ListOrders: the tool rewrites Reference.cs, the app rebuilds, and the twin has the operation.
+cp "$apps/GeneratedClient/Regenerated/Reference.cs" "$regeneration"
+step dotnet build "$apps/Regeneration/Regeneration.csproj" -c Release
+run Regeneration "the twin has CancelOrder, CancelOrderAsync, GetOrder, GetOrderAsync, ListOrders, ListOrdersAsync$"

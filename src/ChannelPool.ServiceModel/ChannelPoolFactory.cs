@@ -1,6 +1,7 @@
 using System.Collections.Concurrent;
 using System.ServiceModel;
 using System.ServiceModel.Channels;
+using System.ServiceModel.Description;
 
 namespace ChannelPool.ServiceModel;
 
@@ -58,15 +59,22 @@ public static class ChannelPoolFactory<TContract>
     /// <returns>A task that completes when every channel is closed.</returns>
     public static Task DestroyAsync() => Task.WhenAll(TakeAll().Select(pool => pool.DrainAsync()));
 
-    /// <summary>The pools for proxies constructed with a binding and address, shared by address and kind of binding.</summary>
-    internal static ServiceChannelPool<TContract> ForEndpoint(Binding binding, EndpointAddress address)
+    /// <summary>
+    /// The pools for proxies constructed with a binding and address, shared by address and kind of binding. A generated
+    /// client's endpoint (<paramref name="endpointName"/> set) gets pools of its own, named after it.
+    /// </summary>
+    internal static ServiceChannelPool<TContract> ForEndpoint(
+        Binding binding, EndpointAddress address, string? endpointName = null, Action<ServiceEndpoint, ClientCredentials>? configureEndpoint = null)
     {
-        var key = new EndpointKey(binding.GetType(), binding.Name, binding.Namespace, address.Uri, address.Identity?.ToString());
+        var key = new EndpointKey(binding.GetType(), binding.Name, binding.Namespace, address.Uri, address.Identity?.ToString(), endpointName, configureEndpoint);
         var lazy = ByEndpoint.GetOrAdd(
             key,
             static (endpointKey, arguments) => new Lazy<ServiceChannelPool<TContract>>(() =>
             {
-                var pool = new ServiceChannelPool<TContract>(arguments.binding, arguments.address);
+                var pool = endpointKey.EndpointName is { } name
+                    ? new ServiceChannelPool<TContract>(
+                        arguments.binding, arguments.address, new ChannelPoolOptions { Name = name }, GeneratedEndpoint.ConfigureFactory<TContract>(name, endpointKey.ConfigureEndpoint))
+                    : new ServiceChannelPool<TContract>(arguments.binding, arguments.address);
                 _ = pool.WarmUpAsync(readyChannels: 0);
                 return pool;
             }),
@@ -102,6 +110,7 @@ public static class ChannelPoolFactory<TContract>
         return pools;
     }
 
-    private readonly record struct EndpointKey(Type BindingType, string BindingName, string BindingNamespace, Uri Address, string? Identity);
+    private readonly record struct EndpointKey(
+        Type BindingType, string BindingName, string BindingNamespace, Uri Address, string? Identity, string? EndpointName, Action<ServiceEndpoint, ClientCredentials>? ConfigureEndpoint);
 }
 #pragma warning restore CA1000

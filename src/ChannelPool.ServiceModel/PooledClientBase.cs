@@ -82,6 +82,27 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         _endpointPool = ChannelPoolFactory<TContract>.ForEndpoint(binding, remoteAddress);
     }
 
+    /// <summary>
+    /// Creates a proxy for one endpoint of a generated client, like its <c>(EndpointConfiguration)</c> constructors: the
+    /// pool's channel factories are named <paramref name="endpointName"/> and run <paramref name="configureEndpoint"/>
+    /// (the generated <c>ConfigureEndpoint</c> partial method) once each, before they open. Proxies of this contract
+    /// built for the same endpoint share one set of pools. Pooled twins written by <see cref="PooledClientAttribute"/> call it.
+    /// </summary>
+    /// <param name="binding">The binding, from the generated <c>GetBindingForEndpoint</c>.</param>
+    /// <param name="remoteAddress">The service's address.</param>
+    /// <param name="endpointName">The endpoint's name: the <c>EndpointConfiguration</c> value's name.</param>
+    /// <param name="configureEndpoint">Configures the endpoint and its credentials; null for none.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="binding"/> or <paramref name="remoteAddress"/> is null.</exception>
+    /// <exception cref="ArgumentException"><paramref name="endpointName"/> is null or empty.</exception>
+    protected PooledClientBase(
+        Binding binding, EndpointAddress remoteAddress, string endpointName, Action<ServiceEndpoint, ClientCredentials>? configureEndpoint)
+    {
+        ArgumentNullException.ThrowIfNull(binding);
+        ArgumentNullException.ThrowIfNull(remoteAddress);
+        ArgumentException.ThrowIfNullOrEmpty(endpointName);
+        _endpointPool = ChannelPoolFactory<TContract>.ForEndpoint(binding, remoteAddress, endpointName, configureEndpoint);
+    }
+
     /// <summary>Creates a proxy that leases from <paramref name="pool"/>; the constructor for dependency injection.</summary>
     /// <param name="pool">The endpoint's pools.</param>
     /// <exception cref="ArgumentNullException"><paramref name="pool"/> is null.</exception>
