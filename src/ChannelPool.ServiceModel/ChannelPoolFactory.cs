@@ -16,10 +16,10 @@ public static class ChannelPoolFactory<TContract>
     where TContract : class
 {
     private static readonly ConcurrentDictionary<EndpointKey, Lazy<ServiceChannelPool<TContract>>> ByEndpoint = new();
-    private static volatile ServiceChannelPool<TContract>? s_current;
+    private static volatile ServiceChannelPool<TContract>? _current;
 
     /// <summary>Gets the pool <see cref="Initialize"/> created, or null.</summary>
-    public static ServiceChannelPool<TContract>? Current => s_current;
+    public static ServiceChannelPool<TContract>? Current => _current;
 
     /// <summary>Creates the contract's pool and starts filling it in the background.</summary>
     /// <param name="binding">The binding.</param>
@@ -35,7 +35,7 @@ public static class ChannelPoolFactory<TContract>
         ChannelPoolOptions? options = null)
     {
         var pool = new ServiceChannelPool<TContract>(binding, address, options, configure);
-        if (Interlocked.CompareExchange(ref s_current, pool, null) is not null)
+        if (Interlocked.CompareExchange(ref _current, pool, null) is not null)
         {
             pool.Dispose();
             throw new InvalidOperationException(
@@ -94,7 +94,7 @@ public static class ChannelPoolFactory<TContract>
     private static List<ServiceChannelPool<TContract>> TakeAll()
     {
         var pools = new List<ServiceChannelPool<TContract>>();
-        if (Interlocked.Exchange(ref s_current, null) is { } current)
+        if (Interlocked.Exchange(ref _current, null) is { } current)
         {
             pools.Add(current);
         }

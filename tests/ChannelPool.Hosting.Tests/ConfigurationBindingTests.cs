@@ -12,7 +12,7 @@ public class ConfigurationBindingTests
     private const string Section = "ChannelPool:Pools:orders";
 
     [Test]
-    public async Task Values_the_section_does_not_name_keep_following_their_defaults()
+    public async Task ValuesTheSectionDoesNotName_KeepFollowingTheirDefaults()
     {
         await using var host = TestHost.Create(
             services => services.AddChannelPool("orders", _ => new FakeChannelFactory())
@@ -32,7 +32,7 @@ public class ConfigurationBindingTests
     }
 
     [Test]
-    public async Task Values_the_section_names_are_explicit()
+    public async Task ValuesTheSectionNames_AreExplicit()
     {
         await using var host = TestHost.Create(
             services => services.AddChannelPool("orders", _ => new FakeChannelFactory())

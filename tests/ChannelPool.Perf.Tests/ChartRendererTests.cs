@@ -35,14 +35,14 @@ public class ChartRendererTests
         ],
         LogScaleY: true);
 
-    private string outputDirectory = null!;
+    private string _outputDirectory = null!;
 
     [SetUp]
     public void CreateOutputDirectory() =>
-        outputDirectory = Directory.CreateTempSubdirectory("channelpool-charts-").FullName;
+        _outputDirectory = Directory.CreateTempSubdirectory("channelpool-charts-").FullName;
 
     [TearDown]
-    public void DeleteOutputDirectory() => Directory.Delete(outputDirectory, recursive: true);
+    public void DeleteOutputDirectory() => Directory.Delete(_outputDirectory, recursive: true);
 
     [Test]
     public void ToPlot_GroupedBar_KeepsCategoriesAndSeriesInInputOrder_AndBarsSideBySide()
@@ -100,7 +100,7 @@ public class ChartRendererTests
     [Test]
     public void RenderAsync_TwoChartsWithOneName_Throws()
     {
-        var thrown = Assert.ThrowsAsync<ArgumentException>(() => ChartRenderer.RenderAsync([BarChart, LineChart with { Name = BarChart.Name }], outputDirectory, CancellationToken.None));
+        var thrown = Assert.ThrowsAsync<ArgumentException>(() => ChartRenderer.RenderAsync([BarChart, LineChart with { Name = BarChart.Name }], _outputDirectory, CancellationToken.None));
 
         Assert.That(thrown!.Message, Does.Contain("Two charts are named 'proxies-throughput'"));
     }
@@ -108,7 +108,7 @@ public class ChartRendererTests
     [Test]
     public async Task RenderAsync_BarAndLineCharts_WritesPngAndSvgWithTitleAndSeries()
     {
-        var report = Path.Combine(outputDirectory, "report");
+        var report = Path.Combine(_outputDirectory, "report");
 
         var result = await ChartRenderer.RenderAsync([BarChart, LineChart], report, CancellationToken.None);
 

@@ -13,12 +13,12 @@ public class BackpressureTests
         var client = new PollingDuplexClient(http, server.Duplex, new PollingDuplexClientOptions { Mode = mode });
         await using var session = await client.OpenSessionAsync().Within();
         var onServer = server.Recorder.Sessions[session.Id];
-        const int count = 300;
+        const int Count = 300;
 
         var producer = Task.Run(async () =>
         {
             var results = new List<DuplexSendResult>();
-            for (var i = 1; i <= count; i++)
+            for (var i = 1; i <= Count; i++)
             {
                 results.Add(await onServer.SendAsync(DeliveryTests.Message(DuplexEncoding.Binary, i)));
             }
@@ -32,14 +32,14 @@ public class BackpressureTests
         {
             Assert.That(delivery.IsGap, Is.False, "nothing may be dropped");
             received.Add(DeliveryTests.Value(DuplexEncoding.Binary, delivery.Message!));
-            if (received.Count == count)
+            if (received.Count == Count)
             {
                 break;
             }
         }
 
         Assert.That(await producer.Within(), Is.All.EqualTo(DuplexSendResult.Queued), "waiting replaces the overflow policy: the session never faulted");
-        Assert.That(received, Is.EqualTo(Enumerable.Range(1, count)));
+        Assert.That(received, Is.EqualTo(Enumerable.Range(1, Count)));
         Assert.That(onServer.EndReason, Is.Null);
     }
 

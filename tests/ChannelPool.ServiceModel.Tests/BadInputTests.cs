@@ -18,7 +18,7 @@ public sealed class BadInputTests
     public Task TearDown() => Task.WhenAll(ChannelPoolFactory<ISomeService>.DestroyAsync(), ChannelPoolFactory<IEchoService>.DestroyAsync());
 
     [Test]
-    public void A_null_binding_or_address_is_refused_by_name()
+    public void ANullBindingOrAddress_IsRefusedByName()
     {
         Assert.Multiple(() =>
         {
@@ -31,7 +31,7 @@ public sealed class BadInputTests
     }
 
     [Test]
-    public void A_proxy_for_a_contract_no_pool_was_initialized_for_says_how_to_fix_it()
+    public void AProxyForAContractWithNoPool_SaysHowToFixIt()
     {
         var proxy = new MyProxy();
 
@@ -41,7 +41,7 @@ public sealed class BadInputTests
     }
 
     [Test]
-    public void A_type_that_is_not_a_service_contract_is_refused()
+    public void ATypeThatIsNotAServiceContract_IsRefused()
     {
         var error = Assert.Throws<ArgumentException>(() => new ServiceChannelPool<INotAContract>(NetTcpTestHost.CreateBinding(), TcpAddress));
 
@@ -49,7 +49,7 @@ public sealed class BadInputTests
     }
 
     [Test]
-    public void An_address_whose_scheme_is_not_the_bindings_is_refused()
+    public void AnAddressWhoseSchemeIsNotTheBindings_IsRefused()
     {
         var httpsAddress = SoapTestHost.CreateAddress(new Uri("https://127.0.0.1:1/basic"));
 
@@ -59,7 +59,7 @@ public sealed class BadInputTests
     }
 
     [Test]
-    public void A_channel_lifetime_not_shorter_than_the_bindings_receive_timeout_is_refused()
+    public void AChannelLifetimeNotShorterThanTheBindingsReceiveTimeout_IsRefused()
     {
         var binding = NetTcpTestHost.CreateBinding();
         binding.ReceiveTimeout = TimeSpan.FromSeconds(60);
@@ -71,7 +71,7 @@ public sealed class BadInputTests
     }
 
     [Test]
-    public void The_receive_timeout_rule_applies_only_to_bindings_with_sessions()
+    public void TheReceiveTimeoutRule_AppliesOnlyToBindingsWithSessions()
     {
         var binding = SoapTestHost.CreateBasicBinding();
         binding.ReceiveTimeout = TimeSpan.FromSeconds(60);
@@ -83,7 +83,7 @@ public sealed class BadInputTests
     }
 
     [Test]
-    public async Task A_reconfiguration_that_conflicts_with_the_binding_is_refused_and_the_pool_keeps_its_settings()
+    public async Task AReconfigurationThatConflictsWithTheBinding_IsRefusedAndThePoolKeepsItsSettings()
     {
         var binding = NetTcpTestHost.CreateBinding();
         binding.ReceiveTimeout = TimeSpan.FromSeconds(60);
@@ -95,7 +95,7 @@ public sealed class BadInputTests
     }
 
     [Test]
-    public async Task Initializing_a_contract_twice_is_refused_until_it_is_destroyed()
+    public async Task InitializingAContractTwice_IsRefusedUntilItIsDestroyed()
     {
         await using var service = await TestService.StartAsync(Transport.BasicHttps);
         ChannelPoolFactory<ISomeService>.Initialize(service.Binding, service.EchoAddress, service.Configure);
@@ -111,7 +111,7 @@ public sealed class BadInputTests
     }
 
     [Test]
-    public async Task A_closed_proxy_refuses_more_calls_and_closing_or_disposing_again_does_nothing()
+    public async Task AClosedProxy_RefusesMoreCalls_AndClosingOrDisposingAgainDoesNothing()
     {
         await using var service = await TestService.StartAsync(Transport.BasicHttps);
         await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, configureFactory: service.Configure);
@@ -126,7 +126,7 @@ public sealed class BadInputTests
     }
 
     [Test]
-    public async Task Proxies_built_from_binding_and_address_share_one_pool_and_bad_input_is_not_cached()
+    public async Task ProxiesBuiltFromBindingAndAddress_ShareOnePool_AndBadInputIsNotCached()
     {
         await using var service = await TestService.StartAsync(Transport.BasicHttps);
         var first = new EchoProxy(service.Binding, service.EchoAddress);

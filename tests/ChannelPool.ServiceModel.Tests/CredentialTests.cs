@@ -9,7 +9,7 @@ namespace ChannelPool.ServiceModel.Tests;
 public sealed class CredentialTests
 {
     [Test]
-    public async Task Proxies_with_different_credentials_never_share_a_channel()
+    public async Task ProxiesWithDifferentCredentials_NeverShareAChannel()
     {
         await using var service = await TestService.StartAsync(Transport.UserName);
         await using var pool = new ServiceChannelPool<IEchoService>(
@@ -36,7 +36,7 @@ public sealed class CredentialTests
     }
 
     [Test]
-    public async Task Credentials_set_before_the_first_call_are_read_then_not_at_construction()
+    public async Task CredentialsSetBeforeTheFirstCall_AreReadThen_NotAtConstruction()
     {
         await using var service = await TestService.StartAsync(Transport.UserName);
         await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, configureFactory: service.Configure);
@@ -49,7 +49,7 @@ public sealed class CredentialTests
     }
 
     [Test]
-    public async Task The_same_user_with_another_password_gets_another_pool()
+    public async Task TheSameUserWithAnotherPassword_GetsAnotherPool()
     {
         await using var service = await TestService.StartAsync(Transport.UserName);
         await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, configureFactory: service.Configure);
@@ -63,7 +63,7 @@ public sealed class CredentialTests
     }
 
     [Test]
-    public async Task A_wrong_password_gives_a_fault_naming_the_cause_and_no_storm_of_retries()
+    public async Task AWrongPassword_GivesAFaultNamingTheCause_AndNoStormOfRetries()
     {
         await using var service = await TestService.StartAsync(Transport.UserName);
         await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, configureFactory: service.Configure);
@@ -81,7 +81,7 @@ public sealed class CredentialTests
     }
 
     [Test]
-    public async Task More_credential_sets_than_the_limit_get_a_clear_error()
+    public async Task MoreCredentialSetsThanTheLimit_GetAClearError()
     {
         await using var service = await TestService.StartAsync(Transport.UserName);
         await using var pool = new ServiceChannelPool<IEchoService>(

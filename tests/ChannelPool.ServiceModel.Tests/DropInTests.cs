@@ -11,7 +11,7 @@ public sealed class DropInTests
     public Task TearDown() => ChannelPoolFactory<ISomeService>.DestroyAsync();
 
     [Test]
-    public async Task The_readme_example_calls_the_service_over_a_pooled_channel([Values] Transport transport)
+    public async Task TheReadmeExample_CallsTheServiceOverAPooledChannel([Values] Transport transport)
     {
         await using var service = await TestService.StartAsync(transport);
         ChannelPoolFactory<ISomeService>.Initialize(service.Binding, service.EchoAddress, service.Configure);
@@ -26,7 +26,7 @@ public sealed class DropInTests
     }
 
     [Test]
-    public async Task Proxies_one_after_another_reuse_one_pooled_channel([Values] Transport transport)
+    public async Task ProxiesOneAfterAnother_ReuseOnePooledChannel([Values] Transport transport)
     {
         await using var service = await TestService.StartAsync(transport);
         var pool = ChannelPoolFactory<ISomeService>.Initialize(

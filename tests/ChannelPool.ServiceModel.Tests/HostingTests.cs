@@ -19,7 +19,7 @@ namespace ChannelPool.ServiceModel.Tests;
 public sealed class HostingTests
 {
     [Test]
-    public async Task A_pooled_client_is_warm_when_the_host_has_started_and_its_calls_pay_no_handshakes()
+    public async Task APooledClient_IsWarmWhenTheHostHasStarted_AndItsCallsPayNoHandshakes()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var host = TestHost.Create(services => services
@@ -53,7 +53,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task A_proxy_with_only_a_parameterless_constructor_gets_its_pool_from_the_registration()
+    public async Task AProxyWithOnlyAParameterlessConstructor_GetsItsPoolFromTheRegistration()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var host = TestHost.Create(services => services
@@ -81,7 +81,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task Options_bound_from_configuration_reach_the_pool_and_a_configured_lease_mode_overrides_the_contract_default()
+    public async Task OptionsBoundFromConfiguration_ReachThePool_AndAConfiguredLeaseModeOverridesTheContractDefault()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         var configuration = new Dictionary<string, string?>
@@ -133,7 +133,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task Options_bound_from_configuration_without_a_lease_mode_keep_the_contract_default()
+    public async Task OptionsBoundFromConfigurationWithoutALeaseMode_KeepTheContractDefault()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var host = TestHost.Create(
@@ -158,7 +158,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task Stopping_the_host_drains_the_pool_and_ends_every_server_session_with_an_end_record()
+    public async Task StoppingTheHost_DrainsThePool_AndEndsEveryServerSessionWithAnEndRecord()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var host = TestHost.Create(services => services
@@ -185,7 +185,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task An_endpoint_callback_that_sets_no_binding_fails_start_naming_the_pool_and_the_binding()
+    public async Task AnEndpointCallbackThatSetsNoBinding_FailsStart_NamingThePoolAndTheBinding()
     {
         await using var host = TestHost.Create(services => services
             .AddPooledClient<IEchoService, EchoProxy>("no-binding", (endpoint, _) => endpoint.Address = UnusedAddress)
@@ -198,7 +198,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task An_endpoint_callback_that_sets_no_address_fails_start_naming_the_pool_and_the_address()
+    public async Task AnEndpointCallbackThatSetsNoAddress_FailsStart_NamingThePoolAndTheAddress()
     {
         await using var host = TestHost.Create(services => services
             .AddPooledClient<IEchoService, EchoProxy>("no-address", (endpoint, _) => endpoint.Binding = NetTcpTestHost.CreateBinding())
@@ -211,7 +211,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task A_configured_channel_lifetime_not_shorter_than_the_receive_timeout_fails_start()
+    public async Task AConfiguredChannelLifetimeNotShorterThanTheReceiveTimeout_FailsStart()
     {
         await using var host = TestHost.Create(
             services => services.AddPooledClient<IEchoService, EchoProxy>("echo", (endpoint, _) =>
@@ -235,7 +235,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task A_configured_channel_lifetime_shorter_than_the_receive_timeout_starts()
+    public async Task AConfiguredChannelLifetimeShorterThanTheReceiveTimeout_Starts()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var host = TestHost.Create(
@@ -261,7 +261,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public void Registering_a_pool_name_twice_throws_naming_the_pool()
+    public void RegisteringAPoolNameTwice_ThrowsNamingThePool()
     {
         var services = new ServiceCollection();
         services.AddPooledClient<IEchoService, EchoProxy>("echo", (_, _) => { });
@@ -274,7 +274,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task The_unkeyed_pool_is_the_first_registered_and_each_pool_resolves_by_its_name()
+    public async Task TheUnkeyedPool_IsTheFirstRegistered_AndEachPoolResolvesByItsName()
     {
         await using var first = await TestService.StartAsync(Transport.NetTcp);
         await using var second = await TestService.StartAsync(Transport.NetTcp);
@@ -311,7 +311,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task The_health_check_reports_a_warm_pool_healthy_and_a_cold_one_unhealthy()
+    public async Task TheHealthCheck_ReportsAWarmPoolHealthy_AndAColdOneUnhealthy()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var host = TestHost.Create(services => services
@@ -335,7 +335,7 @@ public sealed class HostingTests
     }
 
     [Test]
-    public async Task Credentials_set_on_a_resolved_proxy_before_its_first_call_select_another_pool()
+    public async Task CredentialsSetOnAResolvedProxyBeforeItsFirstCall_SelectAnotherPool()
     {
         await using var service = await TestService.StartAsync(Transport.UserName);
         await using var host = TestHost.Create(services => services

@@ -11,7 +11,7 @@ namespace ChannelPool.ServiceModel.Tests;
 public sealed class PooledChannelTests
 {
     [Test]
-    public async Task Warm_up_pays_the_handshakes_and_calls_pay_none_on_net_tcp()
+    public async Task WarmUp_PaysTheHandshakes_AndCallsPayNone_OnNetTcp()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var pool = new ServiceChannelPool<IEchoService>(
@@ -34,7 +34,7 @@ public sealed class PooledChannelTests
     }
 
     [Test]
-    public async Task A_contract_that_requires_sessions_defaults_to_single_use_and_others_to_reuse()
+    public async Task AContractThatRequiresSessions_DefaultsToSingleUse_AndOthersToReuse()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var counters = new ServiceChannelPool<ISessionCounter>(service.Binding, service.CounterAddress, configureFactory: service.Configure);
@@ -48,7 +48,7 @@ public sealed class PooledChannelTests
     }
 
     [Test]
-    public async Task Single_use_gives_every_proxy_a_fresh_server_session_and_reuse_would_leak_one()
+    public async Task SingleUse_GivesEveryProxyAFreshServerSession_WhereReuseWouldLeakOne()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         var options = new ChannelPoolOptions { PoolSize = 1, MaxChannels = 1 };
@@ -77,7 +77,7 @@ public sealed class PooledChannelTests
     }
 
     [Test]
-    public async Task Many_proxies_in_parallel_all_get_answers_in_both_lease_modes(
+    public async Task ManyProxiesInParallel_AllGetAnswers_InBothLeaseModes(
         [Values(Transport.NetTcp, Transport.BasicHttps, Transport.UserName, Transport.SecureConversation)] Transport transport,
         [Values] LeaseMode mode)
     {
@@ -113,7 +113,7 @@ public sealed class PooledChannelTests
     }
 
     [Test]
-    public async Task Lifetime_eviction_ends_the_server_session_with_an_end_record()
+    public async Task LifetimeEviction_EndsTheServerSessionWithAnEndRecord()
     {
         var time = new FakeTimeProvider();
         await using var service = await TestService.StartAsync(Transport.NetTcp);
@@ -134,7 +134,7 @@ public sealed class PooledChannelTests
     }
 
     [Test]
-    public async Task An_application_fault_leaves_the_channel_in_the_pool([Values] Transport transport)
+    public async Task AnApplicationFault_LeavesTheChannelInThePool([Values] Transport transport)
     {
         await using var service = await TestService.StartAsync(transport);
         await using var pool = new ServiceChannelPool<IEchoService>(
@@ -157,7 +157,7 @@ public sealed class PooledChannelTests
     }
 
     [Test]
-    public async Task A_transport_failure_discards_the_channel_even_when_wcf_still_calls_it_opened([Values(Transport.BasicHttps, Transport.WsHttps)] Transport transport)
+    public async Task ATransportFailure_DiscardsTheChannel_EvenWhenWcfStillCallsItOpened([Values(Transport.BasicHttps, Transport.WsHttps)] Transport transport)
     {
         await using var service = await TestService.StartAsync(transport);
         await using var pool = new ServiceChannelPool<IEchoService>(
@@ -181,7 +181,7 @@ public sealed class PooledChannelTests
     }
 
     [Test]
-    public async Task One_proxy_shared_by_many_threads_leases_one_channel_and_every_call_gets_its_own_answer()
+    public async Task OneProxySharedByManyThreads_LeasesOneChannel_AndEveryCallGetsItsOwnAnswer()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var pool = new ServiceChannelPool<IEchoService>(

@@ -59,7 +59,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_message_signed_with_the_negotiated_key_is_accepted()
+    public async Task AMessageSignedWithTheNegotiatedKey_IsAccepted()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
 
@@ -71,7 +71,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_wrong_password_gets_no_token()
+    public async Task AWrongPassword_GetsNoToken()
     {
         var reply = await PostAsync(IssueRequest(TestUsers.Alice, "wrong", new byte[32]));
 
@@ -80,7 +80,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task An_unsigned_message_is_refused()
+    public async Task AnUnsignedMessage_IsRefused()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
 
@@ -90,7 +90,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_message_without_a_timestamp_is_refused()
+    public async Task AMessageWithoutATimestamp_IsRefused()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
         var message = Call(session, "Echo", "hello");
@@ -103,7 +103,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_changed_signature_value_is_refused()
+    public async Task AChangedSignatureValue_IsRefused()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
         var message = Call(session, "Echo", "hello");
@@ -118,7 +118,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_timestamp_changed_after_signing_is_refused()
+    public async Task ATimestampChangedAfterSigning_IsRefused()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
         var message = Call(session, "Echo", "hello");
@@ -131,7 +131,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_message_signed_with_another_key_is_refused()
+    public async Task AMessageSignedWithAnotherKey_IsRefused()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
 
@@ -141,7 +141,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_signature_that_does_not_cover_the_timestamp_is_refused()
+    public async Task ASignatureThatDoesNotCoverTheTimestamp_IsRefused()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
 
@@ -151,7 +151,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task An_unknown_token_gets_bad_context_token()
+    public async Task AnUnknownToken_GetsBadContextToken()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
 
@@ -161,7 +161,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task An_expired_token_gets_bad_context_token()
+    public async Task AnExpiredToken_GetsBadContextToken()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
         for (var i = 0; i < 11; i++)
@@ -180,7 +180,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_token_idle_past_the_inactivity_timeout_gets_bad_context_token()
+    public async Task ATokenIdlePastTheInactivityTimeout_GetsBadContextToken()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
         _time.Advance(TimeSpan.FromMinutes(2));
@@ -192,7 +192,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_cancelled_token_gets_bad_context_token()
+    public async Task ACancelledToken_GetsBadContextToken()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
         var cancelled = await PostAsync(Cancel(session, session.Identifier));
@@ -205,7 +205,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_session_cannot_cancel_another_sessions_token()
+    public async Task ASession_CannotCancelAnotherSessionsToken()
     {
         var alice = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
         var bob = await IssueAsync(TestUsers.Bob, TestUsers.BobPassword);
@@ -217,7 +217,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task An_expired_timestamp_is_refused()
+    public async Task AnExpiredTimestamp_IsRefused()
     {
         var session = await IssueAsync(TestUsers.Alice, TestUsers.AlicePassword);
 
@@ -227,7 +227,7 @@ public sealed class SecureConversationServerTests
     }
 
     [Test]
-    public async Task A_request_that_is_not_xml_is_refused()
+    public async Task ARequestThatIsNotXml_IsRefused()
     {
         using var content = new StringContent("this is not a SOAP envelope", Encoding.UTF8, "application/soap+xml");
         using var response = await _http.PostAsync(_host.SecureConversationAddress, content);

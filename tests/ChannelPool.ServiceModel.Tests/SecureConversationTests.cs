@@ -17,7 +17,7 @@ namespace ChannelPool.ServiceModel.Tests;
 public sealed class SecureConversationTests
 {
     [Test]
-    public async Task Warm_up_pays_the_negotiations_and_calls_pay_none()
+    public async Task WarmUp_PaysTheNegotiations_AndCallsPayNone()
     {
         await using var service = await TestService.StartAsync(Transport.SecureConversation);
         await using var pool = new ServiceChannelPool<IEchoService>(
@@ -39,7 +39,7 @@ public sealed class SecureConversationTests
     }
 
     [Test]
-    public async Task Closing_the_pool_cancels_every_token_it_negotiated()
+    public async Task ClosingThePool_CancelsEveryTokenItNegotiated()
     {
         await using var service = await TestService.StartAsync(Transport.SecureConversation);
         var pool = new ServiceChannelPool<IEchoService>(
@@ -53,7 +53,7 @@ public sealed class SecureConversationTests
     }
 
     [Test]
-    public async Task Each_user_gets_its_own_pool_and_its_own_tokens()
+    public async Task EachUser_GetsItsOwnPool_AndItsOwnTokens()
     {
         await using var service = await TestService.StartAsync(Transport.SecureConversation);
         await using var pool = new ServiceChannelPool<IEchoService>(
@@ -81,7 +81,7 @@ public sealed class SecureConversationTests
     }
 
     [Test]
-    public async Task A_wrong_password_fails_the_open_with_the_servers_reason_and_no_storm_of_retries()
+    public async Task AWrongPassword_FailsTheOpenWithTheServersReason_AndNoStormOfRetries()
     {
         await using var service = await TestService.StartAsync(Transport.SecureConversation);
         await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, configureFactory: service.Configure);
@@ -104,7 +104,7 @@ public sealed class SecureConversationTests
     }
 
     [Test]
-    public async Task A_channel_retired_by_its_lifetime_before_the_server_drops_its_token_never_fails_a_call(
+    public async Task AChannelRetiredByItsLifetimeBeforeTheServerDropsItsToken_NeverFailsACall(
         [Values] ServerLimit limit)
     {
         // One clock for the pool and the server. The pool's lifetime (90 s, the default) is below both server limits,
@@ -132,7 +132,7 @@ public sealed class SecureConversationTests
     }
 
     [Test]
-    public async Task A_token_the_server_dropped_while_its_channel_idled_fails_one_call_clearly_and_the_next_gets_a_new_channel(
+    public async Task ATokenTheServerDroppedWhileItsChannelIdled_FailsOneCallClearly_AndTheNextGetsANewChannel(
         [Values] ServerLimit limit)
     {
         // The pool's lifetime (5 minutes) is longer than the server's limits (2 minutes): the rule is broken on purpose.

@@ -11,7 +11,7 @@ namespace ChannelPool.ServiceModel.Tests;
 public sealed class ServerFailureTests
 {
     [Test]
-    public async Task A_session_the_server_aborted_while_idle_is_never_handed_out()
+    public async Task ASessionTheServerAbortedWhileIdle_IsNeverHandedOut()
     {
         var time = new FakeTimeProvider();
         await using var service = await TestService.StartAsync(Transport.NetTcp);
@@ -32,7 +32,7 @@ public sealed class ServerFailureTests
     }
 
     [Test]
-    public async Task The_cleanup_timer_replaces_sessions_the_server_dropped_before_anyone_asks()
+    public async Task TheCleanupTimer_ReplacesSessionsTheServerDropped_BeforeAnyoneAsks()
     {
         var time = new FakeTimeProvider();
         await using var service = await TestService.StartAsync(Transport.NetTcp);
@@ -53,7 +53,7 @@ public sealed class ServerFailureTests
     }
 
     [Test]
-    public async Task While_the_server_is_down_callers_fail_fast_and_after_it_returns_the_pool_refills_by_itself()
+    public async Task WhileTheServerIsDown_CallersFailFast_AndAfterItReturnsThePoolRefillsByItself()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         var options = new ChannelPoolOptions { PoolSize = 2, AcquireTimeout = TimeSpan.FromSeconds(30) };

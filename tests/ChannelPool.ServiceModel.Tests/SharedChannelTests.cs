@@ -11,7 +11,7 @@ namespace ChannelPool.ServiceModel.Tests;
 public sealed class SharedChannelTests
 {
     [Test]
-    public async Task Proxies_up_to_MaxLeasesPerChannel_call_concurrently_over_one_session()
+    public async Task ProxiesUpToMaxLeasesPerChannel_CallConcurrentlyOverOneSession()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var pool = new ServiceChannelPool<IAsyncEchoService>(
@@ -45,7 +45,7 @@ public sealed class SharedChannelTests
     }
 
     [Test]
-    public async Task A_shared_channel_whose_session_died_fails_its_holders_and_the_next_proxy_gets_a_fresh_one()
+    public async Task ASharedChannelWhoseSessionDied_FailsItsHolders_AndTheNextProxyGetsAFreshOne()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var pool = new ServiceChannelPool<IEchoService>(
@@ -76,7 +76,7 @@ public sealed class SharedChannelTests
     }
 
     [Test]
-    public async Task Sharing_the_channels_of_a_contract_that_requires_sessions_is_refused_with_the_reason()
+    public async Task SharingTheChannelsOfAContractThatRequiresSessions_IsRefusedWithTheReason()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
 

@@ -19,7 +19,7 @@ internal sealed class BackgroundWorker : TaskScheduler
     internal const string ThreadName = "ChannelPool background worker";
 
     [ThreadStatic]
-    private static bool t_isWorkerThread;
+    private static bool _isWorkerThread;
 
     private readonly BlockingCollection<Task> _queue = [];
     private readonly int _threadCount;
@@ -68,14 +68,14 @@ internal sealed class BackgroundWorker : TaskScheduler
 
     /// <inheritdoc />
     protected override bool TryExecuteTaskInline(Task task, bool taskWasPreviouslyQueued) =>
-        t_isWorkerThread && TryExecuteTask(task);
+        _isWorkerThread && TryExecuteTask(task);
 
     /// <inheritdoc />
     protected override IEnumerable<Task> GetScheduledTasks() => _queue.ToArray();
 
     private void RunWorker()
     {
-        t_isWorkerThread = true;
+        _isWorkerThread = true;
         ThreadNiceness.LowerCurrentThread();
         foreach (var task in _queue.GetConsumingEnumerable())
         {

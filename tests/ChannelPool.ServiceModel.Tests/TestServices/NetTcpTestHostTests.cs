@@ -20,7 +20,7 @@ public sealed class NetTcpTestHostTests
     public void DisposeCertificate() => _certificate.Dispose();
 
     [Test]
-    public async Task Echo_round_trips_over_tls_and_WhoAmI_is_anonymous()
+    public async Task Echo_RoundTripsOverTls_AndWhoAmIIsAnonymous()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
@@ -33,7 +33,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task Each_channel_is_one_connection_one_handshake_and_one_session_whatever_its_number_of_calls()
+    public async Task EachChannel_IsOneConnectionOneHandshakeAndOneSession_WhateverItsNumberOfCalls()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
@@ -54,7 +54,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task Fail_surfaces_as_a_FaultException_with_the_reason_and_leaves_the_channel_opened()
+    public async Task Fail_SurfacesAsAFaultExceptionWithTheReason_AndLeavesTheChannelOpened()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
@@ -69,7 +69,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task SessionCounter_counts_per_channel()
+    public async Task SessionCounter_CountsPerChannel()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<ISessionCounter>(_certificate, host.CounterAddress);
@@ -80,7 +80,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task A_client_close_ends_the_session_with_end_records_and_the_client_keeps_the_connection_for_its_next_channel()
+    public async Task AClientClose_EndsTheSessionWithEndRecords_AndTheClientKeepsTheConnectionForItsNextChannel()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
@@ -101,7 +101,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task AbortIdleSessions_also_drops_connections_the_client_pooled_and_the_next_open_connects_anew()
+    public async Task AbortIdleSessions_AlsoDropsConnectionsTheClientPooled_AndTheNextOpenConnectsAnew()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
@@ -120,7 +120,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task An_abrupt_client_disconnect_counts_the_session_ended_once()
+    public async Task AnAbruptClientDisconnect_CountsTheSessionEndedOnce()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
@@ -134,7 +134,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task AbortIdleSessions_makes_the_next_call_on_an_idle_channel_fail_with_a_CommunicationException()
+    public async Task AbortIdleSessions_MakesTheNextCallOnAnIdleChannelFailWithACommunicationException()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
@@ -149,7 +149,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task An_idle_client_channel_does_not_notice_a_server_abort_until_its_next_call()
+    public async Task AnIdleClientChannel_DoesNotNoticeAServerAbortUntilItsNextCall()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
@@ -164,7 +164,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task Stop_aborts_every_connection_and_a_new_host_starts_on_the_same_port_with_the_same_counters()
+    public async Task Stop_AbortsEveryConnection_AndANewHostStartsOnTheSamePortWithTheSameCounters()
     {
         var host = await NetTcpTestHost.StartAsync(_certificate);
         int port = host.Port;
@@ -188,7 +188,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task An_unknown_via_path_fails_at_open_with_EndpointNotFoundException()
+    public async Task AnUnknownViaPath_FailsAtOpenWithEndpointNotFoundException()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<IEchoService>(_certificate, new Uri(host.EchoAddress, "/nowhere"));
@@ -199,7 +199,7 @@ public sealed class NetTcpTestHostTests
     }
 
     [Test]
-    public async Task An_action_the_endpoint_does_not_serve_fails_with_ActionNotSupportedException()
+    public async Task AnActionTheEndpointDoesNotServe_FailsWithActionNotSupportedException()
     {
         await using var host = await NetTcpTestHost.StartAsync(_certificate);
         using var factory = new Factory<IEchoService>(_certificate, host.CounterAddress);

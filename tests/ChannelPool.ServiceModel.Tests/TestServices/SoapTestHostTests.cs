@@ -30,7 +30,7 @@ public sealed class SoapTestHostTests
     [TestCase(Endpoint.Basic)]
     [TestCase(Endpoint.Ws)]
     [TestCase(Endpoint.UserName)]
-    public async Task Echo_round_trips_on_each_endpoint_and_counts_one_connection_one_handshake_and_the_call(Endpoint endpoint)
+    public async Task Echo_RoundTripsOnEachEndpoint_AndCountsOneConnectionOneHandshakeAndTheCall(Endpoint endpoint)
     {
         await using var host = await SoapTestHost.StartAsync(_certificate);
         using var factory = new Factory(_certificate, host, endpoint);
@@ -43,7 +43,7 @@ public sealed class SoapTestHostTests
 
     [TestCase(Endpoint.Basic)]
     [TestCase(Endpoint.Ws)]
-    public async Task WhoAmI_is_anonymous_on_the_endpoints_without_a_client_credential(Endpoint endpoint)
+    public async Task WhoAmI_IsAnonymousOnTheEndpointsWithoutAClientCredential(Endpoint endpoint)
     {
         await using var host = await SoapTestHost.StartAsync(_certificate);
         using var factory = new Factory(_certificate, host, endpoint);
@@ -53,7 +53,7 @@ public sealed class SoapTestHostTests
 
     [TestCase(TestUsers.Alice, TestUsers.AlicePassword)]
     [TestCase(TestUsers.Bob, TestUsers.BobPassword)]
-    public async Task WhoAmI_returns_the_user_whose_UsernameToken_the_UserName_endpoint_checked(string userName, string password)
+    public async Task WhoAmI_ReturnsTheUserWhoseUsernameTokenTheUserNameEndpointChecked(string userName, string password)
     {
         await using var host = await SoapTestHost.StartAsync(_certificate);
         using var factory = new Factory(_certificate, host, Endpoint.UserName, userName, password);
@@ -63,7 +63,7 @@ public sealed class SoapTestHostTests
 
     [TestCase(TestUsers.Alice, "not-alice-secret")]
     [TestCase("mallory", TestUsers.AlicePassword)]
-    public async Task A_wrong_password_or_an_unknown_user_is_a_FaultException_naming_the_cause_and_no_call(string userName, string password)
+    public async Task AWrongPasswordOrAnUnknownUser_IsAFaultExceptionNamingTheCause_AndNoCall(string userName, string password)
     {
         await using var host = await SoapTestHost.StartAsync(_certificate);
         using var factory = new Factory(_certificate, host, Endpoint.UserName, userName, password);
@@ -78,7 +78,7 @@ public sealed class SoapTestHostTests
     [TestCase(Endpoint.Basic)]
     [TestCase(Endpoint.Ws)]
     [TestCase(Endpoint.UserName)]
-    public async Task Fail_surfaces_as_a_FaultException_with_the_reason_and_leaves_the_channel_opened(Endpoint endpoint)
+    public async Task Fail_SurfacesAsAFaultExceptionWithTheReason_AndLeavesTheChannelOpened(Endpoint endpoint)
     {
         await using var host = await SoapTestHost.StartAsync(_certificate);
         using var factory = new Factory(_certificate, host, endpoint);
@@ -95,7 +95,7 @@ public sealed class SoapTestHostTests
     [TestCase(Endpoint.Basic)]
     [TestCase(Endpoint.Ws)]
     [TestCase(Endpoint.UserName)]
-    public async Task Channels_of_one_factory_share_its_connection_while_a_second_factory_costs_a_second_handshake(Endpoint endpoint)
+    public async Task ChannelsOfOneFactory_ShareItsConnection_WhileASecondFactoryCostsASecondHandshake(Endpoint endpoint)
     {
         await using var host = await SoapTestHost.StartAsync(_certificate);
         using var first = new Factory(_certificate, host, endpoint);
@@ -117,7 +117,7 @@ public sealed class SoapTestHostTests
     }
 
     [Test]
-    public async Task Stop_drops_the_connections_and_a_new_host_starts_on_the_same_port_with_the_same_counters()
+    public async Task Stop_DropsTheConnections_AndANewHostStartsOnTheSamePortWithTheSameCounters()
     {
         var host = await SoapTestHost.StartAsync(_certificate);
         int port = host.Port;
@@ -140,7 +140,7 @@ public sealed class SoapTestHostTests
     }
 
     [Test]
-    public async Task Port_zero_binds_a_free_port_and_the_addresses_carry_it()
+    public async Task PortZero_BindsAFreePort_AndTheAddressesCarryIt()
     {
         await using var host = await SoapTestHost.StartAsync(_certificate);
 

@@ -166,15 +166,15 @@ internal sealed class FramingReader(Stream stream)
 /// <summary>Writes [MC-NMF] records; one write per record, so a record never interleaves with another.</summary>
 internal static class FramingWriter
 {
-    private static readonly byte[] s_upgradeResponse = [FramingRecords.UpgradeResponse];
-    private static readonly byte[] s_preambleAck = [FramingRecords.PreambleAck];
-    private static readonly byte[] s_end = [FramingRecords.End];
+    private static readonly byte[] UpgradeResponse = [FramingRecords.UpgradeResponse];
+    private static readonly byte[] PreambleAck = [FramingRecords.PreambleAck];
+    private static readonly byte[] End = [FramingRecords.End];
 
-    public static ValueTask WriteUpgradeResponseAsync(Stream stream, CancellationToken cancellationToken) => WriteFlushedAsync(stream, s_upgradeResponse, cancellationToken);
+    public static ValueTask WriteUpgradeResponseAsync(Stream stream, CancellationToken cancellationToken) => WriteFlushedAsync(stream, UpgradeResponse, cancellationToken);
 
-    public static ValueTask WritePreambleAckAsync(Stream stream, CancellationToken cancellationToken) => WriteFlushedAsync(stream, s_preambleAck, cancellationToken);
+    public static ValueTask WritePreambleAckAsync(Stream stream, CancellationToken cancellationToken) => WriteFlushedAsync(stream, PreambleAck, cancellationToken);
 
-    public static ValueTask WriteEndAsync(Stream stream, CancellationToken cancellationToken) => WriteFlushedAsync(stream, s_end, cancellationToken);
+    public static ValueTask WriteEndAsync(Stream stream, CancellationToken cancellationToken) => WriteFlushedAsync(stream, End, cancellationToken);
 
     public static ValueTask WriteFaultAsync(Stream stream, string fault, CancellationToken cancellationToken) => WriteFlushedAsync(stream, FramingRecords.FaultRecord(fault), cancellationToken);
 

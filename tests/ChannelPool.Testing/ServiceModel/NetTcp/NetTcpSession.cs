@@ -14,7 +14,7 @@ internal sealed class NetTcpSession
 {
     private const int MaxViaBytes = 2048;
     private const int MaxMessageBytes = 1024 * 1024;
-    private static readonly TimeSpan s_lingerForClose = TimeSpan.FromSeconds(2);
+    private static readonly TimeSpan LingerForClose = TimeSpan.FromSeconds(2);
 
     private readonly Socket _socket;
     private readonly X509Certificate2 _certificate;
@@ -322,7 +322,7 @@ internal sealed class NetTcpSession
     private static async Task DrainUntilClientClosesAsync(Stream stream, CancellationToken cancellationToken)
     {
         using var linger = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-        linger.CancelAfter(s_lingerForClose);
+        linger.CancelAfter(LingerForClose);
         var scratch = new byte[256];
         try
         {
