@@ -11,7 +11,7 @@ public sealed class BadInputTests
     private static readonly EndpointAddress Address = new("https://127.0.0.1:9/basic");
 
     [Test]
-    public void PooledClient_refuses_a_null_generated_client()
+    public void PooledClient_RefusesANullGeneratedClient()
     {
         var error = Assert.Throws<ArgumentNullException>(() => _ = new PooledClientAttribute(null!));
 
@@ -20,7 +20,7 @@ public sealed class BadInputTests
 
     [TestCase(null)]
     [TestCase("")]
-    public void The_generated_endpoint_constructor_refuses_an_endpoint_without_a_name(string? name)
+    public void TheGeneratedEndpointConstructor_RefusesAnEndpointWithoutAName(string? name)
     {
         var error = Assert.Catch<ArgumentException>(() => _ = new NamedEndpointProxy(new BasicHttpsBinding(), Address, name!));
 
@@ -28,14 +28,14 @@ public sealed class BadInputTests
     }
 
     [Test]
-    public void The_generated_endpoint_constructor_refuses_a_missing_binding_or_address()
+    public void TheGeneratedEndpointConstructor_RefusesAMissingBindingOrAddress()
     {
         Assert.That(() => new NamedEndpointProxy(null!, Address, "e"), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("binding"));
         Assert.That(() => new NamedEndpointProxy(new BasicHttpsBinding(), null!, "e"), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("remoteAddress"));
     }
 
     [Test]
-    public void UseGeneratedEndpoint_says_which_argument_is_missing()
+    public void UseGeneratedEndpoint_SaysWhichArgumentIsMissing()
     {
         var endpoint = new ServiceEndpointOptions<IEchoService>();
         var binding = new BasicHttpsBinding();

@@ -52,7 +52,7 @@ public sealed class GeneratedClientTests
     public Task DestroyPools() => ChannelPoolFactory<IEchoService>.DestroyAsync();
 
     [Test]
-    public void The_parameterless_constructor_calls_the_generated_clients_only_endpoint_synchronously()
+    public void TheParameterlessConstructor_CallsTheGeneratedClientsOnlyEndpointSynchronously()
     {
         var calls = _service.Counters.Calls;
 
@@ -69,7 +69,7 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
-    public async Task The_endpoint_configuration_constructor_calls_as_a_Task_with_OpenAsync_and_CloseAsync()
+    public async Task TheEndpointConfigurationConstructor_CallsAsATask_WithOpenAsyncAndCloseAsync()
     {
         var client = new PooledEchoServiceClient(EndpointConfiguration.BasicHttpsBinding_IEchoService);
 
@@ -85,7 +85,7 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
-    public async Task The_remote_address_constructors_call_the_address_they_are_given([Values] bool addressAsString)
+    public async Task TheRemoteAddressConstructors_CallTheAddressTheyAreGiven([Values] bool addressAsString)
     {
         await using var other = await SoapTestHost.StartAsync(_certificate);
         var atGenerated = _service.Counters.Calls;
@@ -106,7 +106,7 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
-    public async Task The_binding_and_address_constructor_runs_no_ConfigureEndpoint_and_takes_credentials_set_before_the_first_call()
+    public async Task TheBindingAndAddressConstructor_RunsNoConfigureEndpoint_AndTakesCredentialsSetBeforeTheFirstCall()
     {
         var client = new PooledEchoServiceClient(SoapTestHost.CreateBasicBinding(), new EndpointAddress(_service.BasicAddress));
         TestCertificate.TrustOnly(client.ClientCredentials, _certificate);
@@ -120,7 +120,7 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
-    public void Twins_of_one_endpoint_share_its_pool_and_ConfigureEndpoint_runs_once_per_channel_factory_not_per_proxy()
+    public void TwinsOfOneEndpoint_ShareItsPool_AndConfigureEndpointRunsOncePerChannelFactoryNotPerProxy()
     {
         var first = new PooledEchoServiceClient(EndpointConfiguration.BasicHttpsBinding_IEchoService);
         var pool = first.ServiceChannelPool;
@@ -138,7 +138,7 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
-    public async Task A_fault_from_the_service_reaches_the_caller_and_leaves_the_channel_usable()
+    public async Task AFaultFromTheService_ReachesTheCaller_AndLeavesTheChannelUsable()
     {
         var client = new PooledEchoServiceClient(EndpointConfiguration.BasicHttpsBinding_IEchoService);
 
@@ -153,7 +153,7 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
-    public async Task The_generated_client_itself_still_works_unchanged_beside_its_twin()
+    public async Task TheGeneratedClientItself_StillWorksUnchanged_BesideItsTwin()
     {
         using var generated = new EchoServiceClient(EndpointConfiguration.BasicHttpsBinding_IEchoService);
         var reply = await generated.EchoAsync("generated");
@@ -165,7 +165,7 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
-    public void The_twin_implements_every_operation_of_the_contract_and_mirrors_every_constructor()
+    public void TheTwin_ImplementsEveryOperationOfTheContract_AndMirrorsEveryConstructor()
     {
         var map = typeof(PooledEchoServiceClient).GetInterfaceMap(typeof(IEchoService));
         var generatedConstructors = typeof(EchoServiceClient).GetConstructors().Select(Parameters);
@@ -181,7 +181,7 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
-    public async Task AddPooledClient_builds_the_twin_with_the_binding_and_address_of_the_generated_endpoint()
+    public async Task AddPooledClient_BuildsTheTwin_WithTheBindingAndAddressOfTheGeneratedEndpoint()
     {
         var builder = Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings());
         builder.Services
@@ -215,7 +215,7 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
-    public async Task UseEndpoint_with_a_remote_address_points_the_registered_pool_there()
+    public async Task UseEndpointWithARemoteAddress_PointsTheRegisteredPoolThere()
     {
         await using var other = await SoapTestHost.StartAsync(_certificate);
         var builder = Host.CreateEmptyApplicationBuilder(new HostApplicationBuilderSettings());
@@ -235,7 +235,7 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
-    public async Task A_hand_written_proxy_gets_its_other_operations_and_constructors_from_the_generator()
+    public async Task AHandWrittenProxy_GetsItsOtherOperationsAndConstructorsFromTheGenerator()
     {
         var client = new HandWrittenEchoProxy(SoapTestHost.CreateBasicBinding(), new EndpointAddress(_service.BasicAddress));
         TestCertificate.TrustOnly(client.ClientCredentials, _certificate);

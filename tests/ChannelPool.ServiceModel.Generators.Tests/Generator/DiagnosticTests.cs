@@ -50,7 +50,7 @@ public sealed class DiagnosticTests
         class Start { void Run(ServiceChannelPool<ISessionful> pool) =>
             pool.Reconfigure(new ChannelPoolOptions { MaxLeasesPerChannel = 4 }); }
         """, TestName = "CPSM001 for new options given to a running pool's Reconfigure")]
-    public async Task A_contract_that_requires_sessions_with_shared_leases_is_an_error(string source)
+    public async Task AContractThatRequiresSessionsWithSharedLeases_IsAnError(string source)
     {
         var diagnostics = await DiagnoseAsync(source);
 
@@ -70,7 +70,7 @@ public sealed class DiagnosticTests
             var other = new ChannelPoolOptions { MaxLeasesPerChannel = 4 };
             ChannelPoolFactory<ISessionful>.Initialize(b, a, options: new ChannelPoolOptions { MaxLeasesPerChannel = 1 }); } }
         """, TestName = "No CPSM001 for one lease per channel, or for options never given to the pool")]
-    public async Task Shared_leases_are_fine_where_no_session_is_shared(string source)
+    public async Task SharedLeases_AreFineWhereNoSessionIsShared(string source)
     {
         Assert.That(await DiagnoseAsync(source), Is.Empty);
     }
@@ -79,7 +79,7 @@ public sealed class DiagnosticTests
     [TestCase("[PooledClient] partial class DuplexTwin : PooledClientBase<IDuplex>;", TestName = "CPSM002 once for a [PooledClient] proxy of a duplex contract")]
     [TestCase("class Start { void Run(Binding b, EndpointAddress a) => ChannelPoolFactory<IDuplex>.Initialize(b, a); }", TestName = "CPSM002 for a pool of a duplex contract")]
     [TestCase("class Start { void Run(IServiceCollection services) => services.AddChannelPool<IDuplex>(\"duplex\", (e, _) => { }); }", TestName = "CPSM002 for a registered pool of a duplex contract")]
-    public async Task A_duplex_contract_is_an_error(string source)
+    public async Task ADuplexContract_IsAnError(string source)
     {
         var diagnostics = await DiagnoseAsync(source);
 
@@ -91,7 +91,7 @@ public sealed class DiagnosticTests
     [TestCase("private IEcho? _kept; public string Echo(string text) { _kept = Channel; return _kept.Echo(text); }", "_kept", TestName = "CPSM003 for Channel kept in a field")]
     [TestCase("private IEcho? _kept; public string Echo(string text) { _kept ??= Channel; return _kept.Echo(text); }", "_kept", TestName = "CPSM003 for Channel kept in a field on first use")]
     [TestCase("private object? Kept { get; set; } public string Echo(string text) { Kept = (object)Channel; return Channel.Echo(text); }", "Kept", TestName = "CPSM003 for Channel kept in a property")]
-    public async Task A_proxy_that_keeps_Channel_across_calls_gets_a_warning(string members, string kept)
+    public async Task AProxyThatKeepsChannelAcrossCalls_GetsAWarning(string members, string kept)
     {
         var diagnostics = await DiagnoseAsync($"class KeepingProxy : PooledClientBase<IEcho>, IEcho {{ {members} }}");
 
@@ -102,7 +102,7 @@ public sealed class DiagnosticTests
     }
 
     [Test]
-    public async Task A_proxy_that_reads_Channel_in_each_call_gets_no_warning()
+    public async Task AProxyThatReadsChannelInEachCall_GetsNoWarning()
     {
         var source = """
             class CallingProxy : PooledClientBase<IEcho>, IEcho
@@ -122,7 +122,7 @@ public sealed class DiagnosticTests
     [TestCase("[PooledClient(typeof(EchoClient))] partial class OtherContract : PooledClientBase<ISessionful>;", "CPSM012", "[PooledClient(typeof(App.EchoClient))] on 'OtherContract': 'App.EchoClient' is not a client of 'App.ISessionful'.")]
     [TestCase("[PooledClient(typeof(SealedEchoClient))] partial class Twin : PooledClientBase<IEcho>;", "CPSM013", "'Twin' cannot mirror 'App.SealedEchoClient': it is not declared partial.")]
     [TestCase("[PooledClient] partial class NotWcf : PooledClientBase<INotAContract>;", "CPSM015", "'NotWcf' pools 'App.INotAContract', which is not an interface marked [ServiceContract].")]
-    public async Task A_misused_PooledClient_attribute_says_what_to_change(string source, string id, string message)
+    public async Task AMisusedPooledClientAttribute_SaysWhatToChange(string source, string id, string message)
     {
         var diagnostics = await DiagnoseAsync(source);
 
@@ -132,7 +132,7 @@ public sealed class DiagnosticTests
     }
 
     [Test]
-    public async Task An_operation_named_like_a_PooledClientBase_member_is_implemented_explicitly_with_a_warning()
+    public async Task AnOperationNamedLikeAPooledClientBaseMember_IsImplementedExplicitlyWithAWarning()
     {
         var run = GeneratorHarness.Run(("Contracts.cs", Contracts), ("App.cs", Usings + """
             [ServiceContract] public interface IJobs { [OperationContract] Task CloseAsync(); [OperationContract] void Abort(string reason); [OperationContract] string State(); }

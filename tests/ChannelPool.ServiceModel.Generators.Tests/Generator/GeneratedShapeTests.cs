@@ -17,7 +17,7 @@ public sealed class GeneratedShapeTests
         """;
 
     [Test]
-    public void Begin_and_End_operations_are_written_as_calls_through_Channel()
+    public void BeginAndEndOperations_AreWrittenAsCallsThroughChannel()
     {
         var run = Compile("""
             [ServiceContract] public interface ILegacy
@@ -35,7 +35,7 @@ public sealed class GeneratedShapeTests
     }
 
     [Test]
-    public void Ref_out_and_keyword_named_parameters_and_base_contracts_compile()
+    public void RefOutAndKeywordNamedParametersAndBaseContracts_Compile()
     {
         var run = Compile("""
             [ServiceContract] public interface IBase { [OperationContract] void Ping(); }
@@ -55,7 +55,7 @@ public sealed class GeneratedShapeTests
     }
 
     [Test]
-    public void A_message_contract_operation_is_explicit_on_the_twin_and_the_tools_unwrapped_overload_is_copied()
+    public void AMessageContractOperation_IsExplicitOnTheTwin_AndTheToolsUnwrappedOverloadIsCopied()
     {
         // dotnet-svcutil's message-contract operations: the contract takes the request message, the client implements it
         // explicitly and adds an overload of its own that takes and returns the message's parts.
@@ -97,7 +97,7 @@ public sealed class GeneratedShapeTests
     }
 
     [Test]
-    public void A_client_with_several_endpoints_has_no_parameterless_constructor_and_neither_has_its_twin()
+    public void AClientWithSeveralEndpoints_HasNoParameterlessConstructor_AndNeitherHasItsTwin()
     {
         var run = Compile(Client("public", endpoints: ["BasicHttpBinding_IEcho", "WSHttpBinding_IEcho"]) + """
             [PooledClient(typeof(EchoClient))] public partial class PooledEchoClient : PooledClientBase<IEcho>;
@@ -115,7 +115,7 @@ public sealed class GeneratedShapeTests
     }
 
     [Test]
-    public void An_internal_generated_client_gets_internal_twin_members_that_mention_its_types()
+    public void AnInternalGeneratedClient_GetsInternalTwinMembersThatMentionItsTypes()
     {
         var run = Compile(Client("internal", endpoints: ["BasicHttpBinding_IEcho"]) + """
             [PooledClient(typeof(EchoClient))] internal partial class PooledEchoClient : PooledClientBase<IEcho>;
@@ -126,7 +126,7 @@ public sealed class GeneratedShapeTests
     }
 
     [Test]
-    public void Members_the_twin_declares_itself_are_left_to_it()
+    public void MembersTheTwinDeclaresItself_AreLeftToIt()
     {
         var run = Compile(Client("public", endpoints: ["BasicHttpBinding_IEcho"]) + """
             [PooledClient(typeof(EchoClient))]

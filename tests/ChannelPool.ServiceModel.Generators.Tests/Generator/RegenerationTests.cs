@@ -31,7 +31,7 @@ public sealed class RegenerationTests
     ];
 
     [Test]
-    public void A_regenerated_Reference_cs_with_one_more_operation_gives_the_twin_that_operation_with_no_edit()
+    public void ARegeneratedReferenceCsWithOneMoreOperation_GivesTheTwinThatOperation_WithNoEdit()
     {
         var first = GeneratorHarness.Run([(ReferencePath, GeneratorHarness.ReadFile("ServiceReference/Reference.cs")), .. AppSources]);
 
@@ -45,7 +45,7 @@ public sealed class RegenerationTests
     }
 
     [Test]
-    public void An_edit_elsewhere_in_the_app_leaves_the_generated_files_as_they_were()
+    public void AnEditElsewhereInTheApp_LeavesTheGeneratedFilesAsTheyWere()
     {
         var first = GeneratorHarness.Run([(ReferencePath, GeneratorHarness.ReadFile("ServiceReference/Reference.cs")), .. AppSources, ("Other.cs", "class Other { }")]);
 

@@ -12,19 +12,19 @@ namespace ServiceReference;
 /// </summary>
 public partial class EchoServiceClient
 {
-    private static int s_configureEndpointCalls;
+    private static int _configureEndpointCalls;
 
     /// <summary>Gets or sets the certificate the running test service presents; the only one trusted.</summary>
     public static X509Certificate2? TrustedCertificate { get; set; }
 
     /// <summary>Gets how often <c>ConfigureEndpoint</c> ran.</summary>
-    public static int ConfigureEndpointCalls => Volatile.Read(ref s_configureEndpointCalls);
+    public static int ConfigureEndpointCalls => Volatile.Read(ref _configureEndpointCalls);
 
-    public static void ResetConfigureEndpointCalls() => Volatile.Write(ref s_configureEndpointCalls, 0);
+    public static void ResetConfigureEndpointCalls() => Volatile.Write(ref _configureEndpointCalls, 0);
 
     static partial void ConfigureEndpoint(ServiceEndpoint serviceEndpoint, ClientCredentials clientCredentials)
     {
-        Interlocked.Increment(ref s_configureEndpointCalls);
+        Interlocked.Increment(ref _configureEndpointCalls);
         if (TrustedCertificate is { } certificate)
         {
             TestCertificate.TrustOnly(clientCredentials, certificate);
