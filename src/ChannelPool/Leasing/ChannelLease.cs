@@ -30,7 +30,7 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
     public TChannel Channel => EnsureActive().Channel;
 
     /// <summary>Gets whether this lease still holds its channel.</summary>
-    public bool IsActive => _entry is not null && Volatile.Read(ref _entry.Slots[_slot].Version) == _version;
+    public bool IsActive => _entry is not null && Volatile.Read(ref _entry.SlotAt(_slot).Version) == _version;
 
     /// <summary>Gets the pool-wide id of the leased channel, for logs and diagnostics.</summary>
     public long ChannelId => EnsureActive().Id;
@@ -84,7 +84,7 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
             throw new InvalidOperationException("This lease was never acquired from a pool.");
         }
 
-        if (Volatile.Read(ref _entry.Slots[_slot].Version) != _version)
+        if (Volatile.Read(ref _entry.SlotAt(_slot).Version) != _version)
         {
             throw new InvalidOperationException(
                 $"This lease on channel {_entry.Id} of pool '{_entry.Pool.Name}' was already released; acquire a new lease.");
