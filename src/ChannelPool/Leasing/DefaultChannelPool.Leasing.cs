@@ -21,7 +21,8 @@ public sealed partial class DefaultChannelPool<TChannel>
     public ValueTask<ChannelLease<TChannel>> AcquireAsync(CancellationToken cancellationToken = default)
     {
         var waitStartedAt = _metrics.WaitTimeEnabled ? _timeProvider.GetTimestamp() : NotMeasured;
-        return TryLeaseIdle(waitStartedAt, out var lease)
+        var lease = TryLeaseIdle(waitStartedAt);
+        return lease.IsAcquired
             ? new ValueTask<ChannelLease<TChannel>>(lease)
             : WaitAsync(waitStartedAt, cancellationToken);
     }
@@ -43,7 +44,8 @@ public sealed partial class DefaultChannelPool<TChannel>
     public ChannelLease<TChannel> Acquire(CancellationToken cancellationToken = default)
     {
         var waitStartedAt = _metrics.WaitTimeEnabled ? _timeProvider.GetTimestamp() : NotMeasured;
-        if (TryLeaseIdle(waitStartedAt, out var lease))
+        var lease = TryLeaseIdle(waitStartedAt);
+        if (lease.IsAcquired)
         {
             return lease;
         }
@@ -61,17 +63,17 @@ public sealed partial class DefaultChannelPool<TChannel>
 
     /// <summary>
     /// The hot path: join a shared channel with room, or take an idle channel, in the configured
-    /// <see cref="IdleOrder"/>, that is still in date and usable.
+    /// <see cref="IdleOrder"/>, that is still in date and usable. Returns a default lease when nothing is free.
     /// </summary>
-    private bool TryLeaseIdle(long waitStartedAt, out ChannelLease<TChannel> lease)
+    /// <remarks>Returned by value, not through an out parameter, so the lease comes back in registers.</remarks>
+    private ChannelLease<TChannel> TryLeaseIdle(long waitStartedAt)
     {
         while (true)
         {
             var claim = _state.TryLease();
             if (claim.Entry is not { } entry)
             {
-                lease = default;
-                return false;
+                return default;
             }
 
             StartOpens(claim.Opens);
@@ -81,8 +83,7 @@ public sealed partial class DefaultChannelPool<TChannel>
                 // have failed since (the WCF adapter records that), and then no further lease may join it.
                 if (IsUsable(entry))
                 {
-                    lease = BeginLease(entry, claim.Slot, waitStartedAt);
-                    return true;
+                    return BeginLease(entry, claim.Slot, waitStartedAt);
                 }
 
                 LeaveUnused(entry, claim.Slot, EvictionReason.Unusable);
@@ -99,8 +100,7 @@ public sealed partial class DefaultChannelPool<TChannel>
                     CompleteJoiners(entry, _state.Share(entry));
                 }
 
-                lease = BeginLease(entry, slot: 0, waitStartedAt);
-                return true;
+                return BeginLease(entry, slot: 0, waitStartedAt);
             }
 
             var opens = _state.EvictLeased(entry);
@@ -179,7 +179,8 @@ public sealed partial class DefaultChannelPool<TChannel>
             }
 
             // A channel was released between the fast path and the gate: take it instead of waiting.
-            if (TryLeaseIdle(waiter.WaitStartedAt, out lease))
+            lease = TryLeaseIdle(waiter.WaitStartedAt);
+            if (lease.IsAcquired)
             {
                 waiter.Recycle();
                 return false;
