@@ -247,11 +247,21 @@ public sealed partial class DefaultChannelPool<TChannel>
             : null;
         var leaseStartedAt = entry.SlotAt(slot).StartedAt;
         var outcome = _state.Release(entry, slot, version, reason);
-        if (outcome.Kind == ReleaseKind.Stale)
+        if (outcome.Kind == ReleaseKind.Kept && leaseStartedAt == NotMeasured)
         {
             return;
         }
 
+        if (outcome.Kind != ReleaseKind.Stale)
+        {
+            ActOnRelease(entry, slot, leaseStartedAt, outcome);
+        }
+    }
+
+    /// <summary>What a release leaves to do outside the gate; out of line, so the common release stays small.</summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private void ActOnRelease(PooledChannel<TChannel> entry, int slot, long leaseStartedAt, PoolState<TChannel>.ReleaseOutcome outcome)
+    {
         if (leaseStartedAt != NotMeasured)
         {
             _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt));

@@ -115,41 +115,41 @@ internal sealed class PoolState<TChannel>
     /// configured <see cref="IdleOrder"/>. Also starts a refill when the idle count reaches the threshold.
     /// </summary>
     /// <returns>The claim; its <see cref="LeaseClaim.Entry"/> is <see langword="null"/> when nothing is free.</returns>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
     public LeaseClaim TryLease()
     {
         _gate.Enter();
+        if (_shared.Count > 0)
+        {
+            var joined = TryJoin_NoLock();
+            if (joined.Entry is not null)
+            {
+                return joined;
+            }
+        }
+
         var settings = _settings;
-        PooledChannel<TChannel>? entry;
-        int slot;
-        LeaseKind kind;
-        if (_shared.Count > 0 && _shared.TryJoin(settings.MaxLeasesPerChannel, _clock.Now, out entry, out slot))
-        {
-            kind = LeaseKind.Joined;
-        }
-        else if (_idle.TryTake(settings.IdleOrder, out entry))
-        {
-            slot = 0;
-            _leasedCount++;
-            entry.IsBroken = false;
-            if (entry.Shared is { } shared)
-            {
-                shared.BusySlots = 1;
-                kind = settings.MaxLeasesPerChannel > 1 ? LeaseKind.IdleShareable : LeaseKind.Idle;
-            }
-            else
-            {
-                kind = LeaseKind.Idle;
-            }
-        }
-        else
+        if (!_idle.TryTake(settings.IdleOrder, out var entry))
         {
             _gate.Exit();
             return default;
         }
 
+        _leasedCount++;
+        entry.IsBroken = false;
+        var kind = LeaseKind.Idle;
+        if (entry.Shared is { } shared)
+        {
+            shared.BusySlots = 1;
+            if (settings.MaxLeasesPerChannel > 1)
+            {
+                kind = LeaseKind.IdleShareable;
+            }
+        }
+
         var opens = _idle.Count <= settings.RefillThreshold && !_refilling ? Refill_NoLock() : 0;
         Exit(nameof(TryLease));
-        return new LeaseClaim(entry, slot, kind, opens);
+        return new LeaseClaim(entry, 0, kind, opens);
     }
 
     /// <summary>
@@ -171,6 +171,24 @@ internal sealed class PoolState<TChannel>
 
         lease.Version = version + 1;
         var settings = _settings;
+        if (reason is null && entry.Shared is null && settings.LeaseMode == LeaseMode.Reuse && entry.EvictAfter > _clock.Now
+            && !_disposed && _waiters.Count == 0)
+        {
+            // The common case, kept small enough to inline: a healthy channel with one lease back to idle.
+            _leasedCount--;
+            _idle.Enqueue(entry);
+            Exit(nameof(Release));
+            return new ReleaseOutcome(ReleaseKind.Kept, waiter: null, opens: 0, reason: default);
+        }
+
+        return ReleaseOther_NoLock(entry, slot, reason);
+    }
+
+    /// <summary>The rest of <see cref="Release"/>, under its gate: a shared channel, a waiter, or a channel that must go.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private ReleaseOutcome ReleaseOther_NoLock(PooledChannel<TChannel> entry, int slot, EvictionReason? reason)
+    {
+        var settings = _settings;
         reason ??= settings.LeaseMode == LeaseMode.SingleUse ? EvictionReason.SingleUse
             : entry.EvictAfter <= _clock.Now ? EvictionReason.LifetimeExpired
             : entry.Shared?.RetireReason;
@@ -178,7 +196,7 @@ internal sealed class PoolState<TChannel>
         {
             if (_waiters.Count == 0)
             {
-                // The common case: a healthy channel back to idle, or to its other leases.
+                // Back to idle, or to its other leases.
                 if (entry.Shared is null || _shared.Release(entry, slot, settings.MaxLeasesPerChannel, _waiters))
                 {
                     _leasedCount--;
@@ -587,6 +605,21 @@ internal sealed class PoolState<TChannel>
     }
 
     // ---- Under the gate ----
+
+    /// <summary>A free slot on a shared channel; leaves the gate when it found one, and holds it when not.</summary>
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private LeaseClaim TryJoin_NoLock()
+    {
+        var settings = _settings;
+        if (!_shared.TryJoin(settings.MaxLeasesPerChannel, _clock.Now, out var entry, out var slot))
+        {
+            return default;
+        }
+
+        var opens = _idle.Count <= settings.RefillThreshold && !_refilling ? Refill_NoLock() : 0;
+        Exit(nameof(TryLease));
+        return new LeaseClaim(entry, slot, LeaseKind.Joined, opens);
+    }
 
     private ChannelPoolSnapshot Snapshot_NoLock() => new(
         _idle.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal);
