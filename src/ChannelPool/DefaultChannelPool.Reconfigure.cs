@@ -5,13 +5,13 @@ namespace ChannelPool;
 public sealed partial class DefaultChannelPool<TChannel>
 {
     /// <inheritdoc />
-    public int PoolSize => Volatile.Read(ref _settings).PoolSize;
+    public int PoolSize => _state.Settings.PoolSize;
 
     /// <inheritdoc />
-    public int RefillThreshold => Volatile.Read(ref _settings).RefillThreshold;
+    public int RefillThreshold => _state.Settings.RefillThreshold;
 
     /// <inheritdoc />
-    public int MaxChannels => Volatile.Read(ref _settings).MaxChannels;
+    public int MaxChannels => _state.Settings.MaxChannels;
 
     /// <summary>
     /// Applies new settings to the running pool, without a restart and without dropping a channel.
@@ -42,28 +42,14 @@ public sealed partial class DefaultChannelPool<TChannel>
             throw new OptionsValidationException(Name, typeof(ChannelPoolOptions), validation.Failures);
         }
 
-        PoolSettings settings;
-        int opens;
-        using (_gate.Enter())
+        // The open pipeline was built once; its settings keep their original values.
+        var current = _state.Settings;
+        var settings = PoolSettings.From(options) with
         {
-            ObjectDisposedException.ThrowIf(_disposed, this);
-            settings = PoolSettings.From(options) with
-            {
-                RetryBaseDelay = _settings.RetryBaseDelay,
-                BreakDuration = _settings.BreakDuration,
-            };
-            _settings = settings;
-
-            var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
-            foreach (var entry in _open)
-            {
-                entry.ScheduleExpiry(lifetime, settings.LifetimeJitter);
-            }
-
-            // A larger pool than the channels open and opening refills now.
-            opens = Refill_NoLock(toPoolSize: _idle.Count + _leasedCount + _openingCount < settings.PoolSize);
-        }
-
+            RetryBaseDelay = current.RetryBaseDelay,
+            BreakDuration = current.BreakDuration,
+        };
+        var opens = _state.Reconfigure(settings);
         _clock.Follow(settings.ChannelLifetime);
         _cleanupTimer.Change(settings.CleanupInterval, settings.CleanupInterval);
         Log.PoolReconfigured(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);

@@ -2,7 +2,8 @@ namespace ChannelPool;
 
 /// <summary>
 /// The validated values a running pool works from, copied out of <see cref="ChannelPoolOptions"/> so that later
-/// changes to an options object cannot reach a pool half-way through an operation.
+/// changes to an options object cannot reach a pool half-way through an operation. The values an option leaves to
+/// follow others (<see langword="null"/> in the options) are worked out here, and only here.
 /// </summary>
 internal sealed record PoolSettings(
     int PoolSize,
@@ -24,11 +25,11 @@ internal sealed record PoolSettings(
     public static PoolSettings From(ChannelPoolOptions options) => new(
         options.PoolSize,
         options.MaxChannels,
-        options.RefillThreshold,
+        options.RefillThreshold ?? DefaultRefillThreshold(options.PoolSize),
         options.ChannelLifetime,
         options.LifetimeJitter,
-        options.CleanupInterval,
-        options.LeaseMode,
+        options.CleanupInterval ?? DefaultCleanupInterval(options.ChannelLifetime),
+        options.LeaseMode ?? LeaseMode.Reuse,
         options.IdleOrder,
         options.MaxLeasesPerChannel,
         options.AcquireTimeout,
@@ -37,4 +38,15 @@ internal sealed record PoolSettings(
         options.DrainTimeout,
         options.Resilience.Retry.Delay,
         options.Resilience.CircuitBreaker.BreakDuration);
+
+    /// <summary>Half the pool size, as the original's refill trigger.</summary>
+    public static int DefaultRefillThreshold(int poolSize) => poolSize / 2;
+
+    /// <summary>Half the lifetime less two seconds (43 s for 90 s, as the original), but never less than a quarter of it.</summary>
+    public static TimeSpan DefaultCleanupInterval(TimeSpan lifetime)
+    {
+        var halfLessTwo = lifetime / 2 - TimeSpan.FromSeconds(2);
+        var quarter = lifetime / 4;
+        return halfLessTwo > quarter ? halfLessTwo : quarter;
+    }
 }

@@ -92,15 +92,17 @@ public class ChannelPoolOptionsTests
     public void Defaults_FollowTheOriginalPool()
     {
         var options = new ChannelPoolOptions();
+        var settings = PoolSettings.From(options);
 
         Assert.That(options.PoolSize, Is.EqualTo(50));
         Assert.That(options.MaxChannels, Is.EqualTo(126));
-        Assert.That(options.RefillThreshold, Is.EqualTo(25));
         Assert.That(options.ChannelLifetime, Is.EqualTo(TimeSpan.FromSeconds(90)));
-        Assert.That(options.CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(43)));
         Assert.That(options.LifetimeJitter, Is.EqualTo(0.1));
         Assert.That(options.AcquireTimeout, Is.EqualTo(TimeSpan.FromSeconds(30)));
-        Assert.That(options.LeaseMode, Is.EqualTo(LeaseMode.Reuse));
+        Assert.That((options.RefillThreshold, options.CleanupInterval, options.LeaseMode), Is.EqualTo(((int?)null, (TimeSpan?)null, (LeaseMode?)null)), "left to follow their defaults");
+        Assert.That(settings.RefillThreshold, Is.EqualTo(25));
+        Assert.That(settings.CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(43)));
+        Assert.That(settings.LeaseMode, Is.EqualTo(LeaseMode.Reuse));
         Assert.That(new ChannelPoolOptionsValidator().Validate(null, options).Succeeded, Is.True);
     }
 
@@ -108,26 +110,75 @@ public class ChannelPoolOptionsTests
     public void RefillThreshold_FollowsPoolSize_UntilSetExplicitly()
     {
         var options = new ChannelPoolOptions { PoolSize = 20 };
-        Assert.That(options.RefillThreshold, Is.EqualTo(10));
+        Assert.That(PoolSettings.From(options).RefillThreshold, Is.EqualTo(10));
 
         options.RefillThreshold = 3;
         options.PoolSize = 40;
 
-        Assert.That(options.RefillThreshold, Is.EqualTo(3));
+        Assert.That(PoolSettings.From(options).RefillThreshold, Is.EqualTo(3));
+    }
+
+    [Test]
+    public void RefillThreshold_FollowsPoolSize_WhenThePoolIsReconfigured()
+    {
+        var options = new ChannelPoolOptions { PoolSize = 20 };
+        using var pool = new DefaultChannelPool<FakeChannel>(new FakeChannelFactory(), options, new FakeTimeProvider());
+        Assert.That(pool.RefillThreshold, Is.EqualTo(10));
+
+        options.PoolSize = 40;
+        pool.Reconfigure(options);
+
+        Assert.That(pool.RefillThreshold, Is.EqualTo(20));
     }
 
     [Test]
     public void CleanupInterval_FollowsChannelLifetime_UntilSetExplicitly()
     {
         var options = new ChannelPoolOptions { ChannelLifetime = TimeSpan.FromSeconds(300) };
-        Assert.That(options.CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(148)));
+        Assert.That(PoolSettings.From(options).CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(148)));
 
         options.ChannelLifetime = TimeSpan.FromSeconds(4);
-        Assert.That(options.CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(1)), "a quarter of a short lifetime, not half less two seconds");
+        Assert.That(PoolSettings.From(options).CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(1)), "a quarter of a short lifetime, not half less two seconds");
 
         options.CleanupInterval = TimeSpan.FromSeconds(2);
         options.ChannelLifetime = TimeSpan.FromSeconds(600);
-        Assert.That(options.CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(2)));
+        Assert.That(PoolSettings.From(options).CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(2)));
+    }
+
+    [Test]
+    public void CopyConstructor_CopiesEverySetting_AndKeepsUnsetOnesFollowingTheirDefaults()
+    {
+        var original = new ChannelPoolOptions
+        {
+            Name = "orders",
+            PoolSize = 7,
+            MaxChannels = 9,
+            RefillThreshold = 2,
+            ChannelLifetime = TimeSpan.FromSeconds(61),
+            LifetimeJitter = 0.2,
+            CleanupInterval = TimeSpan.FromSeconds(11),
+            LeaseMode = LeaseMode.SingleUse,
+            IdleOrder = IdleOrder.LeastRecentlyUsed,
+            MaxLeasesPerChannel = 3,
+            AcquireTimeout = TimeSpan.FromSeconds(12),
+            MaxConcurrentOpens = 5,
+            CloseTimeout = TimeSpan.FromSeconds(13),
+            DrainTimeout = TimeSpan.FromSeconds(14),
+            OpenPipeline = Polly.ResiliencePipeline.Empty,
+        };
+
+        var copy = new ChannelPoolOptions(original);
+
+        // Every public property, so an option added later and forgotten in the copy constructor fails here.
+        foreach (var property in typeof(ChannelPoolOptions).GetProperties())
+        {
+            Assert.That(property.GetValue(copy), Is.EqualTo(property.GetValue(original)), property.Name);
+            Assert.That(property.GetValue(copy), Is.Not.EqualTo(property.GetValue(new ChannelPoolOptions())), $"{property.Name} differs from its default in this test");
+        }
+
+        var unset = new ChannelPoolOptions(new ChannelPoolOptions { PoolSize = 30 });
+        Assert.That(PoolSettings.From(unset).RefillThreshold, Is.EqualTo(15));
+        Assert.That(unset.LeaseMode, Is.Null);
     }
 
     [Test]
