@@ -75,9 +75,10 @@ export function encodeSendBody(encoding: DuplexEncoding, first: number, payloads
 }
 
 /**
- * Reads server frames from a response body as its chunks arrive. `push` returns the frames completed by a chunk, and
- * throws `malformed-frame` for bytes that break the protocol; `end` says whether the body stopped inside a frame,
- * which means the response was cut off (poll again), not that the server sent a broken frame.
+ * Reads server frames from a response body as its chunks arrive. `push` hands each frame a chunk completes to `take`,
+ * in order, and throws `malformed-frame` at the first bytes that break the protocol (after the frames before them);
+ * `end` says whether the body stopped inside a frame, which means the response was cut off (poll again), not that the
+ * server sent a broken frame.
  */
 export class FrameReader {
   readonly #encoding: DuplexEncoding;
@@ -90,14 +91,12 @@ export class FrameReader {
     this.#maxPayload = maxPayload;
   }
 
-  push(chunk: Uint8Array): ServerFrame[] {
+  push(chunk: Uint8Array, take: (frame: ServerFrame) => void): void {
     const bytes = this.#rest.byteLength === 0 ? chunk : concat(this.#rest, chunk);
-    const frames: ServerFrame[] = [];
-    const used = this.#encoding === 'text' ? this.#readLines(bytes, frames) : this.#readBinary(bytes, frames);
+    const used = this.#encoding === 'text' ? this.#readLines(bytes, take) : this.#readBinary(bytes, take);
 
     // Keep the unread tail in a buffer of its own, so the chunk it came from can be collected.
     this.#rest = used === bytes.byteLength ? new Uint8Array(0) : bytes.slice(used);
-    return frames;
   }
 
   /** Whether the body ended inside a frame. A text line without its newline that still reads as a frame is returned. */
@@ -124,7 +123,7 @@ export class FrameReader {
     return { truncated: true, frames: [] };
   }
 
-  #readLines(bytes: Uint8Array, frames: ServerFrame[]): number {
+  #readLines(bytes: Uint8Array, take: (frame: ServerFrame) => void): number {
     const last = bytes.lastIndexOf(NEWLINE);
     if (last < 0) {
       this.#checkLineLength(bytes.byteLength);
@@ -143,7 +142,7 @@ export class FrameReader {
       const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
       if (line.trim() !== '') {
         this.#checkLineLength(utf8Length(line));
-        frames.push(this.#parseLine(line));
+        take(this.#parseLine(line));
       }
     }
 
@@ -192,7 +191,7 @@ export class FrameReader {
     return { kind: 'message', seq, data: frame['data'] };
   }
 
-  #readBinary(bytes: Uint8Array, frames: ServerFrame[]): number {
+  #readBinary(bytes: Uint8Array, take: (frame: ServerFrame) => void): number {
     const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     let offset = 0;
     while (bytes.byteLength - offset >= BINARY_HEADER_SIZE) {
@@ -222,10 +221,10 @@ export class FrameReader {
           throw malformed(`gap frame ${seq} says ${missed} messages were missed`);
         }
 
-        frames.push({ kind: 'gap', seq, missed: Number(missed) });
+        take({ kind: 'gap', seq, missed: Number(missed) });
       } else {
         // slice copies: the application gets an ArrayBuffer of its own, not a view of the response's chunk.
-        frames.push({ kind: 'message', seq, data: bytes.slice(offset + BINARY_HEADER_SIZE, end).buffer });
+        take({ kind: 'message', seq, data: bytes.slice(offset + BINARY_HEADER_SIZE, end).buffer });
       }
 
       offset = end;

@@ -418,9 +418,7 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
           break;
         }
 
-        for (const frame of frames.push(value)) {
-          this.#take(frame);
-        }
+        frames.push(value, frame => this.#take(frame));
       }
     } catch (error) {
       await reader.cancel().catch(() => undefined);
