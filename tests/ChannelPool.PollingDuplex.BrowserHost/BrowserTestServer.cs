@@ -44,10 +44,12 @@ internal static class BrowserTestServer
         var app = builder.Build();
         var pollTimeout = TimeSpan.FromMilliseconds(settings.GetValue("PollTimeoutMs", 5000));
         var pending = settings.GetValue("PendingMessages", 64);
+        var overflow = settings.GetValue("OverflowPolicy", DuplexOverflowPolicy.FaultSession);
         void Limits(PollingDuplexOptions o)
         {
             o.ServerPollTimeout = pollTimeout;
             o.MaxPendingMessagesPerSession = pending;
+            o.OverflowPolicy = overflow;
         }
 
         app.UseMiddleware<RequestLog>();

@@ -1,12 +1,21 @@
 // The browser tests' page. It puts the client on window.duplex for page.evaluate, and with ?auto=pubsub it runs a
 // pub/sub client of its own that survives reloads: it connects (resuming this tab's session when there is one),
-// subscribes to ?topic= if the session has no subscriptions yet, and reports everything to window.record, which the
-// test binds (page.exposeFunction) and which stays bound across reloads.
+// subscribes to ?topic= if the session has no subscriptions yet, and logs everything it receives.
+//
+// The log is the application's state: it is kept in sessionStorage, appended in the same task as the message is
+// handed over, so it survives a reload exactly as the client's own position does. That is what exactly-once across a
+// reload means for an application. Each entry also goes to window.record, which the test binds, to follow progress;
+// a call made just as the page unloads may not reach the test, so the tests judge by the log.
 import * as duplex from '/_channelpool/polling-duplex/index.js';
 
 window.duplex = duplex;
 const query = new URLSearchParams(location.search);
-const record = entry => (typeof window.record === 'function' ? window.record(entry) : undefined);
+const log = JSON.parse(sessionStorage.getItem('harness:log') ?? '[]');
+const record = entry => {
+  log.push(entry);
+  sessionStorage.setItem('harness:log', JSON.stringify(log));
+  return typeof window.record === 'function' ? window.record(entry) : undefined;
+};
 
 if (query.get('auto') === 'pubsub') {
   const topic = query.get('topic') ?? 'test';

@@ -13,7 +13,9 @@ export type Fault =
   /** The proxy answers itself, as a balancer does (its own 502, or 503 with Retry-After), without asking the server. */
   | { readonly kind: 'answer'; readonly status: number; readonly headers?: Record<string, string>; readonly body?: string }
   /** The server acts on the request; the response is held until `release()`, then lost. */
-  | { readonly kind: 'hold-response' };
+  | { readonly kind: 'hold-response' }
+  /** The request never reaches the server, and no answer comes until `release()`, which resets the connection. */
+  | { readonly kind: 'stall' };
 
 export interface ProxiedRequest {
   readonly method: string;
@@ -75,6 +77,12 @@ export class FaultProxy {
 
     if (fault.kind === 'drop-request') {
       req.socket.destroy();
+      return;
+    }
+
+    if (fault.kind === 'stall') {
+      req.resume();
+      this.held.push(() => req.socket.destroy());
       return;
     }
 

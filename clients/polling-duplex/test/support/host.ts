@@ -26,6 +26,7 @@ export interface HostOptions {
   readonly https?: boolean;
   readonly pollTimeoutMs?: number;
   readonly pendingMessages?: number;
+  readonly overflowPolicy?: 'FaultSession' | 'GapMarker';
 }
 
 /** The browser test server (tests/ChannelPool.PollingDuplex.BrowserHost): real Kestrel on 127.0.0.1, started by the test. */
@@ -49,6 +50,7 @@ export class Host {
       `--Https=${options.https ?? false}`,
       `--PollTimeoutMs=${options.pollTimeoutMs ?? 5000}`,
       `--PendingMessages=${options.pendingMessages ?? 64}`,
+      `--OverflowPolicy=${options.overflowPolicy ?? 'FaultSession'}`,
       `--Pages=${join(packageRoot, 'test', 'pages')}`,
     ];
     const child = spawn('dotnet', args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, DOTNET_NOLOGO: '1' } });
