@@ -110,10 +110,35 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Starts a built .NET app and reads its first line of output. */
-export function startApp(project: string, args: readonly string[]): { process: ChildProcess; firstLine: Promise<string> } {
+/** Starts a built .NET app, and waits for the line of its output that `ready` matches. */
+export async function startApp(project: string, args: readonly string[], ready: RegExp): Promise<{ process: ChildProcess; match: RegExpMatchArray; stop: () => Promise<void> }> {
   const child = spawn('dotnet', [builtApp(project), ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, DOTNET_NOLOGO: '1' } });
-  return { process: child, firstLine: firstLine(child, 60_000) };
+  const lines = createInterface({ input: child.stdout! });
+  const match = await new Promise<RegExpMatchArray>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`${project} did not print ${ready} within 60 s.`));
+    }, 60_000);
+    lines.on('line', line => {
+      const found = line.match(ready);
+      if (found) {
+        clearTimeout(timer);
+        resolve(found);
+      }
+    });
+    child.once('exit', code => {
+      clearTimeout(timer);
+      reject(new Error(`${project} exited with ${code} before it was ready.`));
+    });
+  });
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise(resolve => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
+    }
+  };
+  return { process: child, match, stop };
 }
 
 function firstLine(child: ChildProcess, timeoutMs: number): Promise<string> {
