@@ -66,7 +66,8 @@ export function encodeSendBody(encoding: DuplexEncoding, first: number, payloads
   let offset = 0;
   payloads.forEach((p, i) => {
     body[offset] = KIND_MESSAGE;
-    view.setBigUint64(offset + 1, BigInt(first + i));
+    view.setUint32(offset + 1, Math.floor((first + i) / 0x1_0000_0000));
+    view.setUint32(offset + 5, (first + i) >>> 0);
     view.setUint32(offset + 9, p.size);
     body.set(p.value as Uint8Array, offset + BINARY_HEADER_SIZE);
     offset += BINARY_HEADER_SIZE + p.size;
@@ -196,7 +197,7 @@ export class FrameReader {
     let offset = 0;
     while (bytes.byteLength - offset >= BINARY_HEADER_SIZE) {
       const kind = bytes[offset]!;
-      const seq = sequence(view.getBigUint64(offset + 1));
+      const seq = uint64(view, offset + 1, 'sequence number');
       const length = view.getUint32(offset + 9);
       if (kind !== KIND_MESSAGE && kind !== KIND_GAP) {
         throw malformed(`frame ${seq} has an unknown kind 0x${kind.toString(16).padStart(2, '0')}`);
@@ -216,12 +217,8 @@ export class FrameReader {
       }
 
       if (kind === KIND_GAP) {
-        const missed = view.getBigUint64(offset + BINARY_HEADER_SIZE);
-        if (missed < 1n || missed > BigInt(Number.MAX_SAFE_INTEGER)) {
-          throw malformed(`gap frame ${seq} says ${missed} messages were missed`);
-        }
-
-        take({ kind: 'gap', seq, missed: Number(missed) });
+        const missed = uint64(view, offset + BINARY_HEADER_SIZE, 'missed count');
+        take({ kind: 'gap', seq, missed });
       } else {
         // slice copies: the application gets an ArrayBuffer of its own, not a view of the response's chunk.
         take({ kind: 'message', seq, data: bytes.slice(offset + BINARY_HEADER_SIZE, end).buffer });
@@ -255,16 +252,19 @@ export function utf8Length(text: string): number {
 }
 
 function sequence(value: unknown): number {
-  if (typeof value === 'bigint') {
-    if (value < 1n || value > BigInt(Number.MAX_SAFE_INTEGER)) {
-      throw malformed(`sequence number ${value} is outside 1 to ${Number.MAX_SAFE_INTEGER}, the range this client reads`);
-    }
-
-    return Number(value);
-  }
-
   if (typeof value !== 'number' || !Number.isSafeInteger(value) || value < 1) {
     throw malformed(`a frame's "seq" is ${JSON.stringify(value)}, not a whole number from 1 to ${Number.MAX_SAFE_INTEGER}`);
+  }
+
+  return value;
+}
+
+/** Reads a big-endian unsigned 64-bit number from 1 to 2^53 − 1 (beyond that, a number loses precision) without a BigInt. */
+function uint64(view: DataView, offset: number, what: string): number {
+  const high = view.getUint32(offset);
+  const value = high * 0x1_0000_0000 + view.getUint32(offset + 4);
+  if (high > 0x1f_ffff || value < 1) {
+    throw malformed(`a ${what} of ${view.getBigUint64(offset)} is outside 1 to ${Number.MAX_SAFE_INTEGER}, the range this client reads`);
   }
 
   return value;

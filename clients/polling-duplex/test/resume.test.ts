@@ -24,11 +24,13 @@ async function pageLog(page: Page): Promise<Recorded[]> {
   return page.evaluate(() => JSON.parse(sessionStorage.getItem('harness:log') ?? '[]') as Recorded[]);
 }
 
-async function reloadAndWait(page: Page, records: Recorded[]): Promise<Recorded> {
+/** Reloads the page and waits until it has resumed; returns its ready record, and how long it took. */
+async function reloadAndWait(page: Page, records: Recorded[]): Promise<Recorded & { tookMs: number }> {
   const before = readies(records).length;
+  const started = Date.now();
   await page.reload();
   await eventually(() => readies(records).length > before, 'the reloaded page is ready');
-  return readies(records).at(-1)!;
+  return { ...readies(records).at(-1)!, tookMs: Date.now() - started };
 }
 
 describe('resuming across page reloads in Chromium', { skip: noChromium, timeout: 180_000 }, () => {
@@ -49,7 +51,7 @@ describe('resuming across page reloads in Chromium', { skip: noChromium, timeout
   });
 
   for (const [encoding, mode] of [['text', 'multiple'], ['binary', 'single']] as const) {
-    test(`${encoding}, ${mode}: reloads mid-stream resume the same session, and every message arrives exactly once, in order`, async () => {
+    test(`${encoding}, ${mode}: reloads mid-stream resume the same session, and every message arrives exactly once, in order`, async t => {
       const topic = `reload-${encoding}-${mode}`;
       const records: Recorded[] = [];
       const page = await openPage(context, `${host.http}?auto=pubsub&topic=${topic}&encoding=${encoding}&mode=${mode}`, records);
@@ -64,6 +66,7 @@ describe('resuming across page reloads in Chromium', { skip: noChromium, timeout
       await eventually(async () => numbers(await pageLog(page)).length >= 200, 'every message arrived', 20_000, () => numbers(records).length);
       await new Promise(resolve => setTimeout(resolve, 300));
 
+      t.diagnostic(`from reload to resumed and polling: ${first.tookMs} ms and ${second.tookMs} ms`);
       const logged = await pageLog(page);
       assert.deepEqual(numbers(logged), range(1, 200));
       const original = readies(logged)[0]!;
