@@ -41,6 +41,15 @@ internal static class BrowserTestServer
         builder.Services.AddSingleton<PubSubHandler>();
         builder.Services.AddSingleton<RequestLog>();
 
+        // The CORS policy docs/polling-duplex.md shows for pages on another origin, with every 127.0.0.1 origin allowed.
+        builder.Services.AddCors(o => o.AddPolicy("duplex", p => p
+            .SetIsOriginAllowed(origin => Uri.TryCreate(origin, UriKind.Absolute, out var uri) && uri.Host == "127.0.0.1")
+            .AllowCredentials()
+            .WithHeaders("Authorization", "Content-Type", "X-App-Token")
+            .WithMethods("GET", "POST", "DELETE")
+            .WithExposedHeaders("Retry-After")
+            .SetPreflightMaxAge(TimeSpan.FromMinutes(10))));
+
         var app = builder.Build();
         var pollTimeout = TimeSpan.FromMilliseconds(settings.GetValue("PollTimeoutMs", 5000));
         var pending = settings.GetValue("PendingMessages", 64);
@@ -53,6 +62,7 @@ internal static class BrowserTestServer
         }
 
         app.UseMiddleware<RequestLog>();
+        app.UseCors();
         if (settings["Pages"] is { Length: > 0 } pages)
         {
             app.UseDefaultFiles(new DefaultFilesOptions { FileProvider = new PhysicalFileProvider(Path.GetFullPath(pages)) });
@@ -62,6 +72,7 @@ internal static class BrowserTestServer
         app.MapPollingDuplexBrowserClient();
         app.MapPollingDuplexPubSub("/pubsub", Limits);
         app.MapPollingDuplex<EchoHandler>("/echo", Limits);
+        app.MapPollingDuplex<EchoHandler>("/cors/echo", Limits).RequireCors("duplex");
         app.MapPollingDuplex<FloodHandler>("/flood", o =>
         {
             Limits(o);

@@ -54,7 +54,7 @@ internal static class ControlEndpoints
     }
 }
 
-/// <summary>Records what each request to the echo endpoint carried: the application's header and cookie, and whether it had a session token.</summary>
+/// <summary>Records what each request to the echo endpoints carried: the application's header and cookie, and whether it had a session token.</summary>
 internal sealed class RequestLog : IMiddleware
 {
     private readonly Lock _lock = new();
@@ -81,7 +81,7 @@ internal sealed class RequestLog : IMiddleware
 
     public Task InvokeAsync(HttpContext context, RequestDelegate next)
     {
-        if (context.Request.Path.StartsWithSegments("/echo", StringComparison.Ordinal))
+        if (context.Request.Path.StartsWithSegments("/echo", StringComparison.Ordinal) || context.Request.Path.StartsWithSegments("/cors/echo", StringComparison.Ordinal))
         {
             var entry = new RequestLogEntry(
                 context.Request.Method,

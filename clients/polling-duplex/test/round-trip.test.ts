@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, BrowserContext } from 'playwright-core';
 import { launchChromium, noChromium, openPage } from './support/browser.js';
+import { FaultProxy } from './support/fault-proxy.js';
 import { Host } from './support/host.js';
 
 describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () => {
@@ -206,5 +207,47 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
     assert.equal(close.appToken, 'v2');
     assert.equal(close.hasSessionToken, true);
     await page.close();
+  });
+
+  test('a page on another origin: with the CORS policy the documents show, cookies, the app\'s header and the session token all get through', async t => {
+    // The proxy is another origin (another port) for the same server: the page comes from it, the endpoint does not.
+    const proxy = await FaultProxy.start(host.http);
+    try {
+      await host.control('requests', { method: 'DELETE' });
+      const page = await openPage(context, proxy.url);
+      const echoed = await page.evaluate(async endpoint => {
+        await fetch('/control/cookie');
+        const client = new window.duplex.PollingDuplexClient(endpoint, { resume: false, headers: () => ({ 'X-App-Token': 'cross' }) });
+        const session = await client.open();
+        const received: unknown[] = [];
+        const got = new Promise(resolve => session.addEventListener('message', e => {
+          received.push(e.data);
+          if (received.length === 3) {
+            resolve(received);
+          }
+        }));
+        for (const n of [1, 2, 3]) {
+          await session.send({ from: location.origin, n });
+          await new Promise(resolve => setTimeout(resolve, 100));
+        }
+
+        const data = await got;
+        await session.close();
+        return data;
+      }, `${host.http}cors/echo`);
+
+      const origin = proxy.url.replace(/\/$/, '');
+      assert.deepEqual(echoed, [1, 2, 3].map(n => ({ from: origin, n })));
+      const log = await (await host.control('requests')).json() as { method: string; path: string; appToken: string; cookie: string | null; hasSessionToken: boolean }[];
+      const preflights = log.filter(r => r.method === 'OPTIONS');
+      const requests = log.filter(r => r.method !== 'OPTIONS');
+      t.diagnostic(`${requests.length} requests took ${preflights.length} preflights, ${preflights.filter(r => r.path.endsWith('/poll')).length} of them for polls`);
+      assert.ok(preflights.length >= 1, 'the requests were cross-origin');
+      assert.ok(requests.length >= 6, JSON.stringify(log));
+      assert.ok(requests.every(r => r.cookie === 'cookie-from-the-app' && r.appToken === 'cross'), JSON.stringify(requests));
+      assert.ok(requests.filter(r => r.path !== '/cors/echo/sessions').every(r => r.hasSessionToken));
+    } finally {
+      await proxy.close();
+    }
   });
 });
