@@ -76,7 +76,7 @@ internal static class BrowserTestServer
         app.MapPollingDuplex<FloodHandler>("/flood", o =>
         {
             Limits(o);
-            o.MaxPendingMessagesPerSession = 256;
+            o.MaxPendingMessagesPerSession = settings.GetValue("FloodWindow", 256);
         });
         app.MapBrokenEndpoint("/broken");
         app.MapControl("/control");

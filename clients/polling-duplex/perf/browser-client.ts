@@ -1,5 +1,5 @@
 // The browser client's measurements, against the .NET client in the same run (docs/perf/browser-client.md):
-//   npm run perf -- [--rounds 3] [--seconds 5] [--streams 4] [--size 256] [--samples 500]
+//   npm run perf -- [--rounds 3] [--seconds 5] [--streams 4] [--size 256] [--window 256] [--samples 500]
 // Throughput: the flood endpoint sends `size`-byte JSON messages as fast as each of `streams` MultipleMessagesPerPoll
 // sessions takes them, in binary and in text; the browser client in Chromium and the .NET client, each from a process
 // of its own, take turns against one server, round after round; each figure is the median round.
@@ -19,6 +19,7 @@ const { values } = parseArgs({
     seconds: { type: 'string', default: '5' },
     streams: { type: 'string', default: '4' },
     size: { type: 'string', default: '256' },
+    window: { type: 'string', default: '256' },
     samples: { type: 'string', default: '500' },
   },
 });
@@ -26,6 +27,7 @@ const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
 const streams = Number(values.streams);
 const size = Number(values.size);
+const responseWindow = Number(values.window);
 const samples = Number(values.samples);
 const encodings = ['binary', 'text'] as const;
 type Encoding = (typeof encodings)[number];
@@ -90,6 +92,23 @@ async function browserLatency(page: Page, encoding: Encoding): Promise<{ p50: nu
   }, { encoding, samples });
 }
 
+/** The floor under the browser's figures: a bare fetch round trip to the same server from the same page. */
+async function fetchFloor(page: Page): Promise<{ p50: number; p99: number }> {
+  return page.evaluate(async () => {
+    const times: number[] = [];
+    for (let i = 0; i < 320; i++) {
+      const started = performance.now();
+      await (await fetch('/control/subscribers?topic=floor')).text();
+      if (i >= 20) {
+        times.push(performance.now() - started);
+      }
+    }
+
+    times.sort((a, b) => a - b);
+    return { p50: times[Math.ceil(0.5 * times.length) - 1]!, p99: times[Math.ceil(0.99 * times.length) - 1]! };
+  });
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 const ms = (x: number) => x.toFixed(1);
@@ -99,7 +118,7 @@ if (noChromium) {
   process.exit(1);
 }
 
-const host = await Host.start({ pollTimeoutMs: 15_000 });
+const host = await Host.start({ pollTimeoutMs: 15_000, floodWindow: responseWindow });
 const browser = await launchChromium();
 try {
   const page = await openPage(await browser.newContext(), host.http);
@@ -130,8 +149,10 @@ try {
     console.log(`latency ${encoding}: browser p50 ${ms(latency[`browser ${encoding}`]!.p50)} ms, p99 ${ms(latency[`browser ${encoding}`]!.p99)} ms; .NET p50 ${ms(net['p50']!)} ms, p99 ${ms(net['p99']!)} ms`);
   }
 
+  const floor = await fetchFloor(page);
+  console.log(`a bare fetch from the page: p50 ${ms(floor.p50)} ms, p99 ${ms(floor.p99)} ms`);
   const lines = [
-    `Chromium ${browser.version()}, ${streams} MultipleMessagesPerPoll sessions, ${size}-byte messages, ${seconds} s per cell, median of ${rounds} interleaved rounds; HTTP/1.1 on 127.0.0.1.`,
+    `Chromium ${browser.version()}, ${streams} MultipleMessagesPerPoll sessions, ${size}-byte messages, at most ${responseWindow} per response, ${seconds} s per cell, median of ${rounds} interleaved rounds; HTTP/1.1 on 127.0.0.1.`,
     '',
     '| Encoding | Browser client (msg/s) | .NET client (msg/s) | Browser / .NET | Rounds, browser | Rounds, .NET |',
     '|---|---:|---:|---:|---|---|',
@@ -149,12 +170,14 @@ try {
       const l = latency[`${who} ${e}`]!;
       return `| ${who === 'browser' ? 'Browser' : '.NET'} | ${e} | ${ms(l.p50)} | ${ms(l.p99)} | ${ms(l.mean)} |`;
     })),
+    '',
+    `The floor under the browser's figures, a bare fetch() round trip from the same page to the same server: p50 ${ms(floor.p50)} ms, p99 ${ms(floor.p99)} ms.`,
   ];
   console.log(`\n${lines.join('\n')}`);
   const folder = join(repositoryRoot, 'artifacts', 'perf', `browser-client-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, 'report.md'), `${lines.join('\n')}\n`);
-  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), rounds, seconds, streams, size, samples, throughput, latency }, null, 2));
+  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), rounds, seconds, streams, size, window: responseWindow, samples, throughput, latency, fetchFloor: floor }, null, 2));
   console.log(`\nWritten to ${folder}`);
 } finally {
   await browser.close();

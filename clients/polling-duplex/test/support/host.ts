@@ -27,6 +27,8 @@ export interface HostOptions {
   readonly pollTimeoutMs?: number;
   readonly pendingMessages?: number;
   readonly overflowPolicy?: 'FaultSession' | 'GapMarker';
+  /** How many frames one flood response may carry (the flood endpoint's MaxPendingMessagesPerSession). */
+  readonly floodWindow?: number;
 }
 
 /** The browser test server (tests/ChannelPool.PollingDuplex.BrowserHost): real Kestrel on 127.0.0.1, started by the test. */
@@ -51,6 +53,7 @@ export class Host {
       `--PollTimeoutMs=${options.pollTimeoutMs ?? 5000}`,
       `--PendingMessages=${options.pendingMessages ?? 64}`,
       `--OverflowPolicy=${options.overflowPolicy ?? 'FaultSession'}`,
+      `--FloodWindow=${options.floodWindow ?? 256}`,
       `--Pages=${join(packageRoot, 'test', 'pages')}`,
     ];
     const child = spawn('dotnet', args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, DOTNET_NOLOGO: '1' } });
