@@ -2,7 +2,7 @@ import { DuplexError, duplexError, errorFromResponse, isMediaType, isRetryable, 
 import { encodeSendBody, frameSize, FrameReader, toPayload, utf8Length, type OutgoingPayload, type ServerFrame } from './frames.js';
 import { retryDelay, linkSignals, sleep, type Backoff } from './retry.js';
 import { fromBase64, toBase64, type SessionStore } from './saved-state.js';
-import type { Transport } from './transport.js';
+import type { DuplexRequest, Transport } from './transport.js';
 import { CONTENT_TYPES, type DuplexEncoding, type DuplexMode, type OpenedSession, type SessionLimits } from './wire.js';
 
 /** What a session hands over: a text session's messages are JSON values, a binary session's are `ArrayBuffer`s. */
@@ -352,23 +352,14 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
         return;
       }
 
-      const { signal, dispose } = linkSignals([this.#stop.signal], this.#pollTimeoutMs, `A poll of session ${this.id} got no answer within ${this.#pollTimeoutMs} ms.`);
-      let failure: unknown;
-      try {
-        const response = await this.#settings.transport.request(this.#pollUrl + this.#delivered, { method: 'GET', token: this.#token, signal });
+      const failure = await this.#exchange(this.#pollUrl + this.#delivered, { method: 'GET' }, this.#pollTimeoutMs, 'A poll', async response => {
         if (response.status === 200) {
           await this.#readFrames(response);
-        } else if (response.status === 204) {
-          await response.body?.cancel().catch(() => undefined);
-        } else {
-          failure = await errorFromResponse(response, `poll session ${this.id}`);
+          return undefined;
         }
-      } catch (error) {
-        failure = error;
-      } finally {
-        dispose();
-      }
 
+        return response.status === 204 ? response.body?.cancel().catch(() => undefined) : errorFromResponse(response, `poll session ${this.id}`);
+      });
       if (this.#state !== 'open') {
         return;
       }
@@ -392,11 +383,7 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
         return;
       }
 
-      const delay = retryDelay(this.#settings.backoff, failures++, failure instanceof DuplexError ? failure.retryAfterMs : undefined);
-      this.#reconnect(failure, failures, delay);
-      try {
-        await sleep(delay, this.#stop.signal);
-      } catch {
+      if (!(await this.#waitToRetry(failure, failures++))) {
         return;
       }
     }
@@ -514,25 +501,21 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
     this.#inFlightSaved = batch.map(item => typeof item.payload.value === 'string' ? item.payload.value : toBase64(item.payload.value));
     this.#persistNow();
     for (let failures = 0; ; failures++) {
-      const { signal, dispose } = linkSignals([this.#stop.signal], this.#settings.requestTimeoutMs, `A send on session ${this.id} got no answer within ${this.#settings.requestTimeoutMs} ms.`);
-      let failure: unknown;
-      try {
-        const response = await this.#settings.transport.request(this.#messagesUrl, { method: 'POST', token: this.#token, body, contentType: CONTENT_TYPES[this.encoding], signal });
-        if (response.status === 200) {
-          await response.body?.cancel().catch(() => undefined);
-          this.#answered();
-          this.#confirm(batch, first);
-          return;
+      const failure = await this.#exchange(this.#messagesUrl, { method: 'POST', body, contentType: CONTENT_TYPES[this.encoding] }, this.#settings.requestTimeoutMs, 'A send', async response => {
+        if (response.status !== 200) {
+          return errorFromResponse(response, `send on session ${this.id}`);
         }
 
-        failure = await errorFromResponse(response, `send on session ${this.id}`);
-      } catch (error) {
-        failure = error;
-      } finally {
-        dispose();
+        await response.body?.cancel().catch(() => undefined);
+        return undefined;
+      });
+      if (this.#state !== 'open') {
+        return;
       }
 
-      if (this.#state !== 'open') {
+      if (failure === undefined) {
+        this.#answered();
+        this.#confirm(batch, first);
         return;
       }
 
@@ -555,15 +538,7 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
         return;
       }
 
-      if (!(await this.#mayRetry(failure))) {
-        return;
-      }
-
-      const delay = retryDelay(this.#settings.backoff, failures, failure instanceof DuplexError ? failure.retryAfterMs : undefined);
-      this.#reconnect(failure, failures + 1, delay);
-      try {
-        await sleep(delay, this.#stop.signal);
-      } catch {
+      if (!(await this.#mayRetry(failure)) || !(await this.#waitToRetry(failure, failures))) {
         return;
       }
     }
@@ -618,6 +593,33 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
     }
 
     return true;
+  }
+
+  /**
+   * One request of the session, bounded by `timeoutMs` and by the session's end: returns what `answer` makes of the
+   * response (undefined for success, else the failure), or the error the request failed with. Never throws.
+   */
+  async #exchange(url: string, request: Pick<DuplexRequest, 'method' | 'body' | 'contentType'>, timeoutMs: number, what: string, answer: (response: Response) => Promise<unknown>): Promise<unknown> {
+    const { signal, dispose } = linkSignals([this.#stop.signal], timeoutMs, `${what} on session ${this.id} got no answer within ${timeoutMs} ms.`);
+    try {
+      return await answer(await this.#settings.transport.request(url, { ...request, token: this.#token, signal }));
+    } catch (error) {
+      return error;
+    } finally {
+      dispose();
+    }
+  }
+
+  /** Reports the retry and waits its backoff delay; false when the session ended meanwhile. */
+  async #waitToRetry(failure: unknown, attempt: number): Promise<boolean> {
+    const delay = retryDelay(this.#settings.backoff, attempt, failure instanceof DuplexError ? failure.retryAfterMs : undefined);
+    this.#reconnect(failure, attempt + 1, delay);
+    try {
+      await sleep(delay, this.#stop.signal);
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   #answered(): void {

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import type { Browser, BrowserContext } from 'playwright-core';
-import { eventually, launchChromium, noChromium, openPage } from './support/browser.js';
+import { eventually, noChromium, openPage } from './support/browser.js';
 import { FaultProxy } from './support/fault-proxy.js';
-import { Host } from './support/host.js';
+import { chromiumFixture } from './support/fixture.js';
 
 interface Recorded {
   kind: string;
@@ -26,40 +25,32 @@ function numbers(records: Recorded[]): number[] {
 }
 
 describe('faults between Chromium and the server', { skip: noChromium, timeout: 180_000 }, () => {
-  let host: Host;
+  const chromium = chromiumFixture({ pollTimeoutMs: 3000 }, { contextPerTest: true });
   let proxy: FaultProxy;
-  let browser: Browser;
-  let context: BrowserContext;
   before(async () => {
-    host = await Host.start({ pollTimeoutMs: 3000 });
-    proxy = await FaultProxy.start(host.http);
-    browser = await launchChromium();
+    proxy = await FaultProxy.start(chromium.host.http);
   });
-  beforeEach(async () => {
-    await context?.close();
-    context = await browser.newContext();
+  beforeEach(() => {
     proxy.rule = () => ({ kind: 'pass' });
     proxy.applied.length = 0;
     proxy.counts.clear();
   });
   after(async () => {
-    await browser?.close();
     await proxy?.close();
-    await host?.stop();
   });
 
   for (const encoding of ['text', 'binary'] as const) {
     test(`${encoding}: poll responses cut in the middle of their body lose nothing and duplicate nothing`, async () => {
       const topic = `cut-${encoding}`;
       const records: Recorded[] = [];
-      await openPage(context, `${proxy.url}?auto=pubsub&topic=${topic}&encoding=${encoding}`, records);
+      await openPage(chromium.context, `${proxy.url}?auto=pubsub&topic=${topic}&encoding=${encoding}`, records);
       await eventually(() => records.some(r => r.kind === 'ready'), 'the page subscribed');
 
       // Every other poll response is cut after 1 to 400 bytes: mid-header, mid-frame or between frames.
       const random = seeded(encoding === 'text' ? 22 : 23);
       proxy.rule = request => request.method === 'GET' && request.nth % 2 === 0 ? { kind: 'cut-body', bytes: 1 + Math.floor(random() * 400) } : { kind: 'pass' };
-      await host.publish(topic, 300);
-      await host.publish(topic, 200, 5, 301);
+      await chromium.host.publish(topic, 300);
+      await chromium.host.publish(topic, 200, 5, 301);
       await eventually(() => numbers(records).length >= 500, 'all 500 messages arrived', 60_000, () => numbers(records).length);
       await new Promise(resolve => setTimeout(resolve, 300));
 
@@ -88,7 +79,7 @@ describe('faults between Chromium and the server', { skip: noChromium, timeout: 
 
       return method === 'POST' && path.endsWith('/messages') && nth === 3 ? { kind: 'drop-request' } : { kind: 'pass' };
     };
-    const page = await openPage(context, proxy.url);
+    const page = await openPage(chromium.context, proxy.url);
     const result = await page.evaluate(async () => {
       const started = performance.now();
       const pubsub = await window.duplex.PubSubClient.connect('/pubsub', { resume: false, retry: { baseDelayMs: 100, maxDelayMs: 1000 }, requestTimeoutMs: 1000 });
@@ -121,8 +112,8 @@ describe('faults between Chromium and the server', { skip: noChromium, timeout: 
   });
 
   test('a broken frame from the server: the frames before it arrive, then one clear error, the session ends, and it does not poll again', async () => {
-    const page = await openPage(context, host.http);
-    const pollsBefore = ((await (await host.control('broken-polls')).json()) as { count: number }).count;
+    const page = await openPage(chromium.context, chromium.host.http);
+    const pollsBefore = ((await (await chromium.host.control('broken-polls')).json()) as { count: number }).count;
     const result = await page.evaluate(async () => {
       const { PollingDuplexClient } = window.duplex;
       const outcomes: Record<string, unknown> = {};
@@ -161,7 +152,7 @@ describe('faults between Chromium and the server', { skip: noChromium, timeout: 
     assert.equal(text.length, 3);
     assert.deepEqual(result['binary'], ['item 1 ok', 'threw ProtocolError malformed-frame']);
     await new Promise(resolve => setTimeout(resolve, 1500));
-    const pollsAfter = ((await (await host.control('broken-polls')).json()) as { count: number }).count;
+    const pollsAfter = ((await (await chromium.host.control('broken-polls')).json()) as { count: number }).count;
     assert.equal(pollsAfter - pollsBefore, 2, 'each session polled once, and stopped at the broken frame');
   });
 });

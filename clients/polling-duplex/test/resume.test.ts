@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { eventually, launchChromium, noChromium, openPage } from './support/browser.js';
+import { describe, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { eventually, noChromium, openPage } from './support/browser.js';
 import { FaultProxy } from './support/fault-proxy.js';
+import { chromiumFixture } from './support/fixture.js';
 import { Host } from './support/host.js';
 
 interface Recorded {
@@ -34,31 +35,17 @@ async function reloadAndWait(page: Page, records: Recorded[]): Promise<Recorded 
 }
 
 describe('resuming across page reloads in Chromium', { skip: noChromium, timeout: 180_000 }, () => {
-  let host: Host;
-  let browser: Browser;
-  let context: BrowserContext;
-  before(async () => {
-    host = await Host.start();
-    browser = await launchChromium();
-  });
-  beforeEach(async () => {
-    await context?.close();
-    context = await browser.newContext();
-  });
-  after(async () => {
-    await browser?.close();
-    await host?.stop();
-  });
+  const chromium = chromiumFixture({}, { contextPerTest: true });
 
   for (const [encoding, mode] of [['text', 'multiple'], ['binary', 'single']] as const) {
     test(`${encoding}, ${mode}: reloads mid-stream resume the same session, and every message arrives exactly once, in order`, async t => {
       const topic = `reload-${encoding}-${mode}`;
       const records: Recorded[] = [];
-      const page = await openPage(context, `${host.http}?auto=pubsub&topic=${topic}&encoding=${encoding}&mode=${mode}`, records);
+      const page = await openPage(chromium.context, `${chromium.host.http}?auto=pubsub&topic=${topic}&encoding=${encoding}&mode=${mode}`, records);
       await eventually(() => readies(records).length === 1, 'the page subscribed');
 
       // 25 messages a second for 8 s, as the issue's example: the pending limit of 64 gives a page 2.56 s to come back.
-      await host.publish(topic, 200, 40);
+      await chromium.host.publish(topic, 200, 40);
       await eventually(() => numbers(records).length >= 40, 'the stream is under way');
       const first = await reloadAndWait(page, records);
       await eventually(() => numbers(records).length >= 120, 'the stream goes on after the first reload', 20_000, () => numbers(records).length);
@@ -79,10 +66,10 @@ describe('resuming across page reloads in Chromium', { skip: noChromium, timeout
   }
 
   test('a send whose answer never came is sent again after the reload, with its number, and delivered once; one that never left is delivered once too', async () => {
-    const proxy = await FaultProxy.start(host.http);
+    const proxy = await FaultProxy.start(chromium.host.http);
     try {
       const records: Recorded[] = [];
-      const page = await openPage(context, `${proxy.url}?auto=pubsub&topic=unconfirmed`, records);
+      const page = await openPage(chromium.context, `${proxy.url}?auto=pubsub&topic=unconfirmed`, records);
       await eventually(() => readies(records).length === 1, 'the page subscribed');
 
       // 1: the server takes the publish, the answer never comes. The page is reloaded while it waits.
@@ -112,19 +99,19 @@ describe('resuming across page reloads in Chromium', { skip: noChromium, timeout
 
   test('a tab opened with a copy of the session storage runs a session of its own: the Web Lock keeps two tabs off one session', async () => {
     const records = new Map<unknown, Recorded[]>();
-    await context.exposeBinding('record', ({ page }, entry: Recorded) => {
+    await chromium.context.exposeBinding('record', ({ page }, entry: Recorded) => {
       records.set(page, [...(records.get(page) ?? []), entry]);
     });
-    const first = await context.newPage();
-    await first.goto(`${host.http}?auto=pubsub&topic=duplicate&lockWaitMs=500`);
+    const first = await chromium.context.newPage();
+    await first.goto(`${chromium.host.http}?auto=pubsub&topic=duplicate&lockWaitMs=500`);
     await eventually(() => readies(records.get(first) ?? []).length === 1, 'the first tab subscribed');
 
     // window.open from the page copies its sessionStorage into the new tab, saved session and all.
-    const opened = context.waitForEvent('page');
+    const opened = chromium.context.waitForEvent('page');
     await first.evaluate(() => { window.open(location.href); });
     const second = await opened;
     await eventually(() => readies(records.get(second) ?? []).length === 1, 'the second tab subscribed');
-    await host.publish('duplicate', 20);
+    await chromium.host.publish('duplicate', 20);
     await eventually(() => numbers(records.get(first)!).length === 20 && numbers(records.get(second)!).length === 20, 'both tabs received every message');
     await new Promise(resolve => setTimeout(resolve, 500));
 
@@ -145,7 +132,7 @@ describe('resuming across page reloads in Chromium', { skip: noChromium, timeout
       try {
         const topic = `away-${policy}`;
         const records: Recorded[] = [];
-        const page = await openPage(context, `${small.http}?auto=pubsub&topic=${topic}`, records);
+        const page = await openPage(chromium.context, `${small.http}?auto=pubsub&topic=${topic}`, records);
         await eventually(() => readies(records).length === 1, 'the page subscribed');
         const streamEnds = Date.now() + 150 * 40 + 500;
         await small.publish(topic, 150, 40);

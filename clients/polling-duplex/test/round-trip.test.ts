@@ -1,28 +1,16 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext } from 'playwright-core';
-import { launchChromium, noChromium, openPage } from './support/browser.js';
+import { describe, test } from 'node:test';
+import { noChromium, openPage } from './support/browser.js';
 import { FaultProxy } from './support/fault-proxy.js';
-import { Host } from './support/host.js';
+import { chromiumFixture } from './support/fixture.js';
 
 describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () => {
-  let host: Host;
-  let browser: Browser;
-  let context: BrowserContext;
-  before(async () => {
-    host = await Host.start();
-    browser = await launchChromium();
-    context = await browser.newContext();
-  });
-  after(async () => {
-    await browser?.close();
-    await host?.stop();
-  });
+  const chromium = chromiumFixture();
 
   for (const encoding of ['text', 'binary'] as const) {
     for (const mode of ['single', 'multiple'] as const) {
       test(`${encoding}, ${mode}: the echo endpoint sends every message back once, in order, unchanged`, async () => {
-        const page = await openPage(context, host.http);
+        const page = await openPage(chromium.context, chromium.host.http);
         const result = await page.evaluate(async ({ encoding, mode }) => {
           const { PollingDuplexClient } = window.duplex;
           const client = new PollingDuplexClient<'text' | 'binary'>('/echo', { encoding, mode, resume: false });
@@ -83,7 +71,7 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
       });
 
       test(`${encoding}, ${mode}: pub/sub clients hear each other's publishes, each once and in order`, async () => {
-        const page = await openPage(context, host.http);
+        const page = await openPage(chromium.context, chromium.host.http);
         const heard = await page.evaluate(async ({ encoding, mode }) => {
           const { PubSubClient } = window.duplex;
           const options = { encoding, mode, resume: false } as const;
@@ -118,7 +106,7 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
       });
 
       test(`${encoding}, ${mode}: a burst of 40 echoes takes ${mode === 'single' ? 'one poll per message' : 'a few polls in all'}`, async () => {
-        const page = await openPage(context, host.http);
+        const page = await openPage(chromium.context, chromium.host.http);
         const polls = await page.evaluate(async ({ encoding, mode }) => {
           performance.setResourceTimingBufferSize(10_000);
           const { PollingDuplexClient } = window.duplex;
@@ -147,7 +135,7 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
   }
 
   test('sends: a refused message rejects alone with its problem code, the ones around it arrive, and a failing handler is reported', async () => {
-    const page = await openPage(context, host.http);
+    const page = await openPage(chromium.context, chromium.host.http);
     const result = await page.evaluate(async () => {
       const { PollingDuplexClient, MessageRejectedError } = window.duplex;
       const session = await new PollingDuplexClient('/echo', { resume: false }).open();
@@ -183,8 +171,8 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
   });
 
   test("credentials: every request carries the page's cookies and the app's headers, asked for again each time so they can change", async () => {
-    await host.control('requests', { method: 'DELETE' });
-    const page = await openPage(context, host.http);
+    await chromium.host.control('requests', { method: 'DELETE' });
+    const page = await openPage(chromium.context, chromium.host.http);
     await page.evaluate(async () => {
       await fetch('/control/cookie');
       let appToken = 'v1';
@@ -196,7 +184,7 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
       await session.close();
     });
 
-    const log = await (await host.control('requests')).json() as { method: string; path: string; appToken: string; cookie: string | null; hasSessionToken: boolean }[];
+    const log = await (await chromium.host.control('requests')).json() as { method: string; path: string; appToken: string; cookie: string | null; hasSessionToken: boolean }[];
     const open = log.find(r => r.method === 'POST' && r.path === '/echo/sessions')!;
     const sends = log.filter(r => r.path.endsWith('/messages'));
     const close = log.find(r => r.method === 'DELETE')!;
@@ -211,10 +199,10 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
 
   test('a page on another origin: with the CORS policy the documents show, cookies, the app\'s header and the session token all get through', async t => {
     // The proxy is another origin (another port) for the same server: the page comes from it, the endpoint does not.
-    const proxy = await FaultProxy.start(host.http);
+    const proxy = await FaultProxy.start(chromium.host.http);
     try {
-      await host.control('requests', { method: 'DELETE' });
-      const page = await openPage(context, proxy.url);
+      await chromium.host.control('requests', { method: 'DELETE' });
+      const page = await openPage(chromium.context, proxy.url);
       const echoed = await page.evaluate(async endpoint => {
         await fetch('/control/cookie');
         const client = new window.duplex.PollingDuplexClient(endpoint, { resume: false, headers: () => ({ 'X-App-Token': 'cross' }) });
@@ -234,11 +222,11 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
         const data = await got;
         await session.close();
         return data;
-      }, `${host.http}cors/echo`);
+      }, `${chromium.host.http}cors/echo`);
 
       const origin = proxy.url.replace(/\/$/, '');
       assert.deepEqual(echoed, [1, 2, 3].map(n => ({ from: origin, n })));
-      const log = await (await host.control('requests')).json() as { method: string; path: string; appToken: string; cookie: string | null; hasSessionToken: boolean }[];
+      const log = await (await chromium.host.control('requests')).json() as { method: string; path: string; appToken: string; cookie: string | null; hasSessionToken: boolean }[];
       const preflights = log.filter(r => r.method === 'OPTIONS');
       const requests = log.filter(r => r.method !== 'OPTIONS');
       t.diagnostic(`${requests.length} requests took ${preflights.length} preflights, ${preflights.filter(r => r.path.endsWith('/poll')).length} of them for polls`);

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { eventually, launchChromium, noChromium } from './support/browser.js';
-import { Host } from './support/host.js';
+import { describe, test } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { eventually, noChromium } from './support/browser.js';
+import { chromiumFixture } from './support/fixture.js';
 
 interface Recorded {
   kind: string;
@@ -16,22 +16,13 @@ interface Recorded {
  * connection. The server's poll timeout here is 30 s, so held polls do not end on their own during a test.
  */
 describe('two tabs of one origin, over HTTP/1.1 and HTTP/2', { skip: noChromium, timeout: 180_000 }, () => {
-  let host: Host;
-  let browser: Browser;
-  before(async () => {
-    host = await Host.start({ https: true, pollTimeoutMs: 30_000 });
-    browser = await launchChromium({ trustSpki: host.spki });
-  });
-  after(async () => {
-    await browser?.close();
-    await host?.stop();
-  });
+  const chromium = chromiumFixture({ https: true, pollTimeoutMs: 30_000 }, { trustServerCertificate: true });
 
   for (const protocol of ['http/1.1', 'h2'] as const) {
     test(`${protocol}: two tabs each run a session and hear each other; ${protocol === 'h2' ? 'more sessions block nothing' : 'with six polls held, the next request waits until one ends'}`, async t => {
-      const origin = protocol === 'h2' ? host.https! : host.http;
+      const origin = protocol === 'h2' ? chromium.host.https! : chromium.host.http;
       const topic = `tabs-${protocol}`;
-      const context: BrowserContext = await browser.newContext();
+      const context: BrowserContext = await chromium.browser.newContext();
       const records = new Map<Page, Recorded[]>();
       await context.exposeBinding('record', ({ page }, entry: Recorded) => {
         records.set(page, [...(records.get(page) ?? []), entry]);
