@@ -5,6 +5,9 @@ import { DuplexSession, restorePayloads, type SessionStart } from './session.js'
 import { Transport, type HeadersCallback } from './transport.js';
 import { CONTENT_TYPES, readOpened, type DuplexEncoding, type DuplexMode, type OpenedSession } from './wire.js';
 
+// Resume keys run by a live session of this page: two sessions saving under one key would overwrite each other.
+const keysInUse = new Set<string>();
+
 /** Where and how a session is kept across page reloads. */
 export interface ResumeOptions {
   /** The storage key; one session per key. Defaults to `channelpool-duplex:` and the endpoint's address. */
@@ -101,6 +104,27 @@ export class PollingDuplexClient<E extends DuplexEncoding = 'text'> {
    */
   async open(options: { signal?: AbortSignal; resume?: boolean } = {}): Promise<DuplexSession<E>> {
     options.signal?.throwIfAborted();
+    const key = this.resume?.key;
+    if (key !== undefined) {
+      if (keysInUse.has(key)) {
+        throw new Error(`A session of this page already keeps its state under '${key}'. Give each client its own resume.key, or resume: false.`);
+      }
+
+      keysInUse.add(key);
+    }
+
+    try {
+      return await this.#open(options);
+    } catch (error) {
+      if (key !== undefined) {
+        keysInUse.delete(key);
+      }
+
+      throw error;
+    }
+  }
+
+  async #open(options: { signal?: AbortSignal; resume?: boolean }): Promise<DuplexSession<E>> {
     let resumeFailure: DuplexError | undefined;
     if (this.resume !== undefined && options.resume !== false) {
       const saved = this.#store.load();
@@ -202,13 +226,19 @@ export class PollingDuplexClient<E extends DuplexEncoding = 'text'> {
   }
 
   #start(opened: OpenedSession, start: SessionStart, release: (() => void) | undefined): DuplexSession<E> {
-    const session = new DuplexSession<E>(opened, start, {
+    const key = this.resume?.key;
+    const session = DuplexSession.create<E>(opened, start, {
       transport: this.#transport,
       store: this.#store,
       backoff: this.#backoff,
       pollGraceMs: this.#pollGraceMs,
       requestTimeoutMs: this.#requestTimeoutMs,
-      releaseLock: release ?? (() => undefined),
+      releaseLock: () => {
+        release?.();
+        if (key !== undefined) {
+          keysInUse.delete(key);
+        }
+      },
     });
     session.start();
     return session;

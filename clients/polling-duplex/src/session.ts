@@ -143,7 +143,11 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
   #persistQueued = false;
 
   /** @internal Sessions come from `PollingDuplexClient.open`. */
-  constructor(opened: OpenedSession, start: SessionStart, settings: SessionSettings) {
+  static create<E extends DuplexEncoding>(opened: OpenedSession, start: SessionStart, settings: SessionSettings): DuplexSession<E> {
+    return new DuplexSession<E>(opened, start, settings);
+  }
+
+  private constructor(opened: OpenedSession, start: SessionStart, settings: SessionSettings) {
     super();
     this.id = opened.id;
     this.encoding = opened.encoding as E;
@@ -256,7 +260,11 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
     const iterator: AsyncIterableIterator<DuplexItem<PayloadOf<E>>> = {
       next: async () => {
         for (;;) {
-          options.signal?.throwIfAborted();
+          if (options.signal?.aborted) {
+            detach();
+            throw options.signal.reason;
+          }
+
           const item = inbox.shift();
           if (item !== undefined) {
             this.#handOver(item);
@@ -277,7 +285,11 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
           }
 
           await new Promise<void>((resolve, reject) => {
-            const onAbort = () => reject(options.signal!.reason);
+            const onAbort = () => {
+              // An aborted read ends the iterator: what arrives next goes to the events, or to a new iterator.
+              detach();
+              reject(options.signal!.reason);
+            };
             options.signal?.addEventListener('abort', onAbort, { once: true });
             this.#inboxChanged = () => {
               options.signal?.removeEventListener('abort', onAbort);

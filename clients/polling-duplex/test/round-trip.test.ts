@@ -170,6 +170,42 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
     await page.close();
   });
 
+  test('misuse is refused clearly: two resumable sessions under one key, two iterators at once; an aborted iterator makes way for another', async () => {
+    const page = await openPage(chromium.context, chromium.host.http);
+    const result = await page.evaluate(async () => {
+      const { PollingDuplexClient } = window.duplex;
+      const first = await new PollingDuplexClient('/echo').open();
+      const second = await new PollingDuplexClient('/echo').open().then(() => 'opened', (e: Error) => e.message);
+      const own = await new PollingDuplexClient('/echo', { resume: { key: 'another' } }).open();
+      const stop = new AbortController();
+      const iterator = first.messages({ signal: stop.signal });
+      const twice = (() => {
+        try {
+          first.messages();
+          return 'allowed';
+        } catch (e) {
+          return (e as Error).message;
+        }
+      })();
+      const reading = iterator.next().then(() => 'read', (e: Error) => e.name);
+      stop.abort(new DOMException('enough', 'AbortError'));
+      const aborted = await reading;
+      const next = first.messages();
+      await first.send('after the abort');
+      const item = await next.next();
+      await Promise.all([first.close(), own.close()]);
+      const afterClose = await new PollingDuplexClient('/echo').open().then(async s => { await s.close(); return 'opened'; });
+      return { second, twice, aborted, item: item.value, afterClose };
+    });
+
+    assert.match(result.second, /already keeps its state under 'channelpool-duplex:http:\/\/127\.0\.0\.1:\d+\/echo\/'/);
+    assert.match(result.twice, /already has an open iterator/);
+    assert.equal(result.aborted, 'AbortError');
+    assert.deepEqual(result.item, { kind: 'message', seq: 1, data: 'after the abort' });
+    assert.equal(result.afterClose, 'opened', 'a closed session gives its key back');
+    await page.close();
+  });
+
   test("credentials: every request carries the page's cookies and the app's headers, asked for again each time so they can change", async () => {
     await chromium.host.control('requests', { method: 'DELETE' });
     const page = await openPage(chromium.context, chromium.host.http);
