@@ -12,6 +12,8 @@ dotnet test ChannelPool.sln -c Release "$@"
 dotnet_status=$?
 
 .ci/apt-install "${CHROMIUM_PATH:-/usr/bin/chromium}" chromium || echo "The browser tests will be skipped." >&2
+# The tests run in the client's folder: a relative report path is relative to here.
+case "${BROWSER_TEST_RESULTS:-}" in ''|/*) ;; *) BROWSER_TEST_RESULTS="$PWD/$BROWSER_TEST_RESULTS" ;; esac
 (
   set -e
   cd clients/polling-duplex

@@ -78,7 +78,7 @@ describe('resuming across page reloads in Chromium', { skip: noChromium, timeout
       await eventually(() => proxy.applied.some(a => a.fault === 'hold-response'), 'the publish is held');
       proxy.rule = () => ({ kind: 'pass' });
       const afterFirst = await reloadAndWait(page, records);
-      await eventually(() => numbers(records).includes(1), 'the first publish arrived');
+      await eventually(async () => numbers(await pageLog(page)).includes(1), 'the first publish arrived');
 
       // 2: the publish never reaches the server. The page is reloaded while it waits.
       proxy.rule = ({ method, path }) => method === 'POST' && path.endsWith('/messages') ? { kind: 'stall' } : { kind: 'pass' };
@@ -86,7 +86,7 @@ describe('resuming across page reloads in Chromium', { skip: noChromium, timeout
       await eventually(() => proxy.applied.some(a => a.fault === 'stall'), 'the publish is stalled');
       proxy.rule = () => ({ kind: 'pass' });
       const afterSecond = await reloadAndWait(page, records);
-      await eventually(() => numbers(records).includes(2), 'the second publish arrived');
+      await eventually(async () => numbers(await pageLog(page)).includes(2), 'the second publish arrived');
       await new Promise(resolve => setTimeout(resolve, 1000));
 
       assert.deepEqual(numbers(await pageLog(page)), [1, 2]);
