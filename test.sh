@@ -19,6 +19,8 @@ case "${BROWSER_TEST_RESULTS:-}" in ''|/*) ;; *) BROWSER_TEST_RESULTS="$PWD/$BRO
   cd clients/polling-duplex
   # npm ci only when the lockfile changed since the last one (the .NET build usually did it already).
   [ -f node_modules/.package-lock.json ] && [ ! package-lock.json -nt node_modules/.package-lock.json ] || npm ci --no-audit --no-fund --loglevel=error
+  # The servers the browser tests start are apps no test project references, so dotnet test did not build them.
+  npm run --silent build:servers
   npm run --silent build:tests
   reporters=(--test-reporter=spec --test-reporter-destination=stdout)
   if [ -n "${BROWSER_TEST_RESULTS:-}" ]; then
