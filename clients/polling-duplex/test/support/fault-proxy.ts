@@ -33,6 +33,8 @@ const hopByHop = new Set(['connection', 'keep-alive', 'transfer-encoding', 'prox
 export class FaultProxy {
   readonly counts = new Map<string, number>();
   readonly applied: { request: ProxiedRequest; fault: Fault['kind'] }[] = [];
+  /** How many responses a `cut-body` fault really cut (a response shorter than its cut point gets through whole). */
+  bodiesCut = 0;
   rule: (request: ProxiedRequest) => Fault = () => ({ kind: 'pass' });
   private readonly held: (() => void)[] = [];
   private readonly sockets = new Set<Socket>();
@@ -119,6 +121,7 @@ export class FaultProxy {
           res.write(part);
           if (left <= 0) {
             // Reset mid-body: what the browser sees when a connection dies part-way through a response.
+            this.bodiesCut++;
             setImmediate(() => req.socket.destroy());
             reply.destroy();
           }
