@@ -2,11 +2,15 @@
 # Runs every test: the .NET solution's (dotnet test ChannelPool.sln), then the browser client's in Chromium
 # (clients/polling-duplex: Node's test runner driving Debian's chromium through playwright-core, against the real
 # Kestrel server each test starts). Restores, builds and installs what they need: the build runs npm ci for the
-# client; chromium comes from apt-get when it is missing (CHROMIUM_PATH points to another). Without a Chromium the
-# browser tests are skipped and say why. Extra arguments go to `dotnet test`. With BROWSER_TEST_RESULTS=<file>, the
+# client; redis-server (the Redis store's tests), curl (the protocol document's walk-through) and chromium come from
+# apt-get when they are missing (CHROMIUM_PATH points to another Chromium). A test whose program could not be
+# installed is skipped and says why. Extra arguments go to `dotnet test`. With BROWSER_TEST_RESULTS=<file>, the
 # browser tests also write their TAP report there (.ci/run sums it).
 set -uo pipefail
 cd "$(dirname "$0")"
+
+.ci/apt-install redis-server redis-server || echo "The Redis store's tests will be skipped." >&2
+.ci/apt-install curl curl || echo "CurlTests will be skipped." >&2
 
 dotnet test ChannelPool.sln -c Release "$@"
 dotnet_status=$?
