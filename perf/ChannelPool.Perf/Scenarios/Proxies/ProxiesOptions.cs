@@ -74,6 +74,9 @@ internal sealed class ProxiesOptions
 
     public Option<int> Calls { get; } = PositiveInt("--calls", "Calls per cell.", 20_000);
 
+    public Option<int> SharedLeasesPerChannel { get; } = PositiveInt(
+        "--leases-per-channel", $"MaxLeasesPerChannel of the '{ProxiesScenario.PooledReuseShared}' kind: how many proxies may share one channel.", ProxiesScenario.SharedLeasesPerChannel, max: 64);
+
     public Option<int> Rounds { get; } = PositiveInt("--rounds", "Interleaved rounds each cell's calls are split into; the kinds take turns, in reverse order every other round.", 2, max: 100);
 
     public Option<int[]> Concurrency { get; } = new("--concurrency") { Description = "Concurrent callers; one cell per value. Default: 1 8 32.", DefaultValueFactory = _ => [1, 8, 32], AllowMultipleArgumentsPerToken = true };
@@ -86,6 +89,7 @@ internal sealed class ProxiesOptions
         {
             command.Add(_service);
             command.Add(_serviceTime);
+            command.Add(SharedLeasesPerChannel);
             command.Add(Concurrency);
             command.Add(Rounds);
             command.Add(_kind);

@@ -64,7 +64,8 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
             var order = round % 2 == 0 ? kinds : kinds.Reverse();
             foreach (var kind in order)
             {
-                await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", settings.MaxRoundTime, cancellationToken);
+                var maxTime = kind is PerCall or PerCallCached && settings.PerCallRoundTime is { } perCall && !(settings.MaxRoundTime < perCall) ? perCall : settings.MaxRoundTime;
+                await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", maxTime, cancellationToken);
             }
         }
 
@@ -73,7 +74,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
         {
             context.Console.MarkupLine(Markup.Escape(
                 $"  {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}, {result.Kind}: {result.CallsPerSecond:N0} calls/s, p50 {result.Latency.P50Ms:0.000} ms, " +
-                $"p99 {result.Latency.P99Ms:0.000} ms, {result.CpuMicrosPerCall:N0} µs CPU/call, {result.AllocatedBytesPerCall:N0} B/call, " +
+                $"p99 {result.Latency.P99Ms:0.000} ms, {result.CpuMicrosPerCall:N0} µs CPU/call ({result.ServerCpuMicrosPerCall:N0} server), {result.AllocatedBytesPerCall:N0} B/call, " +
                 $"{result.DuringCalls.TlsHandshakes:N0} handshakes during calls ({result.WarmUp.TlsHandshakes:N0} in warm-up)" +
                 (result.WarmUp.Negotiations + result.DuringCalls.Negotiations > 0
                     ? $", {result.DuringCalls.Negotiations:N0} negotiations during calls ({result.WarmUp.Negotiations:N0} in warm-up)"
@@ -90,7 +91,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
         await context.Console.Status().StartAsync(Markup.Escape(label), async status =>
         {
             var before = await context.Server.GetStatsAsync(cancellationToken);
-            await using var proxies = await ProxyKind.StartAsync(kind, binding, concurrency, (int)settings.ServiceTime.TotalMilliseconds, cancellationToken);
+            await using var proxies = await ProxyKind.StartAsync(kind, binding, concurrency, (int)settings.ServiceTime.TotalMilliseconds, settings.SharedLeasesPerChannel, cancellationToken);
             var warm = await context.Server.GetStatsAsync(cancellationToken);
             cell.WarmUp = Add(cell.WarmUp, binding.CountersOf(warm) - binding.CountersOf(before));
 
@@ -99,6 +100,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
             await context.Server.SettleAsync(cancellationToken);
             PerfServer.Settle();
 
+            var serverBefore = await context.Server.GetStatsAsync(cancellationToken);
             var cpuBefore = Environment.CpuUsage.TotalTime;
             var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);
             var started = Stopwatch.GetTimestamp();
@@ -123,6 +125,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
             cell.AllocatedBytes += GC.GetTotalAllocatedBytes(precise: true) - allocatedBefore;
             cell.Calls += done;
             var after = await context.Server.GetStatsAsync(cancellationToken);
+            cell.ServerCpuSeconds += after.CpuSeconds - serverBefore.CpuSeconds;
             cell.DuringCalls = Add(cell.DuringCalls, binding.CountersOf(after) - binding.CountersOf(warm));
             status.Status(Markup.Escape($"{label}: closing"));
         });
@@ -145,6 +148,9 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
 
         public double CpuSeconds { get; set; }
 
+        /// <summary>Gets or sets the server process's CPU time during the rounds; NaN for a remote server.</summary>
+        public double ServerCpuSeconds { get; set; }
+
         public long AllocatedBytes { get; set; }
 
         public ServerCountsSnapshot WarmUp { get; set; }
@@ -152,14 +158,15 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
         public ServerCountsSnapshot DuringCalls { get; set; }
 
         public ProxiesResult ToResult(string binding, string service, double serviceTimeMs, string kind, int concurrency) => new(
-            binding, service, serviceTimeMs, kind, concurrency, Calls, Seconds, Calls / Seconds, Latency.Summarize(), CpuSeconds * 1e6 / Calls, (double)AllocatedBytes / Calls, WarmUp, DuringCalls);
+            binding, service, serviceTimeMs, kind, concurrency, Calls, Seconds, Calls / Seconds, Latency.Summarize(), CpuSeconds * 1e6 / Calls, (double)AllocatedBytes / Calls, WarmUp, DuringCalls, ServerCpuSeconds * 1e6 / Calls);
     }
 
     /// <summary>How one kind of proxy is set up, called and torn down.</summary>
     private sealed class ProxyKind(Func<string, CancellationToken, Task> call, Func<ValueTask> stop) : IAsyncDisposable
     {
         /// <param name="serviceTime">Milliseconds the service spends on each call; 0 calls <c>Echo</c>, which answers at once.</param>
-        public static async Task<ProxyKind> StartAsync(string kind, WcfBinding binding, int concurrency, int serviceTime, CancellationToken cancellationToken)
+        /// <param name="sharedLeasesPerChannel">The <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of the shared kind.</param>
+        public static async Task<ProxyKind> StartAsync(string kind, WcfBinding binding, int concurrency, int serviceTime, int sharedLeasesPerChannel, CancellationToken cancellationToken)
         {
             Task<string> Call(IEchoClient client, string message) => serviceTime > 0 ? client.EchoAfterAsync(message, serviceTime) : client.EchoAsync(message);
 
@@ -214,7 +221,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                         Name = $"perf-{binding.Name}-{kind.Replace(' ', '-')}-{concurrency}",
                         LeaseMode = kind == PooledSingleUse ? LeaseMode.SingleUse : LeaseMode.Reuse,
                         IdleOrder = kind == PooledReuseLeastRecentlyUsed ? IdleOrder.LeastRecentlyUsed : IdleOrder.MostRecentlyUsed,
-                        MaxLeasesPerChannel = kind == PooledReuseShared ? SharedLeasesPerChannel : 1,
+                        MaxLeasesPerChannel = kind == PooledReuseShared ? sharedLeasesPerChannel : 1,
                     };
                     var pool = new ServiceChannelPool<IEchoClient>(wcfBinding, binding.Address, options, factory => binding.Configure(factory.Credentials));
                     await pool.WarmUpAsync(pool.PoolSize, cancellationToken);

@@ -23,7 +23,7 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     public const string PooledReuseShared = "pooled reuse, shared";
     public const string Singleton = "singleton";
 
-    /// <summary>The <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of <see cref="PooledReuseShared"/>: the most the option allows.</summary>
+    /// <summary>The <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of <see cref="PooledReuseShared"/> unless set: the most the option allows.</summary>
     public const int SharedLeasesPerChannel = 64;
 
     /// <summary>Pooled reuse with the other idle order, to measure the default against: selectable with --kind, not in the suite.</summary>
@@ -47,11 +47,20 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     /// The suite's proxies. First every binding and kind at 1, 8 and 32 callers against a service that answers at once,
     /// the bindings with sessions under both service settings: the cost of the calls themselves. Then the bindings with
     /// sessions again, both settings, with a service time of <see cref="SuiteServiceTime"/>, at 8 and 32 callers: what
-    /// WCF's defaults do to callers sharing a session. Two interleaved rounds of at most 1.5 s per cell.
+    /// WCF's defaults do to callers sharing a session. Two interleaved rounds a cell, of at most 1.5 s (per-call kinds
+    /// 0.5 s) in the first pass and 1 s in the second.
     /// </summary>
     public override ProxiesSettings SuiteSettings(bool quick) => quick
         ? ProxiesOptions.QuickWarmUp(new() { Calls = 40, Concurrency = [1, 8], Rounds = 1, MorePasses = [ServiceTimePass(quick: true)] })
-        : new() { Calls = 4_000, Rounds = 2, MaxRoundTime = TimeSpan.FromSeconds(1.5), WarmUpTime = TimeSpan.FromSeconds(1.5), MorePasses = [ServiceTimePass(quick: false)] };
+        : new()
+        {
+            Calls = 4_000,
+            Rounds = 2,
+            MaxRoundTime = TimeSpan.FromSeconds(1.5),
+            PerCallRoundTime = TimeSpan.FromSeconds(0.5),
+            WarmUpTime = TimeSpan.FromSeconds(1.5),
+            MorePasses = [ServiceTimePass(quick: false)],
+        };
 
     /// <summary>The service time of the suite's second pass: a short database call's worth.</summary>
     public static readonly TimeSpan SuiteServiceTime = TimeSpan.FromMilliseconds(2);
@@ -67,6 +76,7 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
             Rounds = Pick(parse, _options.Rounds, quick, 1),
             Services = _options.Services(parse),
             ServiceTime = _options.ServiceTime(parse),
+            SharedLeasesPerChannel = parse.GetValue(_options.SharedLeasesPerChannel),
         };
         return quick ? ProxiesOptions.QuickWarmUp(settings) : settings;
     }
@@ -100,17 +110,20 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     internal static string Describe(ProxiesSettings settings) =>
         $"Echo calls through real WCF proxies (System.ServiceModel 10.1.0), up to {settings.Calls:N0} per cell in {settings.Rounds} interleaved round(s)" +
         (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.#} s each" : string.Empty) +
+        (settings.PerCallRoundTime is { } perCall && !(settings.MaxRoundTime < perCall) ? $" ({perCall.TotalSeconds:0.#} s for the per-call kinds, which are 10 to 200 times slower)" : string.Empty) +
         $", after an unreported warm-up of each kind on each binding ({settings.WarmUpCalls:N0} calls or {settings.WarmUpTime.TotalSeconds:0.#} s, whichever ends first, so the JIT has tiered up)" +
         ", against the WCF test services on 127.0.0.1 (net.tcp with TLS: our [MC-NMF] host; HTTPS: SoapCore on Kestrel). " +
         ServiceText(settings) +
         "Per-call: a new `ClientBase<T>(binding, address)` per call, opened, called and closed; cached factory: the same with `CacheSetting.AlwaysOn`; " +
         "pooled: a new `PooledClientBase<T>` proxy per call over `ServiceChannelPool` with library defaults (50 channels, refill at 25, 4 opens at a time, most recently used idle channel first), " +
-        $"single-use (closes the channel after the call) or reuse, and reuse with up to {SharedLeasesPerChannel} proxies sharing a channel (`MaxLeasesPerChannel = {SharedLeasesPerChannel}`, shared); singleton: one opened `ClientBase<T>` every caller shares. " +
+        $"single-use (closes the channel after the call) or reuse, and reuse with up to {settings.SharedLeasesPerChannel} proxies sharing a channel (`MaxLeasesPerChannel = {settings.SharedLeasesPerChannel}`, shared); singleton: one opened `ClientBase<T>` every caller shares. " +
         "A reuse pool is grown to the size its callers ask for (the refill opens channels while they are leased) before its round's clock starts, as an app's pool is after its first second at that load. " +
         (settings.ServiceTime > TimeSpan.Zero ? $"Every call is `await EchoAfterAsync(text, {settings.ServiceTime.TotalMilliseconds:0})`." : "Every call is `await EchoAsync`.") +
         string.Concat(settings.MorePasses.Select(pass =>
             $" Then {string.Join(" and ", pass.Bindings)} again at {string.Join(", ", pass.Concurrency)} callers ({string.Join(", ", pass.Kinds)}), " +
-            $"{pass.Calls:N0} calls a cell in {pass.Rounds} round(s) of at most {pass.MaxRoundTime?.TotalSeconds ?? 0:0.#} s after a {pass.WarmUpTime.TotalSeconds:0.#}-s warm-up, " +
+            $"under both settings, {pass.Calls:N0} calls a cell in {pass.Rounds} round(s)" +
+            (pass.MaxRoundTime is { } passLimit ? $" of at most {passLimit.TotalSeconds:0.#} s" : string.Empty) +
+            $" after a {pass.WarmUpTime.TotalSeconds:0.#}-s warm-up, " +
             $"with the service spending {pass.ServiceTime.TotalMilliseconds:0} ms on each call (`EchoAfterAsync`), waiting as on a database, no CPU: " +
             "with one caller both settings are the same thing, one call at a time."));
 
@@ -131,12 +144,14 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     private static ProxiesSettings ServiceTimePass(bool quick) => new()
     {
         Bindings = [.. WcfBinding.All.Where(WcfBinding.HasSessions)],
-        Kinds = [PerCall, PooledSingleUse, PooledReuse, PooledReuseShared, Singleton],
+        Kinds = [PooledReuse, PooledReuseShared, Singleton],
         Concurrency = quick ? [8] : [8, 32],
         ServiceTime = SuiteServiceTime,
         Calls = quick ? 40 : 4_000,
         Rounds = quick ? 1 : 2,
-        MaxRoundTime = quick ? null : TimeSpan.FromSeconds(1.5),
+
+        // Calls that wait on the service run at a steady rate: a second a round is plenty.
+        MaxRoundTime = quick ? null : TimeSpan.FromSeconds(1),
 
         // The call path is warm from the first pass; this warms EchoAfter's.
         WarmUpCalls = quick ? 40 : 2_000,
@@ -161,10 +176,10 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
 
         section.Tables.Add(new ReportTable(
             "Figures",
-            ["Binding", "Service", "Service time ms", "Concurrency", "Kind", "Calls", "Calls/s", "p50 ms", "p99 ms", "CPU µs/call", "Bytes/call", "Handshakes warm-up", "Handshakes calls", "Sessions warm-up", "Sessions calls", "Negotiations warm-up", "Negotiations calls"],
+            ["Binding", "Service", "Service time ms", "Concurrency", "Kind", "Calls", "Calls/s", "p50 ms", "p99 ms", "CPU µs/call", "Server CPU µs/call", "Bytes/call", "Handshakes warm-up", "Handshakes calls", "Sessions warm-up", "Sessions calls", "Negotiations warm-up", "Negotiations calls"],
             [.. results.Select(r => (IReadOnlyList<string>)[
                 r.Binding, r.Service, Num(r.ServiceTimeMs), Num(r.Concurrency), r.Kind, Num(r.Calls), Num(r.CallsPerSecond), Num(r.Latency.P50Ms, "0.000"), Num(r.Latency.P99Ms, "0.000"),
-                Num(r.CpuMicrosPerCall), Num(r.AllocatedBytesPerCall), Num(r.WarmUp.TlsHandshakes), Num(r.DuringCalls.TlsHandshakes),
+                Num(r.CpuMicrosPerCall), double.IsFinite(r.ServerCpuMicrosPerCall) ? Num(r.ServerCpuMicrosPerCall) : "—", Num(r.AllocatedBytesPerCall), Num(r.WarmUp.TlsHandshakes), Num(r.DuringCalls.TlsHandshakes),
                 Num(r.WarmUp.SessionsStarted), Num(r.DuringCalls.SessionsStarted), Num(r.WarmUp.Negotiations), Num(r.DuringCalls.Negotiations)])]));
 
         // One chart pair per binding and service time; within it a group of bars per concurrency and service setting,
@@ -217,7 +232,9 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
 
         section.Notes.Add(
             "CPU µs/call and Bytes/call are the client process's, the pool's background opens and closes included" +
-            (serverKind == "in-process" ? "; with --server in-process they include the servers' work too." : "; the servers run in their own process and are not counted."));
+            (serverKind == "in-process"
+                ? "; with --server in-process they include the servers' work too, as does Server CPU µs/call."
+                : "; Server CPU µs/call is the server process's, which also runs the perf console's other endpoints (idle during these rounds)."));
         section.Notes.Add("Handshakes, sessions and negotiations are the test services' own counts (TLS handshakes completed; net.tcp sessions started; HTTP has no sessions; security context tokens issued on WSHttp SecureConversation), during the proxy's set-up (pool warm-up and growth, singleton open) and during the calls.");
     }
 

@@ -22,6 +22,9 @@ internal sealed record ProxiesSettings
     /// </summary>
     public IReadOnlyList<ServiceConcurrency> Services { get; init; } = [ServiceConcurrency.Multiple, ServiceConcurrency.Single];
 
+    /// <summary>Gets the <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of the shared pooled kind.</summary>
+    public int SharedLeasesPerChannel { get; init; } = ProxiesScenario.SharedLeasesPerChannel;
+
     /// <summary>Gets how long the service spends on each call (<c>EchoAfter</c>); zero calls <c>Echo</c>, which answers at once.</summary>
     public TimeSpan ServiceTime { get; init; } = TimeSpan.Zero;
 
@@ -30,6 +33,13 @@ internal sealed record ProxiesSettings
 
     /// <summary>Gets the longest one round of one cell may run before it stops early; <see langword="null"/> for no limit.</summary>
     public TimeSpan? MaxRoundTime { get; init; }
+
+    /// <summary>
+    /// Gets the longest a round of the per-call kinds (plain and cached factory) may run, when shorter than
+    /// <see cref="MaxRoundTime"/>. They pay a connection and a handshake a call, 10 to 200 times slower than pooled reuse,
+    /// so a shorter round still holds enough calls for the ratios they are the denominator of.
+    /// </summary>
+    public TimeSpan? PerCallRoundTime { get; init; }
 
     /// <summary>
     /// Gets the longest each kind's unreported warm-up pass may run, per binding. Long enough for the JIT to finish
@@ -54,8 +64,9 @@ internal sealed record ProxiesSettings
 /// <summary>
 /// One cell: a kind of proxy, on one binding against one service setting (<c>Service</c>: how the service served a
 /// session's calls, <see cref="WcfBinding.ServiceLabel"/>, or <see cref="WcfBinding.NoSession"/>) with a service time
-/// (<c>ServiceTimeMs</c>, 0 when the service answers at once), at one concurrency.
+/// (<c>ServiceTimeMs</c>, 0 when the service answers at once), at one concurrency. CPU is the client process's
+/// (<c>CpuMicrosPerCall</c>) and the server process's (<c>ServerCpuMicrosPerCall</c>, NaN when unknown).
 /// </summary>
 internal sealed record ProxiesResult(
     string Binding, string Service, double ServiceTimeMs, string Kind, int Concurrency, int Calls, double Seconds, double CallsPerSecond, LatencySummary Latency, double CpuMicrosPerCall,
-    double AllocatedBytesPerCall, ServerCountsSnapshot WarmUp, ServerCountsSnapshot DuringCalls);
+    double AllocatedBytesPerCall, ServerCountsSnapshot WarmUp, ServerCountsSnapshot DuringCalls, double ServerCpuMicrosPerCall = double.NaN);
