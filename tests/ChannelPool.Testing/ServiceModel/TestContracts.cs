@@ -56,4 +56,13 @@ public static class TestContract
     internal static string? ServiceTimeProblem(int milliseconds) => milliseconds is < 0 or > MaxServiceTimeMilliseconds
         ? $"EchoAfter serves a service time of 0 to {MaxServiceTimeMilliseconds} ms; it was asked for {milliseconds} ms."
         : null;
+
+    /// <summary>Reads a service time as a hand-written endpoint receives it, the parameter's text.</summary>
+    /// <param name="text">The <c>milliseconds</c> parameter as it came.</param>
+    /// <param name="milliseconds">The service time, when it is served.</param>
+    /// <returns>Why it is not served, for the fault; <see langword="null"/> when it is.</returns>
+    internal static string? ServiceTimeProblem(string? text, out int milliseconds) =>
+        int.TryParse(text, System.Globalization.NumberStyles.Integer, System.Globalization.CultureInfo.InvariantCulture, out milliseconds)
+            ? ServiceTimeProblem(milliseconds)
+            : $"EchoAfter needs a service time in milliseconds; it got '{text}'.";
 }

@@ -64,8 +64,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
             var order = round % 2 == 0 ? kinds : kinds.Reverse();
             foreach (var kind in order)
             {
-                var maxTime = kind is PerCall or PerCallCached && settings.PerCallRoundTime is { } perCall && !(settings.MaxRoundTime < perCall) ? perCall : settings.MaxRoundTime;
-                await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", maxTime, cancellationToken);
+                await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", settings.RoundTimeOf(kind), cancellationToken);
             }
         }
 

@@ -110,7 +110,7 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     internal static string Describe(ProxiesSettings settings) =>
         $"Echo calls through real WCF proxies (System.ServiceModel 10.1.0), up to {settings.Calls:N0} per cell in {settings.Rounds} interleaved round(s)" +
         (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.#} s each" : string.Empty) +
-        (settings.PerCallRoundTime is { } perCall && !(settings.MaxRoundTime < perCall) ? $" ({perCall.TotalSeconds:0.#} s for the per-call kinds, which are 10 to 200 times slower)" : string.Empty) +
+        (settings.RoundTimeOf(PerCall) is { } perCall && perCall != settings.MaxRoundTime ? $" ({perCall.TotalSeconds:0.#} s for the per-call kinds, which are 10 to 200 times slower)" : string.Empty) +
         $", after an unreported warm-up of each kind on each binding ({settings.WarmUpCalls:N0} calls or {settings.WarmUpTime.TotalSeconds:0.#} s, whichever ends first, so the JIT has tiered up)" +
         ", against the WCF test services on 127.0.0.1 (net.tcp with TLS: our [MC-NMF] host; HTTPS: SoapCore on Kestrel). " +
         ServiceText(settings) +
@@ -191,13 +191,16 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
             var bothSettings = cells.Select(r => r.Service).Distinct().Count() > 1;
             string Category(ProxiesResult r) => bothSettings ? $"c = {r.Concurrency}, {ShortService(r.Service)}" : $"concurrency {r.Concurrency}";
             var axis = bothSettings ? "Concurrency and service setting" : "Concurrency";
+
+            // Bar groups in order of concurrency, each setting beside the other (a stable sort keeps the settings' order).
+            var ordered = cells.OrderBy(r => r.Concurrency).ToList();
             section.Charts.Add(new Chart(
                 $"proxies-{name}-throughput",
                 $"{title}: calls per second",
                 ChartKind.GroupedBar,
                 axis,
                 "Calls per second",
-                [.. cells.Select(r => new ChartPoint(r.Kind, Category(r), r.Concurrency, r.CallsPerSecond))],
+                [.. ordered.Select(r => new ChartPoint(r.Kind, Category(r), r.Concurrency, r.CallsPerSecond))],
                 LogScaleY: true));
             section.Charts.Add(new Chart(
                 $"proxies-{name}-p99",
@@ -205,7 +208,7 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
                 ChartKind.GroupedBar,
                 axis,
                 "p99 latency (ms)",
-                [.. cells.Select(r => new ChartPoint(r.Kind, Category(r), r.Concurrency, Math.Max(r.Latency.P99Ms, 0.001)))],
+                [.. ordered.Select(r => new ChartPoint(r.Kind, Category(r), r.Concurrency, Math.Max(r.Latency.P99Ms, 0.001)))],
                 LogScaleY: true));
         }
 

@@ -41,6 +41,12 @@ internal sealed record ProxiesSettings
     /// </summary>
     public TimeSpan? PerCallRoundTime { get; init; }
 
+    /// <summary>The longest one round of <paramref name="kind"/> may run: <see cref="PerCallRoundTime"/> for the per-call kinds when it is shorter.</summary>
+    public TimeSpan? RoundTimeOf(string kind) =>
+        kind is ProxiesScenario.PerCall or ProxiesScenario.PerCallCached && PerCallRoundTime is { } perCall && (MaxRoundTime is not { } max || perCall < max)
+            ? perCall
+            : MaxRoundTime;
+
     /// <summary>
     /// Gets the longest each kind's unreported warm-up pass may run, per binding. Long enough for the JIT to finish
     /// tiering the call path up: with 100 calls, the kind that happened to run first paid for it in its first round

@@ -74,12 +74,7 @@ internal sealed class TestServiceDispatcher(ServedContract contract, ServerCount
 
     private static async Task<Message> EchoAfterAsync(string? text, string? milliseconds, CancellationToken cancellationToken)
     {
-        if (!int.TryParse(milliseconds, NumberStyles.Integer, CultureInfo.InvariantCulture, out int serviceTime))
-        {
-            return ApplicationFault($"EchoAfter needs a service time in milliseconds; it got '{milliseconds}'.");
-        }
-
-        if (TestContract.ServiceTimeProblem(serviceTime) is { } problem)
+        if (TestContract.ServiceTimeProblem(milliseconds, out int serviceTime) is { } problem)
         {
             return ApplicationFault(problem);
         }

@@ -1,4 +1,3 @@
-using System.Globalization;
 using System.Security.Cryptography;
 using System.Text;
 using System.Xml;
@@ -209,13 +208,7 @@ internal sealed class SecureConversationEndpoint(SecurityContextStore store, Sec
 
             if (operation == "EchoAfter")
             {
-                string milliseconds = message.Text(call, "e:milliseconds") ?? "";
-                if (!int.TryParse(milliseconds, NumberStyles.Integer, CultureInfo.InvariantCulture, out int serviceTime))
-                {
-                    return ApplicationFault(message, now, $"EchoAfter needs a service time in milliseconds; it got '{milliseconds}'.");
-                }
-
-                if (TestContract.ServiceTimeProblem(serviceTime) is { } problem)
+                if (TestContract.ServiceTimeProblem(message.Text(call, "e:milliseconds"), out int serviceTime) is { } problem)
                 {
                     return ApplicationFault(message, now, problem);
                 }
