@@ -293,7 +293,17 @@ internal sealed class NetTcpSession
                             return false;
                         }
 
-                        Message request = encoder.ReadMessage(new ArraySegment<byte>(envelope), buffers, encoder.ContentType);
+                        Message request;
+                        try
+                        {
+                            request = encoder.ReadMessage(new ArraySegment<byte>(envelope), buffers, encoder.ContentType);
+                        }
+                        catch
+                        {
+                            EndCall();
+                            throw;
+                        }
+
                         Task call = ServeAsync(request, tls, dispatcher, encoder, buffers, writing, cancellationToken);
                         if (_concurrency == ServiceConcurrency.Single || call.IsCompleted)
                         {
@@ -356,10 +366,7 @@ internal sealed class NetTcpSession
         }
         finally
         {
-            lock (_gate)
-            {
-                _callsInProgress--;
-            }
+            EndCall();
         }
     }
 
@@ -378,6 +385,14 @@ internal sealed class NetTcpSession
 
         _counters.SessionCallsInProgress(inProgress);
         return true;
+    }
+
+    private void EndCall()
+    {
+        lock (_gate)
+        {
+            _callsInProgress--;
+        }
     }
 
     private static async Task DrainUntilClientClosesAsync(Stream stream, CancellationToken cancellationToken)
