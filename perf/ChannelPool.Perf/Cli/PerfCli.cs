@@ -6,6 +6,7 @@ using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Scenarios;
 using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.Perf.Scenarios.Collaboration;
+using ChannelPool.Perf.Scenarios.Headroom;
 using ChannelPool.Perf.Scenarios.PollModes;
 using ChannelPool.Perf.Scenarios.Proxies;
 using ChannelPool.Perf.Scenarios.Redis;
@@ -53,6 +54,7 @@ internal static class PerfCli
     private static IPerfScenario[] Scenarios(PubSubTransportOptions transports) =>
     [
         new ProxiesScenario(),
+        new HeadroomScenario(),
         new OriginalScenario(),
         new PollModesScenario(),
         new BroadcastScenario(transports),
