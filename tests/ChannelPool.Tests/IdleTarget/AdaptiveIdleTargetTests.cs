@@ -259,6 +259,42 @@ public class AdaptiveIdleTargetTests : PoolTestBase
         first.Concat(second).ToList().ForEach(lease => lease.Dispose());
     }
 
+    [TestCase(IdleTargetMode.Fixed)]
+    [TestCase(IdleTargetMode.Adaptive)]
+    public async Task LeaseAndRelease_AllocateNothing_WhateverTheIdleTarget(IdleTargetMode mode)
+    {
+        var pool = AdaptivePool(o => o.IdleTarget.Mode = mode);
+        await pool.WarmUpAsync().Within();
+        LeaseAndRelease(pool, 1_000);
+
+        var before = GC.GetAllocatedBytesForCurrentThread();
+        var waited = LeaseAndRelease(pool, 10_000);
+        var allocated = GC.GetAllocatedBytesForCurrentThread() - before;
+
+        Assert.That(waited, Is.Zero, "a warm pool leases at once");
+        Assert.That(allocated, Is.Zero);
+
+        static int LeaseAndRelease(DefaultChannelPool<FakeChannel> pool, int times)
+        {
+            var waited = 0;
+            for (var i = 0; i < times; i++)
+            {
+                var acquire = pool.AcquireAsync();
+                if (acquire.IsCompletedSuccessfully)
+                {
+                    acquire.Result.Dispose();
+                }
+                else
+                {
+                    waited++;
+                    acquire.AsTask().GetAwaiter().GetResult().Dispose();
+                }
+            }
+
+            return waited;
+        }
+    }
+
     private static ChannelPoolOptions AdaptiveOptions()
     {
         var options = SmallPool(poolSize: 4, maxChannels: 60);

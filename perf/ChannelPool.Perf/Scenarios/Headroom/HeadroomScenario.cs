@@ -27,7 +27,7 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
     private readonly Option<int> _peak = PositiveInt("--peak", "The most concurrent callers; the ramp doubles from 1 up to it.", 64, max: ChannelPoolOptions.DefaultMaxChannels);
     private readonly Option<double> _lifetime = PositiveDouble("--lifetime", "Seconds of ChannelLifetime for both pools; the adaptive window and half-life follow it.", 10);
     private readonly Option<double> _step = PositiveDouble("--step", "Seconds each step of the ramp lasts.", 2);
-    private readonly Option<double> _lowStep = PositiveDouble("--low-step", "Seconds the low step after the peak lasts, its quiet tail included.", 30);
+    private readonly Option<double> _lowStep = PositiveDouble("--low-step", "Seconds the low step after the peak lasts, its quiet tail included.", 35);
     private readonly Option<double> _quiet = PositiveDouble("--quiet", "Seconds at the end of the low step over which the quiet figures are measured.", 10);
     private readonly Option<double> _jump = PositiveDouble("--jump", "Seconds of the sudden return to the peak after the low step.", 2);
     private readonly Option<int> _rounds = PositiveInt("--rounds", "Times each pool runs the whole load; they take turns, in reverse order every other round.", 2, max: 20);
@@ -87,15 +87,16 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
     }
 
     /// <summary>
-    /// The suite's headroom: both bindings, one round each (the pools' order flips between the bindings), a 4 s
-    /// lifetime, 1 s steps and an 11 s low step whose last 4 s are the quiet figures: about 85 s.
+    /// The suite's headroom: both bindings, one round each (the pools' order flips between the bindings), a 3 s
+    /// lifetime, 1 s steps and a 12 s low step (a window and four half-lives to settle, then 5 s of quiet figures):
+    /// about 90 s.
     /// </summary>
     public override HeadroomSettings SuiteSettings(bool quick) => quick
         ? QuickSettings
         : new()
         {
-            ChannelLifetime = TimeSpan.FromSeconds(4), StepTime = TimeSpan.FromSeconds(1), LowStepTime = TimeSpan.FromSeconds(11),
-            QuietTime = TimeSpan.FromSeconds(4), JumpTime = TimeSpan.FromSeconds(1), Rounds = 1,
+            ChannelLifetime = TimeSpan.FromSeconds(3), StepTime = TimeSpan.FromSeconds(1), LowStepTime = TimeSpan.FromSeconds(12),
+            QuietTime = TimeSpan.FromSeconds(5), JumpTime = TimeSpan.FromSeconds(1), Rounds = 1,
         };
 
     public override HeadroomSettings ReadSettings(ParseResult parse, bool quick)

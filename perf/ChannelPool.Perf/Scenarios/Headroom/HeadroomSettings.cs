@@ -32,8 +32,11 @@ internal sealed record HeadroomSettings
     /// <summary>Gets how long each step of the ramp lasts.</summary>
     public TimeSpan StepTime { get; init; } = TimeSpan.FromSeconds(2);
 
-    /// <summary>Gets how long the low step after the peak lasts, its quiet tail included.</summary>
-    public TimeSpan LowStepTime { get; init; } = TimeSpan.FromSeconds(30);
+    /// <summary>
+    /// Gets how long the low step after the peak lasts, its quiet tail included. Before the tail the adaptive target
+    /// holds the peak for a window (the lifetime) and then needs about four half-lives to come down.
+    /// </summary>
+    public TimeSpan LowStepTime { get; init; } = TimeSpan.FromSeconds(35);
 
     /// <summary>Gets the low step's tail over which the quiet figures (idle held, handshakes per minute) are measured.</summary>
     public TimeSpan QuietTime { get; init; } = TimeSpan.FromSeconds(10);
