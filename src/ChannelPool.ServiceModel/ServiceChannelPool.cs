@@ -163,7 +163,10 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
                 total.Waiting + s.Waiting,
                 Worst(total.BreakerState, s.BreakerState),
                 total.TotalOpened + s.TotalOpened,
-                total.TotalClosed + s.TotalClosed);
+                total.TotalClosed + s.TotalClosed)
+            {
+                IdleTarget = total.IdleTarget + s.IdleTarget,
+            };
         }
 
         return total;

@@ -39,6 +39,7 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
     private readonly PoolClock _clock;
     private readonly ITimer _cleanupTimer;
     private readonly ITimer _resumeTimer;
+    private readonly ITimer _idleTargetTimer;
     private readonly CancellationTokenSource _shutdown = new();
 
     // Every count, queue and flag the pool decides by lives here, behind its gate; this class only acts on its verdicts.
@@ -93,6 +94,7 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
             static state => ((DefaultChannelPool<TChannel>)state!).ResumeOpens(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         _cleanupTimer = _timeProvider.CreateTimer(
             static state => ((DefaultChannelPool<TChannel>)state!).RunCleanup(), this, settings.CleanupInterval, settings.CleanupInterval);
+        _idleTargetTimer = CreateIdleTargetTimer(settings);
 
         Log.PoolCreated(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);
     }
@@ -106,11 +108,8 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
     /// <inheritdoc />
     public ChannelPoolSnapshot GetSnapshot() => _state.Snapshot();
 
-    private (int PoolSize, int RefillThreshold, int MaxChannels) GetLimits()
-    {
-        var settings = _state.Settings;
-        return (settings.PoolSize, settings.RefillThreshold, settings.MaxChannels);
-    }
+    private (int IdleTarget, int RefillThreshold, int MaxChannels) GetLimits() =>
+        (_state.IdleTarget, _state.RefillThreshold, _state.Settings.MaxChannels);
 
     private sealed class WaiterPolicy(DefaultChannelPool<TChannel> pool) : IPooledObjectPolicy<Waiter<TChannel>>
     {

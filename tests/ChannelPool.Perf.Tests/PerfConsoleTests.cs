@@ -23,11 +23,11 @@ public class PerfConsoleTests
         Assert.That(exit, Is.EqualTo(0), console);
         var run = Directory.GetDirectories(_output).Single();
         var markdown = await File.ReadAllTextAsync(Path.Combine(run, "report.md"));
-        Assert.That(markdown, Does.Contain("## Proxies").And.Contain("## Poll modes").And.Contain("## Broadcast").And.Contain("## Collaboration"));
+        Assert.That(markdown, Does.Contain("## Proxies").And.Contain("## Headroom").And.Contain("## Poll modes").And.Contain("## Broadcast").And.Contain("## Collaboration"));
 
         using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
         var sections = json.RootElement.GetProperty("sections").EnumerateArray().ToDictionary(s => s.GetProperty("id").GetString()!, s => s.GetProperty("results"));
-        Assert.That(sections.Keys, Is.EquivalentTo(new[] { "proxies", "poll-modes", "broadcast", "collaboration" }));
+        Assert.That(sections.Keys, Is.EquivalentTo(new[] { "proxies", "headroom", "poll-modes", "broadcast", "collaboration" }));
 
         // The figures come from real WCF calls: a per-call proxy pays a TLS handshake per call on every binding (a new
         // ClientBase builds a new factory, and with it a new connection); a warm net.tcp reuse pool pays none.
@@ -95,6 +95,35 @@ public class PerfConsoleTests
     }
 
     [Test]
+    public async Task Headroom_Quick_RunsBothPools_AndTheAdaptiveTargetComesDownAtTheLowStep()
+    {
+        var (exit, console) = await RunAsync("headroom", "--quick", "--binding", "nettcp", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        var run = Directory.GetDirectories(_output).Single();
+        using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
+        var results = json.RootElement.GetProperty("sections").EnumerateArray().Single().GetProperty("results").EnumerateArray().ToList();
+        Assert.That(results.Select(r => r.GetProperty("pool").GetString()), Is.EqualTo(new[] { "fixed 50", "adaptive" }));
+
+        // The ramp 1, 2, 4, 8 (the quick peak), the low step in two parts, and the jump; every step made calls.
+        static JsonElement Phase(JsonElement result, string name) =>
+            result.GetProperty("phases").EnumerateArray().Single(p => p.GetProperty("name").GetString() == name);
+        foreach (var result in results)
+        {
+            var phases = result.GetProperty("phases").EnumerateArray().ToList();
+            Assert.That(phases.Select(p => p.GetProperty("callers").GetInt32()), Is.EqualTo(new[] { 1, 2, 4, 8, 1, 1, 8 }));
+            Assert.That(phases.Select(p => p.GetProperty("calls").GetInt64()), Is.All.GreaterThan(0), console);
+            Assert.That(result.GetProperty("timeline").GetArrayLength(), Is.GreaterThan(10), "the sampler kept the counts");
+        }
+
+        // The fixed pool's target is its PoolSize throughout; the adaptive one's follows the quiet low step down.
+        Assert.That(Phase(results[0], "low step, quiet").GetProperty("meanTarget").GetDouble(), Is.EqualTo(50));
+        Assert.That(Phase(results[1], "low step, quiet").GetProperty("meanTarget").GetDouble(), Is.LessThan(25), console);
+        var markdown = await File.ReadAllTextAsync(Path.Combine(run, "report.md"));
+        Assert.That(markdown, Does.Contain("## Headroom").And.Contain("(headroom-nettcp-timeline.png)").And.Contain("(headroom-low-step.png)"));
+    }
+
+    [Test]
     public async Task Original_PutsOurTimesBesideThe2007Figures()
     {
         var (exit, console) = await RunAsync("original", "--quick", "--binding", "nettcp", "--output", _output);
@@ -152,6 +181,10 @@ public class PerfConsoleTests
     [TestCase("collaboration --row 1,1,1", "--row must be T,N,D")]
     [TestCase("collaboration --delay-scale -1", "--delay-scale must be a positive number")]
     [TestCase("collaboration --phase sideways", "sideways")]
+    [TestCase("headroom --binding basichttps", "Unknown --binding 'basichttps'; use nettcp, wshttp-sct or all.")]
+    [TestCase("headroom --peak 0", "--peak must be from 1 to 126; got 0.")]
+    [TestCase("headroom --lifetime 0.5", "--lifetime must be from 1 to 86400 seconds, as ChannelLifetime; got 0.5.")]
+    [TestCase("headroom --quiet 30 --low-step 20", "--quiet (30 s) must be shorter than --low-step (20 s): the low step settles first.")]
     [TestCase("poll-modes --rounds 0", "--rounds must be from 1 to 100; got 0.")]
     [TestCase("poll-modes --size 8", "--size must be from 16 to 61440 bytes; got 8.")]
     [TestCase("poll-modes --streams 1000", "--streams must be from 1 to 256; got 1000.")]

@@ -87,8 +87,9 @@ public sealed partial class DefaultChannelPool<TChannel>
             ResilienceContextPool.Shared.Return(context);
         }
 
-        _metrics.RecordCreateTime(_timeProvider.GetElapsedTime(startedAt));
-        OnOpenSucceeded(opened.Channel, opened.Id);
+        var openTime = _timeProvider.GetElapsedTime(startedAt);
+        _metrics.RecordCreateTime(openTime);
+        OnOpenSucceeded(opened.Channel, opened.Id, openTime);
     }
 
     /// <summary>One attempt: a span, the factory call, and the failure bookkeeping the breaker and error messages need.</summary>
@@ -120,11 +121,11 @@ public sealed partial class DefaultChannelPool<TChannel>
         }
     }
 
-    private void OnOpenSucceeded(TChannel channel, long id)
+    private void OnOpenSucceeded(TChannel channel, long id, TimeSpan openTime)
     {
         var entry = new PooledChannel<TChannel>(
             this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble(), _state.Settings.MaxLeasesPerChannel);
-        var outcome = _state.Opened(entry);
+        var outcome = _state.Opened(entry, openTime);
         if (outcome.Evicted)
         {
             // Finished after the drain began.
@@ -134,6 +135,7 @@ public sealed partial class DefaultChannelPool<TChannel>
 
         if (outcome.Waiter is { } waiter)
         {
+            _metrics.AwaitedOpen(1 + (outcome.Joiners?.Count ?? 0));
             waiter.Complete(BeginLease(entry, slot: 0, waiter.WaitStartedAt));
         }
 

@@ -27,8 +27,9 @@ namespace ChannelPool;
 /// lease path found unfit), <see cref="Share"/>, <see cref="Enqueue"/> and <see cref="Abandon"/> for callers who wait,
 /// <see cref="WarmUp"/>, <see cref="Opened"/> and <see cref="OpenFailed"/> (opening → idle, leased, or nothing),
 /// <see cref="BreakerOpened"/>, <see cref="TakeWaitersRefusedByBreaker"/> and <see cref="Resume"/> for the breaker,
-/// <see cref="EvictIdle"/> for the cleanup timer, <see cref="Closed"/> (evicted → gone), <see cref="Reconfigure"/>,
-/// and <see cref="BeginDrain"/> and <see cref="EvictOutstandingLeases"/> for shutdown.
+/// <see cref="FollowDemand"/> for the adaptive idle target, <see cref="EvictIdle"/> for the cleanup timer,
+/// <see cref="Closed"/> (evicted → gone), <see cref="Reconfigure"/>, and <see cref="BeginDrain"/> and
+/// <see cref="EvictOutstandingLeases"/> for shutdown.
 /// </para>
 /// </remarks>
 internal sealed class PoolState<TChannel>
@@ -59,8 +60,19 @@ internal sealed class PoolState<TChannel>
     private long _closedTotal;
 
     // Set when the idle count reaches the refill threshold (or a warm-up, reload or failed open asks for a fill);
-    // cleared when the pool is full again. While set, the refill fills to PoolSize rather than only for waiters.
+    // cleared when the pool is full again. While set, the refill fills to the idle target rather than only for waiters.
     private bool _refilling;
+
+    // The idle target in force and the refill threshold that goes with it: PoolSize and RefillThreshold when fixed,
+    // moved by the controller when adaptive (IdleTarget/). Read without the gate by telemetry and the pool's properties.
+    private int _idleTarget;
+    private int _refillThreshold;
+    private IdleTargetController? _adaptiveTarget;
+
+    // Demand since the adaptive target's last tick: the peak of channels in use, and the channels leases used up. Kept
+    // in both modes: one compare on the lease path costs less than asking which mode is on.
+    private int _peakDemand;
+    private int _usedUp;
 
     private bool _opensPaused;
     private long _resumeAt;
@@ -81,10 +93,17 @@ internal sealed class PoolState<TChannel>
         _clock = clock;
         _breakerStateProvider = breakerStateProvider;
         _idle = new IdleQueue<TChannel>(settings.MaxChannels);
+        FollowIdleTargetSettings_NoLock(settings);
     }
 
     /// <summary>Gets the settings in force; read without the gate, for what is decided outside it.</summary>
     public PoolSettings Settings => Volatile.Read(ref _settings);
+
+    /// <summary>Gets the idle target in force; read without the gate.</summary>
+    public int IdleTarget => Volatile.Read(ref _idleTarget);
+
+    /// <summary>Gets the refill threshold in force, which follows the idle target; read without the gate.</summary>
+    public int RefillThreshold => Volatile.Read(ref _refillThreshold);
 
     /// <summary>Gets whether a drain began; read without the gate.</summary>
     public bool IsDisposed => Volatile.Read(ref _disposed);
@@ -136,6 +155,15 @@ internal sealed class PoolState<TChannel>
         }
 
         _leasedCount++;
+
+        // A new peak above an adaptive target raises it now, not at the next tick: demand is growing.
+        var risen = false;
+        if (_leasedCount > _peakDemand)
+        {
+            _peakDemand = _leasedCount;
+            risen = _leasedCount > _idleTarget && _adaptiveTarget is not null;
+        }
+
         entry.IsBroken = false;
         var kind = LeaseKind.Idle;
         if (entry.Shared is { } shared)
@@ -147,7 +175,7 @@ internal sealed class PoolState<TChannel>
             }
         }
 
-        var opens = _idle.Count <= settings.RefillThreshold && !_refilling ? Refill_NoLock() : 0;
+        var opens = (_idle.Count <= _refillThreshold && !_refilling) || risen ? Refill_NoLock() : 0;
         Exit(nameof(TryLease));
         return new LeaseClaim(entry, 0, kind, opens);
     }
@@ -279,6 +307,7 @@ internal sealed class PoolState<TChannel>
         {
             // Queued under the same gate that release takes, so a channel released from here on finds this waiter.
             _waiters.Enqueue(waiter);
+            _peakDemand = Math.Max(_peakDemand, Demand_NoLock());
             outcome = new EnqueueOutcome(EnqueueKind.Queued, Refill_NoLock(), default, null);
         }
 
@@ -309,8 +338,8 @@ internal sealed class PoolState<TChannel>
     // ---- Opening ----
 
     /// <summary>
-    /// Starts filling to PoolSize whatever the threshold says. Returns opens to start, and a task to wait on when fewer
-    /// than <paramref name="readyChannels"/> channels are open.
+    /// Starts filling to PoolSize whatever the threshold says; an adaptive target rises to PoolSize for a window. Returns
+    /// opens to start, and a task to wait on when fewer than <paramref name="readyChannels"/> channels are open.
     /// </summary>
     /// <exception cref="ObjectDisposedException">A drain began.</exception>
     public (int Opens, TaskCompletionSource? Done) WarmUp(int readyChannels)
@@ -320,6 +349,11 @@ internal sealed class PoolState<TChannel>
         {
             _gate.Exit();
             throw new ObjectDisposedException(typeof(DefaultChannelPool<TChannel>).FullName, $"Channel pool '{_poolName}' is disposed.");
+        }
+
+        if (_adaptiveTarget is { } adaptive)
+        {
+            SetIdleTarget_NoLock(adaptive.RaiseTo(_settings.PoolSize));
         }
 
         var opens = Refill_NoLock(toPoolSize: true);
@@ -338,9 +372,12 @@ internal sealed class PoolState<TChannel>
     /// Opening → idle; or leased by the oldest waiter (and, on a channel that takes several leases, by as many more
     /// waiters as it can take); or evicted, when a drain began. The server answered, so the backoff ends.
     /// </summary>
-    public OpenedOutcome Opened(PooledChannel<TChannel> entry)
+    /// <param name="entry">The channel.</param>
+    /// <param name="openTime">How long the open took across its attempts, for the adaptive target.</param>
+    public OpenedOutcome Opened(PooledChannel<TChannel> entry, TimeSpan openTime)
     {
         _gate.Enter();
+        _adaptiveTarget?.RecordOpenTime(openTime);
         _lastBreakerVerdict = BreakerState.Closed;
         if (BreakerState == BreakerState.Closed)
         {
@@ -486,6 +523,32 @@ internal sealed class PoolState<TChannel>
         return (true, opens, null);
     }
 
+    // ---- The idle target ----
+
+    /// <summary>
+    /// The adaptive target's tick: the demand seen since the last one closes a bucket of its window, the target moves
+    /// (up at once, down by its half-life; held while the breaker or a backoff stops opens), and the refill follows the
+    /// new threshold. Returns the move and opens to start; nothing when the target is fixed or a drain began.
+    /// </summary>
+    public IdleTargetMove FollowDemand()
+    {
+        _gate.Enter();
+        if (_disposed || _adaptiveTarget is not { } adaptive)
+        {
+            _gate.Exit();
+            return default;
+        }
+
+        var from = _idleTarget;
+        var hold = _opensPaused || BreakerState != BreakerState.Closed;
+        SetIdleTarget_NoLock(adaptive.Tick(_peakDemand, _usedUp, hold));
+        _peakDemand = Demand_NoLock();
+        _usedUp = 0;
+        var move = new IdleTargetMove(from, _idleTarget, adaptive.WindowPeak, adaptive.Flow, Refill_NoLock());
+        Exit(nameof(FollowDemand));
+        return move;
+    }
+
     // ---- Eviction ----
 
     /// <summary>Copies the idle channels out, oldest first, for the cleanup timer to inspect outside the gate.</summary>
@@ -538,6 +601,7 @@ internal sealed class PoolState<TChannel>
         }
 
         Volatile.Write(ref _settings, settings);
+        FollowIdleTargetSettings_NoLock(settings);
         var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
         var margin = _clock.EvictionMargin(settings.ChannelLifetime);
         foreach (var entry in _open)
@@ -545,7 +609,7 @@ internal sealed class PoolState<TChannel>
             entry.ScheduleExpiry(lifetime, settings.LifetimeJitter, margin);
         }
 
-        var opens = Refill_NoLock(toPoolSize: _idle.Count + _leasedCount + _openingCount < settings.PoolSize);
+        var opens = Refill_NoLock(toPoolSize: _idle.Count + _leasedCount + _openingCount < _idleTarget);
         Exit(nameof(Reconfigure));
         return opens;
     }
@@ -616,22 +680,25 @@ internal sealed class PoolState<TChannel>
             return default;
         }
 
-        var opens = _idle.Count <= settings.RefillThreshold && !_refilling ? Refill_NoLock() : 0;
+        var opens = _idle.Count <= _refillThreshold && !_refilling ? Refill_NoLock() : 0;
         Exit(nameof(TryLease));
         return new LeaseClaim(entry, slot, LeaseKind.Joined, opens);
     }
 
     private ChannelPoolSnapshot Snapshot_NoLock() => new(
-        _idle.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal);
+        _idle.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal)
+    {
+        IdleTarget = _idleTarget,
+    };
 
     /// <summary>
     /// Nothing → opening: decides how many opens to start now and counts them. The rule: once the idle count falls to
-    /// the refill threshold, fill back up to PoolSize plus one channel per waiting caller; waiting callers alone also
-    /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
-    /// paused, and one at a time while the breaker is not closed: Polly lets it through as its probe once the break is
-    /// over, or turns it away.
+    /// the refill threshold, fill back up to the idle target (<see cref="IdleTarget_NoLock"/>) plus one channel per
+    /// waiting caller; waiting callers alone also get opens. Never above MaxChannels and never more than
+    /// MaxConcurrentOpens in flight. Nothing while opens are paused, and one at a time while the breaker is not closed:
+    /// Polly lets it through as its probe once the break is over, or turns it away.
     /// </summary>
-    /// <param name="toPoolSize">Fill to PoolSize whatever the threshold says (a warm-up, a reload, a failed open).</param>
+    /// <param name="toPoolSize">Fill to the idle target whatever the threshold says (a warm-up, a reload, a failed open).</param>
     private int Refill_NoLock(bool toPoolSize = false)
     {
         if (toPoolSize)
@@ -645,13 +712,14 @@ internal sealed class PoolState<TChannel>
         }
 
         var settings = _settings;
+        var target = IdleTarget_NoLock();
         var idle = _idle.Count;
-        if (!_refilling && idle <= settings.RefillThreshold)
+        if (!_refilling && idle <= _refillThreshold)
         {
             _refilling = true;
         }
 
-        var wanted = (_refilling ? settings.PoolSize : 0) + _waiters.Count - idle - _openingCount;
+        var wanted = (_refilling ? target : 0) + _waiters.Count - idle - _openingCount;
         if (wanted <= 0)
         {
             _refilling = false;
@@ -675,6 +743,58 @@ internal sealed class PoolState<TChannel>
     }
 
     /// <summary>
+    /// The pool's idle target: the idle count a refill fills back up to, and what the pool keeps idle when nothing else
+    /// asks for more. PoolSize when fixed; when adaptive, the controller's target, first raised to what the demand since
+    /// its last tick wants, so the target rises at the refill that needs it rather than at the next tick.
+    /// </summary>
+    private int IdleTarget_NoLock()
+    {
+        if (_adaptiveTarget is { } adaptive)
+        {
+            var target = adaptive.Raise(_peakDemand);
+            if (target != _idleTarget)
+            {
+                SetIdleTarget_NoLock(target);
+            }
+        }
+
+        return _idleTarget;
+    }
+
+    /// <summary>Channels in use: leased, and enough for the waiting callers, several to a channel when leases share.</summary>
+    private int Demand_NoLock()
+    {
+        var perChannel = _settings.MaxLeasesPerChannel;
+        return _leasedCount + ((_waiters.Count + perChannel - 1) / perChannel);
+    }
+
+    private void SetIdleTarget_NoLock(int target)
+    {
+        Volatile.Write(ref _idleTarget, target);
+        Volatile.Write(ref _refillThreshold, _settings.RefillThresholdFor(target));
+    }
+
+    /// <summary>Follows the idle target's settings: PoolSize when fixed; a controller, kept across reloads, when adaptive.</summary>
+    private void FollowIdleTargetSettings_NoLock(PoolSettings settings)
+    {
+        if (settings.IdleTarget.Mode == IdleTargetMode.Fixed)
+        {
+            _adaptiveTarget = null;
+            SetIdleTarget_NoLock(settings.PoolSize);
+            return;
+        }
+
+        var target = _adaptiveTarget?.Reconfigure(settings.IdleTarget, settings.MaxChannels);
+        if (target is null)
+        {
+            _adaptiveTarget = new IdleTargetController(settings.IdleTarget, settings.MaxChannels, settings.PoolSize, _timeProvider);
+            target = _adaptiveTarget.Target;
+        }
+
+        SetIdleTarget_NoLock(target.Value);
+    }
+
+    /// <summary>
     /// One lease ends on a channel that must go: the channel is evicted when it was the last lease, or retired, taking no
     /// more, while others still hold it. Returns whether it was evicted.
     /// </summary>
@@ -689,11 +809,12 @@ internal sealed class PoolState<TChannel>
         return true;
     }
 
-    /// <summary>Leased → evicted, whatever leases it still carried.</summary>
+    /// <summary>Leased → evicted, whatever leases it still carried: a channel a lease used up.</summary>
     private void EvictLeased_NoLock(PooledChannel<TChannel> entry)
     {
         _shared.Evict(entry);
         _leasedCount--;
+        _usedUp++;
         MarkEvicted_NoLock(entry);
     }
 
@@ -947,6 +1068,9 @@ internal enum EnqueueKind
 
 /// <summary>What <see cref="PoolState{TChannel}.Enqueue"/> decided, with the counts and pause for a refusal.</summary>
 internal readonly record struct EnqueueOutcome(EnqueueKind Kind, int Opens, ChannelPoolSnapshot Snapshot, TimeSpan? RetryAfter);
+
+/// <summary>What <see cref="PoolState{TChannel}.FollowDemand"/> decided: the target before and after, what it followed, and opens.</summary>
+internal readonly record struct IdleTargetMove(int From, int To, int WindowPeak, double Flow, int Opens);
 
 /// <summary>What <see cref="PoolState{TChannel}.OpenFailed"/> decided: a pause to arm, whether waiters are failed fast, and opens.</summary>
 internal readonly record struct OpenFailedOutcome(TimeSpan? Pause, bool TurnedAway, int Failures, int Opens);
