@@ -6,6 +6,7 @@ using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Scenarios;
 using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.Perf.Scenarios.Collaboration;
+using ChannelPool.Perf.Scenarios.Floor;
 using ChannelPool.Perf.Scenarios.Headroom;
 using ChannelPool.Perf.Scenarios.PollModes;
 using ChannelPool.Perf.Scenarios.Proxies;
@@ -57,6 +58,7 @@ internal static class PerfCli
         new HeadroomScenario(),
         new OriginalScenario(),
         new PollModesScenario(),
+        new FloorScenario(),
         new BroadcastScenario(transports),
         new CollaborationScenario(transports),
         new RedisScenario(),
