@@ -61,6 +61,7 @@ internal static class FloorEndpoint
             }
 
             context.Response.ContentType = DuplexWire.ContentTypeOf(DuplexEncoding.Binary);
+            context.Response.ContentLength = tick.Body.Length;
             await context.Response.BodyWriter.WriteAsync(tick.Body, context.RequestAborted);
         });
     }

@@ -161,10 +161,10 @@ internal sealed class PerfServer : IPerfServer
 
     public ServerStats ReadStats()
     {
-        using var process = Process.GetCurrentProcess();
+        // getrusage, to the microsecond; Process.TotalProcessorTime reads /proc in 10 ms ticks, too coarse for a short round.
         return new ServerStats(
             true,
-            process.TotalProcessorTime.TotalSeconds,
+            Environment.CpuUsage.TotalTime.TotalSeconds,
             GC.GetTotalAllocatedBytes(precise: false),
             new Dictionary<string, long>(_duplex),
             _netTcpCounters?.Snapshot() ?? default,

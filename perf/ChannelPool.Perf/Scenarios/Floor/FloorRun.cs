@@ -36,19 +36,21 @@ internal sealed class FloorRun(PerfContext context, FloorSettings settings)
 
         var fleets = new List<Fleet>
         {
-            new(FloorName, Http11, new FloorTransport(context.Http, endpoints.Floor, FloorName), Ours: false),
-            new(FloorName, Http2, new FloorTransport(http2, new Uri(http2Base, "floor"), FloorName), Ours: false),
-            new("ours, single", Http11, new DuplexPubSubTransport(context.Http, endpoints.PubSub, DuplexEncoding.Binary, PollingDuplexMode.SingleMessagePerPoll), Ours: true),
-            new("ours, multiple", Http11, new DuplexPubSubTransport(context.Http, endpoints.PubSub, DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), Ours: true),
-            new("ours, multiple", Http2, new DuplexPubSubTransport(http2, new Uri(http2Base, "pubsub"), DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), Ours: true),
-            new("SignalR long polling", Http11, new SignalRTransport(endpoints.SignalR, SignalRTransportKind.LongPolling, context.Handler), Ours: false),
+            new("floor", FloorName, Http11, new FloorTransport(context.Http, endpoints.Floor, FloorName), Ours: false),
+            new("floor-h2", FloorName, Http2, new FloorTransport(http2, new Uri(http2Base, "floor"), FloorName), Ours: false),
+            new("single", "ours, single", Http11, new DuplexPubSubTransport(context.Http, endpoints.PubSub, DuplexEncoding.Binary, PollingDuplexMode.SingleMessagePerPoll), Ours: true),
+            new("multiple", "ours, multiple", Http11, new DuplexPubSubTransport(context.Http, endpoints.PubSub, DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), Ours: true),
+            new("multiple-h2", "ours, multiple", Http2, new DuplexPubSubTransport(http2, new Uri(http2Base, "pubsub"), DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), Ours: true),
+            new("signalr", "SignalR long polling", Http11, new SignalRTransport(endpoints.SignalR, SignalRTransportKind.LongPolling, context.Handler), Ours: false),
         };
-        Cell[] cells =
+        Cell[] all =
         [
             .. fleets.Select(f => new Cell(f, 1)),
             new(fleets[0], settings.Batch),
             new(fleets[3], settings.Batch),
         ];
+        var cells = all.Where(c => settings.Cells is null || settings.Cells.Contains(c.Id)).ToArray();
+        fleets = [.. fleets.Where(f => cells.Any(c => c.Fleet == f))];
 
         try
         {
@@ -74,7 +76,7 @@ internal sealed class FloorRun(PerfContext context, FloorSettings settings)
                 }
             }
 
-            return [.. cells.Select(cell => Summarize(cell, rounds[cell], rounds[cells.First(c => c.Fleet.Name == FloorName && c.Fleet.Protocol == cell.Fleet.Protocol && c.Batch == cell.Batch)]))];
+            return [.. cells.Select(cell => Summarize(cell, rounds[cell], cells.FirstOrDefault(c => c.Fleet.Name == FloorName && c.Fleet.Protocol == cell.Fleet.Protocol && c.Batch == cell.Batch) is { } floor ? rounds[floor] : null))];
         }
         finally
         {
@@ -85,10 +87,10 @@ internal sealed class FloorRun(PerfContext context, FloorSettings settings)
         }
     }
 
-    private static FloorResult Summarize(Cell cell, List<FloorRound> rounds, List<FloorRound> floor)
+    private static FloorResult Summarize(Cell cell, List<FloorRound> rounds, List<FloorRound>? floor)
     {
-        var serverRatios = rounds.Select((r, i) => r.ServerMicrosPerMessage / floor[i].ServerMicrosPerMessage);
-        var clientRatios = rounds.Select((r, i) => r.ClientMicrosPerMessage / floor[i].ClientMicrosPerMessage);
+        var serverRatios = rounds.Select((r, i) => r.ServerMicrosPerMessage / (floor?[i].ServerMicrosPerMessage ?? double.NaN));
+        var clientRatios = rounds.Select((r, i) => r.ClientMicrosPerMessage / (floor?[i].ClientMicrosPerMessage ?? double.NaN));
         var deliveries = rounds.Sum(r => r.Messages) / (double)cell.Batch;
         return new FloorResult(
             cell.Fleet.Name,
@@ -164,14 +166,11 @@ internal sealed class FloorRun(PerfContext context, FloorSettings settings)
         return expected * bursts;
     }
 
-    private static double ProcessCpuSeconds()
-    {
-        using var process = Process.GetCurrentProcess();
-        return process.TotalProcessorTime.TotalSeconds;
-    }
+    /// <summary>This process's CPU time from getrusage, to the microsecond (Process.TotalProcessorTime counts 10 ms ticks).</summary>
+    private static double ProcessCpuSeconds() => Environment.CpuUsage.TotalTime.TotalSeconds;
 
     /// <summary>One transport's clients on one topic of their own, with a publisher, connected for the whole run.</summary>
-    private sealed record Fleet(string Name, string Protocol, IPubSubTransport Transport, bool Ours) : IAsyncDisposable
+    private sealed record Fleet(string Id, string Name, string Protocol, IPubSubTransport Transport, bool Ours) : IAsyncDisposable
     {
         private ClientFleet? _clients;
 
@@ -210,5 +209,7 @@ internal sealed class FloorRun(PerfContext context, FloorSettings settings)
     private sealed record Cell(Fleet Fleet, int Batch)
     {
         public string Label => Batch == 1 ? Fleet.Label : $"{Fleet.Label}, {Batch} a response";
+
+        public string Id => Batch == 1 ? Fleet.Id : $"{Fleet.Id}-batch";
     }
 }

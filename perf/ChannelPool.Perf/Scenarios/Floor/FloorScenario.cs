@@ -17,6 +17,14 @@ internal sealed class FloorScenario : PerfScenario<FloorSettings, IReadOnlyList<
     private readonly Option<int> _bursts = PositiveInt("--bursts", "Bursts (one delivery to every client) per cell and round.", 40);
     private readonly Option<int> _rounds = PositiveInt("--rounds", "Interleaved rounds per cell; each cell reports its median.", 5, max: 100);
     private readonly Option<int> _batch = PositiveInt("--batch", "Messages a batched delivery carries.", 8, max: 64);
+    private readonly Option<string[]> _cells = new("--cells")
+    {
+        Description = $"Which cells run (a cell's ratio needs its floor among them): {string.Join(", ", FloorSettings.AllCells)}. Default: all.",
+        AllowMultipleArgumentsPerToken = true,
+    };
+
+    /// <summary>Initializes a new instance of the <see cref="FloorScenario"/> class.</summary>
+    public FloorScenario() => _cells.AcceptOnlyFromAmong([.. FloorSettings.AllCells]);
 
     public override string Name => "floor";
 
@@ -28,6 +36,7 @@ internal sealed class FloorScenario : PerfScenario<FloorSettings, IReadOnlyList<
         command.Add(_bursts);
         command.Add(_rounds);
         command.Add(_batch);
+        command.Add(_cells);
     }
 
     /// <summary>The suite's floor: 200 clients a cell, 20 bursts, the median of 3 interleaved rounds (about a minute and a half).</summary>
@@ -42,6 +51,7 @@ internal sealed class FloorScenario : PerfScenario<FloorSettings, IReadOnlyList<
         WarmUpBursts = quick ? 2 : new FloorSettings().WarmUpBursts,
         Rounds = Pick(parse, _rounds, quick, 1),
         Batch = Pick(parse, _batch, quick, 2),
+        Cells = parse.GetValue(_cells) is { Length: > 0 } cells ? cells : null,
     };
 
     public override Task<IReadOnlyList<FloorResult>> RunAsync(PerfContext context, FloorSettings settings, CancellationToken cancellationToken) =>
@@ -77,7 +87,7 @@ internal sealed class FloorScenario : PerfScenario<FloorSettings, IReadOnlyList<
             ChartKind.GroupedBar,
             "Delivery",
             "× the floor's CPU per message",
-            [.. results.Where(r => r.Name != FloorRun.FloorName).SelectMany(r => new[]
+            [.. results.Where(r => r.Name != FloorRun.FloorName && double.IsFinite(r.ServerRatio) && double.IsFinite(r.ClientRatio)).SelectMany(r => new[]
             {
                 new ChartPoint("server", $"{r.Name}, {r.Protocol}{(r.MessagesPerDelivery > 1 ? $", {r.MessagesPerDelivery} a response" : string.Empty)}", 0, r.ServerRatio),
                 new ChartPoint("client", $"{r.Name}, {r.Protocol}{(r.MessagesPerDelivery > 1 ? $", {r.MessagesPerDelivery} a response" : string.Empty)}", 0, r.ClientRatio),

@@ -23,6 +23,12 @@ internal sealed record FloorSettings
     /// window, so a multiple-mode response carries one burst, not two.
     /// </summary>
     public TimeSpan Pause { get; init; } = TimeSpan.FromMilliseconds(30);
+
+    /// <summary>Gets the cells to run by id (see <see cref="AllCells"/>), or <see langword="null"/> for all of them.</summary>
+    public IReadOnlyList<string>? Cells { get; init; }
+
+    /// <summary>Gets every cell's id, in the order they run.</summary>
+    public static IReadOnlyList<string> AllCells { get; } = ["floor", "floor-h2", "single", "multiple", "multiple-h2", "signalr", "floor-batch", "multiple-batch"];
 }
 
 /// <summary>One way of delivering, measured in every round.</summary>
