@@ -101,6 +101,7 @@ internal static class PerfCli
     {
         var console = CreateConsole(parse.InvocationConfiguration.Output);
         var quick = parse.GetValue(common.Quick);
+        ClientHttp.RaiseOpenFileLimit();
         var serverSettings = new PerfServerSettings { FloodWindow = parse.GetValue(common.FloodWindow), PollTimeout = TimeSpan.FromSeconds(parse.GetValue(common.PollTimeout)) };
         var server = scenarios.Any(s => s.UsesEmbeddedServers) ? await StartServerAsync(parse, common, serverSettings, console, cancellationToken) : null;
         var settings = new Dictionary<string, string>
