@@ -19,13 +19,13 @@ internal static class DuplexRequestReader
     /// <summary>Gets the session id from the request's path.</summary>
     public static string SessionId(HttpContext context) => (string)context.Request.RouteValues["id"]!;
 
-    /// <summary>Gets the session token from <c>Authorization: Bearer</c>, or null.</summary>
-    public static string? Token(HttpContext context)
-    {
-        var header = context.Request.Headers.Authorization.ToString();
-        const string Scheme = "Bearer ";
-        return header.StartsWith(Scheme, StringComparison.OrdinalIgnoreCase) && header.Length > Scheme.Length ? header[Scheme.Length..].Trim() : null;
-    }
+    /// <summary>Gets the session token from its own header (<see cref="DuplexWire.SessionTokenHeader"/>), or null.</summary>
+    public static string? Token(HttpContext context) =>
+        context.Request.Headers[DuplexWire.SessionTokenHeader] is [{ Length: > 0 } token] ? token.Trim() : null;
+
+    /// <summary>Gets the request's user id through the endpoint's selector; empty counts as anonymous.</summary>
+    public static string? UserId(HttpContext context, PollingDuplexOptions options) =>
+        options.UserIdSelector(context.User) is { Length: > 0 } id ? id : null;
 
     /// <summary>Reads a poll's <c>ack</c>: the highest sequence number the client received, a whole number from 0.</summary>
     public static bool TryReadAck(HttpContext context, out long ack) =>
