@@ -3,6 +3,7 @@
 // It serves the pub/sub service at https://127.0.0.1:5001/duplex over HTTP/1.1 and HTTP/2. The certificate is made in
 // memory at start; its public part is written to a file so curl can trust exactly it (--cacert), not every certificate.
 using System.Net;
+using ChannelPool.PollingDuplex.SampleServer;
 using ChannelPool.Testing;
 using Microsoft.AspNetCore.Server.Kestrel.Core;
 
@@ -19,8 +20,21 @@ builder.WebHost.UseKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 5001, l
 
 // Error bodies go through the host's problem-details service: here the default one, which adds a traceId to each.
 builder.Services.AddProblemDetails();
+
+// Per-client limits (DuplexRateLimitPolicy): a token bucket per signed-in user, or per remote address for anonymous
+// clients; opens and sends take a token, polls do not. A refused request gets 429 rate-limited with Retry-After.
+builder.Services.AddRateLimiter(limiter => limiter.AddPolicy(DuplexRateLimitPolicy.Name, new DuplexRateLimitPolicy(burst: 40, perSecond: 20)));
+
+// Server-side publish (IPubSubPublisher), should the app push from a background service.
+builder.Services.AddPollingDuplexPubSub();
 var app = builder.Build();
-app.MapPollingDuplexPubSub("/duplex");
+app.UseRateLimiter();
+app.MapPollingDuplexPubSub("/duplex", options =>
+{
+    // Who may use which topic: every client, every topic. This server demonstrates the protocol to anonymous curl
+    // commands; a real app gives a rule here instead (options.Topics.Authorize or .Policy), see docs/polling-duplex.md.
+    options.Topics.AllowAnonymous = true;
+}).RequireRateLimiting(DuplexRateLimitPolicy.Name);
 
 app.Lifetime.ApplicationStarted.Register(() =>
 {

@@ -1,4 +1,3 @@
-using ChannelPool.PollingDuplex.Stores;
 using Microsoft.Extensions.Time.Testing;
 using ChannelPool.PollingDuplex.PubSub;
 using Microsoft.Extensions.Logging.Abstractions;

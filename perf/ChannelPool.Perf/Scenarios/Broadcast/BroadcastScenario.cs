@@ -18,6 +18,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     private readonly Option<int> _scoutBursts = PositiveInt("--scout-bursts", "Bursts per scouting probe, before K confirms.", 5);
     private readonly Option<int> _startClients = PositiveInt("--start-clients", "The first M tried.", 1000);
     private readonly Option<int> _maxClients = PositiveInt("--max-clients", "The largest M tried (the open-file limit may cap it lower).", 20_000);
+    private readonly Option<double> _resolution = PositiveDouble("--resolution", "The search stops when the pass/fail gap is at most this fraction of M (0.02 resolves a 5% difference).", 0.1);
 
     /// <summary>Initializes a new instance of the <see cref="BroadcastScenario"/> class.</summary>
     /// <param name="transports">The transport options, shared with collaboration in the peer command.</param>
@@ -61,6 +62,8 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
         command.Add(_scoutBursts);
         command.Add(_startClients);
         command.Add(_maxClients);
+        command.Add(_resolution);
+        TopicRuleEndpoint.AddTo(command);
     }
 
     /// <summary>The suite's broadcast: P = 1 s only, K = 10, ours beside both SignalR peers.</summary>
@@ -77,13 +80,19 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
             ScoutBursts = Explicit(parse, _scoutBursts) ?? basis.ScoutBursts,
             StartClients = Explicit(parse, _startClients) ?? basis.StartClients,
             MaxClients = Explicit(parse, _maxClients) ?? basis.MaxClients,
+            Resolution = Math.Min(Explicit(parse, _resolution) ?? basis.Resolution, 0.5),
             Transports = _transports.Read(parse),
+            CompareTopicRule = TopicRuleEndpoint.Compare(parse),
         };
         return settings with { StartClients = Math.Min(settings.StartClients, settings.MaxClients) };
     }
 
     public override Task<IReadOnlyList<BroadcastResult>> RunAsync(PerfContext context, BroadcastSettings settings, CancellationToken cancellationToken) =>
-        settings.Transports.UseAsync(context, list => new BroadcastRun(context, settings).RunAsync(list, cancellationToken));
+        TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new BroadcastRun(context, settings).RunAsync(list, cancellationToken));
+
+    /// <summary>The server's CPU per delivery at the largest M that passed: what one delivery costs, rule or no rule.</summary>
+    private static double Cpu(BroadcastResult result) =>
+        result.Probes.Where(p => p.Passed).MaxBy(p => p.Clients)?.ServerCpuMicrosPerDelivery ?? double.NaN;
 
     public override ReportSection Report(IReadOnlyList<BroadcastResult> results, BroadcastSettings settings, PerfContext context)
     {
@@ -117,6 +126,21 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
 
     private static void AddTargets(ReportSection section, IReadOnlyList<BroadcastResult> results)
     {
+        foreach (var ruled in results.Where(r => TopicRuleEndpoint.WithoutRule(r.Transport) is not null))
+        {
+            if (results.FirstOrDefault(r => r.Transport == TopicRuleEndpoint.WithoutRule(ruled.Transport) && r.PeriodSeconds == ruled.PeriodSeconds) is { LargestClients: > 0 } bare)
+            {
+                // Both searches stop within the resolution of the true M, so a gap inside it is not a measured cost.
+                var ratio = (double)ruled.LargestClients / bare.LargestClients;
+                var cpu = (Cpu(ruled), Cpu(bare));
+                section.Targets.Add(new TargetCheck(
+                    $"Broadcast at P = {ruled.PeriodSeconds:0.#} s: a trivial topic rule costs ≤ 5% of the clients",
+                    $"{Ratio(ratio)} ({ruled.LargestClients:N0} with the rule vs {bare.LargestClients:N0} without); server CPU per delivery {cpu.Item1:0.0} vs {cpu.Item2:0.0} µs",
+                    ratio >= 0.95,
+                    ratio >= 0.95 ? null : $"{1 - ratio:P1} fewer clients with the rule"));
+            }
+        }
+
         foreach (var ours in results.Where(r => r.Transport.StartsWith(PubSubTransportChoice.PollingDuplex, StringComparison.Ordinal)))
         {
             if (ours.PeriodSeconds == 1)

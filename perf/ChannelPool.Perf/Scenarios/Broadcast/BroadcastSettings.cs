@@ -28,6 +28,9 @@ internal sealed record BroadcastSettings
 
     /// <summary>Gets which transports run, one after the other.</summary>
     public PubSubTransportChoice Transports { get; init; } = PubSubTransportChoice.Ours;
+
+    /// <summary>Gets whether our clients also run against the endpoint with a trivial topic rule (<see cref="TopicRuleEndpoint"/>).</summary>
+    public bool CompareTopicRule { get; init; }
 }
 
 /// <summary>One try at M clients.</summary>
