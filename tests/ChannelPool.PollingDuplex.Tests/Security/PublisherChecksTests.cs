@@ -1,6 +1,4 @@
-using System.Text;
 using ChannelPool.PollingDuplex.PubSub;
-using ChannelPool.PollingDuplex.Stores;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -8,8 +6,8 @@ using Microsoft.Extensions.Logging.Abstractions;
 namespace ChannelPool.PollingDuplex.Tests.Security;
 
 /// <summary>
-/// What the publisher checks before any store is asked, how the application finds it, and what a publish queues in
-/// memory: one serialized message for every subscriber.
+/// What the publisher checks before any store is asked, and how the application finds it. What a publish queues is in
+/// <see cref="BroadcastSharingTests"/>.
 /// </summary>
 public class PublisherChecksTests
 {
@@ -33,36 +31,6 @@ public class PublisherChecksTests
         Assert.That(unknown!.Message, Does.Contain("no pub/sub endpoint mapped at '/nowhere' (mapped: /a)"));
         using var fresh = WebApplication.CreateSlimBuilder().Build();
         Assert.That(fresh.Services.GetService<IPubSubPublisher>(), Is.Null, "without AddPollingDuplexPubSub nothing is registered");
-    }
-
-    [Test]
-    public async Task APublish_IsSerializedOnce_AndCountedPerTopic()
-    {
-        var pubSub = new PubSubHandler();
-        using var memory = new InMemorySessionStore("/pubsub", new PollingDuplexOptions(), pubSub, TimeProvider.System, NullLogger.Instance);
-        var publisher = new PubSubPublisher(memory);
-        var sessions = new List<DuplexSession>();
-        for (var i = 0; i < 4; i++)
-        {
-            Assert.That(memory.TryReserve(), Is.Null);
-            var (session, _) = memory.Create(i % 2 == 0 ? DuplexEncoding.Text : DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll);
-            await pubSub.OnMessageAsync(session, DuplexMessage.FromJson(new { op = "subscribe", topic = "news" }), CancellationToken.None);
-            sessions.Add(session);
-        }
-
-        Assert.That(await publisher.CountSubscribersAsync("news"), Is.EqualTo(4));
-        Assert.That(await publisher.CountSubscribersAsync("nobody"), Is.Zero);
-        await publisher.PublishAsync("news", DuplexMessage.FromJson(new { headline = "once" }));
-
-        var queued = sessions.Select(session =>
-        {
-            var frames = new List<DuplexFrame>();
-            var ticket = session.BeginPoll(0, out _, out _)!;
-            Assert.That(session.TakeFrames(ticket, frames, maxFrames: 64).Status, Is.EqualTo(DuplexTakeStatus.Frames));
-            return frames.Single().Message!;
-        }).ToList();
-        Assert.That(queued.Distinct(), Has.Exactly(1).Items, "one message, the same bytes for every subscriber in both encodings");
-        Assert.That(Encoding.UTF8.GetString(queued[0].Payload.Span), Is.EqualTo("{\"topic\":\"news\",\"data\":{\"headline\":\"once\"}}"));
     }
 
     [Test]
