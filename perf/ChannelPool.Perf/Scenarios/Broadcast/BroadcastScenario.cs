@@ -90,9 +90,9 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     public override Task<IReadOnlyList<BroadcastResult>> RunAsync(PerfContext context, BroadcastSettings settings, CancellationToken cancellationToken) =>
         TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new BroadcastRun(context, settings).RunAsync(list, cancellationToken));
 
-    /// <summary>The server's CPU per delivery at the largest M that passed: what one delivery costs, rule or no rule.</summary>
+    /// <summary>The server's CPU per delivery in the probe that confirmed M (all K bursts): what one delivery costs, rule or no rule.</summary>
     private static double Cpu(BroadcastResult result) =>
-        result.Probes.Where(p => p.Passed).MaxBy(p => p.Clients)?.ServerCpuMicrosPerDelivery ?? double.NaN;
+        result.Probes.LastOrDefault(p => p.Passed && p.Clients == result.LargestClients)?.ServerCpuMicrosPerDelivery ?? double.NaN;
 
     public override ReportSection Report(IReadOnlyList<BroadcastResult> results, BroadcastSettings settings, PerfContext context)
     {
