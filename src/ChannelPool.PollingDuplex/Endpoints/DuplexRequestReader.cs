@@ -4,6 +4,7 @@ using System.Net.Http.Headers;
 using System.Text.Json;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Features;
+using Microsoft.AspNetCore.Http.Features.Authentication;
 
 namespace ChannelPool.PollingDuplex;
 
@@ -24,8 +25,12 @@ internal static class DuplexRequestReader
         context.Request.Headers[DuplexWire.SessionTokenHeader] is [{ Length: > 0 } token] ? token.Trim() : null;
 
     /// <summary>Gets the request's user id through the endpoint's selector; empty counts as anonymous.</summary>
+    /// <remarks>
+    /// Read from the authentication feature rather than <c>HttpContext.User</c>, whose getter makes an empty principal
+    /// for a request no authentication ran on: an anonymous poll allocates nothing for identity.
+    /// </remarks>
     public static string? UserId(HttpContext context, PollingDuplexOptions options) =>
-        options.UserIdSelector(context.User) is { Length: > 0 } id ? id : null;
+        context.Features.Get<IHttpAuthenticationFeature>()?.User is { } user && options.UserIdSelector(user) is { Length: > 0 } id ? id : null;
 
     /// <summary>Reads a poll's <c>ack</c>: the highest sequence number the client received, a whole number from 0.</summary>
     public static bool TryReadAck(HttpContext context, out long ack) =>
