@@ -61,7 +61,8 @@ internal static class BenchPools
     public const int PoolSize = 64;
 
     /// <summary>A warm pool whose channels outlive the run, so only lease and release are measured.</summary>
-    public static DefaultChannelPool<BenchChannel> CreateWarm()
+    /// <param name="idleTarget">Fixed (the default) or adaptive.</param>
+    public static DefaultChannelPool<BenchChannel> CreateWarm(IdleTargetMode idleTarget = IdleTargetMode.Fixed)
     {
         var pool = new DefaultChannelPool<BenchChannel>(
             new BenchChannelFactory(),
@@ -71,6 +72,7 @@ internal static class BenchPools
                 PoolSize = PoolSize,
                 MaxChannels = 126,
                 ChannelLifetime = TimeSpan.FromHours(12),
+                IdleTarget = { Mode = idleTarget },
             });
         pool.WarmUpAsync().GetAwaiter().GetResult();
         return pool;

@@ -34,6 +34,7 @@ public sealed class ChannelPoolHealthCheck : IHealthCheck
             ["waiting"] = s.Waiting,
             ["breaker"] = s.BreakerState.ToString(),
             ["poolSize"] = _pool.PoolSize,
+            ["idleTarget"] = s.IdleTarget,
             ["refillThreshold"] = _pool.RefillThreshold,
             ["maxChannels"] = _pool.MaxChannels,
         };

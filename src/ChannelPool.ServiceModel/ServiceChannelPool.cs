@@ -163,7 +163,10 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
                 total.Waiting + s.Waiting,
                 Worst(total.BreakerState, s.BreakerState),
                 total.TotalOpened + s.TotalOpened,
-                total.TotalClosed + s.TotalClosed);
+                total.TotalClosed + s.TotalClosed)
+            {
+                IdleTarget = total.IdleTarget + s.IdleTarget,
+            };
         }
 
         return total;
@@ -198,7 +201,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
             _options = options;
             foreach (var pooled in _byCredentials.Values)
             {
-                pooled.Pool.Reconfigure(options.CopyFor(pooled.Pool.Name, EffectiveLeaseMode(options)));
+                pooled.Pool.Reconfigure(OptionsFor(options, pooled.Pool.Name));
             }
         }
     }
@@ -270,14 +273,16 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     {
         var adapter = new ServiceModelChannelFactory<TContract>(factory, _timeProvider);
         var pool = new DefaultChannelPool<TContract>(
-            adapter, _options.CopyFor(name, EffectiveLeaseMode(_options)), _timeProvider, _loggerFactory, _meterFactory);
+            adapter, OptionsFor(_options, name), _timeProvider, _loggerFactory, _meterFactory);
         return new Pooled(pool, adapter);
     }
 
-    private LeaseMode EffectiveLeaseMode(ChannelPoolOptions options) =>
-        options.IsLeaseModeSet ? options.LeaseMode
-        : _contractRequiresSession ? LeaseMode.SingleUse
-        : LeaseMode.Reuse;
+    /// <summary>One credential pool's options: the endpoint's, under the pool's own name and with the contract's lease mode.</summary>
+    private ChannelPoolOptions OptionsFor(ChannelPoolOptions options, string name) => new(options)
+    {
+        Name = name,
+        LeaseMode = options.LeaseMode ?? (_contractRequiresSession ? LeaseMode.SingleUse : LeaseMode.Reuse),
+    };
 
     private void ThrowIfConflicting(ChannelPoolOptions options)
     {

@@ -14,22 +14,16 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// </summary>
     private void RunCleanup()
     {
-        PooledChannel<TChannel>[] idle;
-        using (_gate.Enter())
+        if (_state.IdleChannels() is not { } idle)
         {
-            if (_disposed || _idle.Count == 0)
-            {
-                return;
-            }
-
-            idle = _idle.ToArray();
+            return;
         }
 
         // IsUsable is the factory's code: ask it outside the lock.
         Dictionary<PooledChannel<TChannel>, EvictionReason>? doomed = null;
         foreach (var entry in idle)
         {
-            var reason = _clock.HasPassedPrecise(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
+            var reason = entry.EvictAfter <= _timeProvider.GetTimestamp() ? EvictionReason.LifetimeExpired
                 : !IsUsable(entry) ? EvictionReason.Unusable
                 : (EvictionReason?)null;
             if (reason is { } r)
@@ -43,15 +37,7 @@ public sealed partial class DefaultChannelPool<TChannel>
             return;
         }
 
-        List<PooledChannel<TChannel>> evicted;
-        int opens;
-        using (_gate.Enter())
-        {
-            // Only channels still idle go; one leased meanwhile is checked again on its own lease path.
-            evicted = EvictIdle_NoLock(doomed.ContainsKey);
-            opens = Refill_NoLock();
-        }
-
+        var (evicted, opens) = _state.EvictIdle(doomed.ContainsKey);
         foreach (var entry in evicted)
         {
             QueueClose(entry, doomed[entry]);
@@ -83,7 +69,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         var graceful = !entry.IsBroken && entry.EvictionReason != EvictionReason.Unusable && IsUsable(entry);
         if (graceful)
         {
-            using var timeout = new CancellationTokenSource(Volatile.Read(ref _settings).CloseTimeout, _timeProvider);
+            using var timeout = new CancellationTokenSource(_state.Settings.CloseTimeout, _timeProvider);
             try
             {
                 await _factory.CloseAsync(entry.Channel, timeout.Token);
@@ -103,17 +89,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     }
 
     /// <summary>Books a closed or aborted channel out of the pool.</summary>
-    private void OnChannelEnded(PooledChannel<TChannel> entry)
-    {
-        using (_gate.Enter())
-        {
-            Closed_NoLock(entry);
-            if (_disposed)
-            {
-                UpdateDrainProgress_NoLock();
-            }
-        }
-    }
+    private void OnChannelEnded(PooledChannel<TChannel> entry) => _state.Closed(entry);
 
     private void Abort(PooledChannel<TChannel> entry)
     {

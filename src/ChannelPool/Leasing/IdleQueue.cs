@@ -2,7 +2,7 @@ namespace ChannelPool;
 
 /// <summary>
 /// The idle channels, in the order they were released. A lease takes from either end, as <see cref="IdleOrder"/> says.
-/// Not thread-safe: the pool's gate guards it.
+/// Not thread-safe: the pool state's gate guards it.
 /// </summary>
 /// <remarks>
 /// A ring of struct slots rather than a <see cref="Queue{T}"/>: storing a reference into a reference-type array from
@@ -103,7 +103,7 @@ internal sealed class IdleQueue<TChannel>
         return removed;
     }
 
-    // Idle never exceeds MaxChannels, the initial capacity; growing only keeps the queue correct if that ever changes.
+    // The first capacity is MaxChannels; a reconfiguration that raises MaxChannels can make idle outgrow it.
     private void Grow()
     {
         var larger = new Slot[_slots.Length * 2];

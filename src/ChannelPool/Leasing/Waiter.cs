@@ -9,7 +9,7 @@ namespace ChannelPool;
 /// <remarks>
 /// Async callers await it as an <see cref="IValueTaskSource{TResult}"/>. Blocking callers wait on its event, which the
 /// releasing thread sets directly: a blocked caller never needs a thread-pool thread to wake up, so sync callers cannot
-/// starve the thread pool the way sync-over-async does. Queue membership changes only under the pool's lock; the
+/// starve the thread pool the way sync-over-async does. Queue membership changes only under the pool state's gate; the
 /// result is delivered after the lock is released.
 /// </remarks>
 internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>>, IDisposable
@@ -30,7 +30,7 @@ internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>
         _core.RunContinuationsAsynchronously = true;
     }
 
-    // Intrusive FIFO links, owned by WaiterQueue under the pool's lock.
+    // Intrusive FIFO links, owned by WaiterQueue under the pool state's gate.
     internal Waiter<TChannel>? Next { get; set; }
 
     internal Waiter<TChannel>? Previous { get; set; }

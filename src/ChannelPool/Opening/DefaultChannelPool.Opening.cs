@@ -8,9 +8,6 @@ public sealed partial class DefaultChannelPool<TChannel>
     private const string OpenOperationKey = "channelpool.open";
     private static readonly Func<object?, Task> OpenOne = static state => ((DefaultChannelPool<TChannel>)state!).OpenOneAsync();
 
-    // Guarded by _gate.
-    private List<(int Ready, TaskCompletionSource Done)>? _warmUpWaiters;
-
     // Written by whichever open attempt failed last; read for error messages.
     private Exception? _lastOpenError;
     private long _nextChannelId;
@@ -20,7 +17,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <returns>A task that completes when <see cref="ChannelPoolOptions.PoolSize"/> channels are open.</returns>
     /// <exception cref="ChannelPoolUnavailableException">The breaker opened before enough channels were open.</exception>
     public Task WarmUpAsync(CancellationToken cancellationToken = default) =>
-        WarmUpAsync(Volatile.Read(ref _settings).PoolSize, cancellationToken);
+        WarmUpAsync(_state.Settings.PoolSize, cancellationToken);
 
     /// <summary>
     /// Starts filling the pool to <see cref="ChannelPoolOptions.PoolSize"/> on the background worker and waits until
@@ -33,40 +30,31 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <exception cref="ChannelPoolUnavailableException">The breaker opened before enough channels were open.</exception>
     public Task WarmUpAsync(int readyChannels, CancellationToken cancellationToken = default)
     {
-        var poolSize = Volatile.Read(ref _settings).PoolSize;
+        var poolSize = _state.Settings.PoolSize;
         if (readyChannels < 0 || readyChannels > poolSize)
         {
             throw new ArgumentOutOfRangeException(
                 nameof(readyChannels), readyChannels, $"Must be between 0 and the pool size ({poolSize}) of pool '{Name}'.");
         }
 
-        TaskCompletionSource? done = null;
-        int opens;
-        using (_gate.Enter())
-        {
-            ObjectDisposedException.ThrowIf(_disposed, this);
-
-            // Warm-up fills to PoolSize whatever the threshold says.
-            opens = Refill_NoLock(toPoolSize: true);
-            if (_idle.Count + _leasedCount < readyChannels)
-            {
-                done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-                (_warmUpWaiters ??= []).Add((readyChannels, done));
-            }
-        }
-
+        // Warm-up fills to PoolSize whatever the threshold says.
+        var (opens, done) = _state.WarmUp(readyChannels);
         StartOpens(opens);
         return done is null ? Task.CompletedTask : done.Task.WaitAsync(cancellationToken);
     }
 
-    /// <summary>Queues <paramref name="count"/> reserved opens on the background worker.</summary>
+    /// <summary>Queues <paramref name="count"/> opens the state reserved on the background worker.</summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
     private void StartOpens(int count)
     {
-        if (count <= 0)
+        if (count > 0)
         {
-            return;
+            PostOpens(count);
         }
+    }
 
+    private void PostOpens(int count)
+    {
         Log.OpensStarted(_logger, Name, count);
         for (var i = 0; i < count; i++)
         {
@@ -99,8 +87,9 @@ public sealed partial class DefaultChannelPool<TChannel>
             ResilienceContextPool.Shared.Return(context);
         }
 
-        _metrics.RecordCreateTime(_timeProvider.GetElapsedTime(startedAt));
-        OnOpenSucceeded(opened.Channel, opened.Id);
+        var openTime = _timeProvider.GetElapsedTime(startedAt);
+        _metrics.RecordCreateTime(openTime);
+        OnOpenSucceeded(opened.Channel, opened.Id, openTime);
     }
 
     /// <summary>One attempt: a span, the factory call, and the failure bookkeeping the breaker and error messages need.</summary>
@@ -132,69 +121,26 @@ public sealed partial class DefaultChannelPool<TChannel>
         }
     }
 
-    private void OnOpenSucceeded(TChannel channel, long id)
+    private void OnOpenSucceeded(TChannel channel, long id, TimeSpan openTime)
     {
         var entry = new PooledChannel<TChannel>(
-            this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble(), Volatile.Read(ref _settings).MaxLeasesPerChannel);
-
-        Waiter<TChannel>? waiter;
-        List<(Waiter<TChannel> Waiter, int Slot)>? joiners = null;
-        List<TaskCompletionSource>? warmedUp = null;
-        var opens = 0;
-        using (_gate.Enter())
+            this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble(), _state.Settings.MaxLeasesPerChannel);
+        var outcome = _state.Opened(entry, openTime);
+        if (outcome.Evicted)
         {
-            OnOpenSucceeded_Breaker_NoLock();
-            entry.ScheduleExpiry(_clock.ToTimestampDelta(_settings.ChannelLifetime), _settings.LifetimeJitter);
-            waiter = Opened_NoLock(entry);
-            if (waiter is not null)
-            {
-                // A new channel that may carry more leases goes to as many waiting callers as it can take.
-                joiners = Share_NoLock(entry);
-            }
-
-            if (_disposed)
-            {
-                // Finished after the drain began: it went straight to evicted.
-                UpdateDrainProgress_NoLock();
-            }
-            else
-            {
-                warmedUp = TakeFinishedWarmUps_NoLock();
-                opens = Refill_NoLock();
-            }
-        }
-
-        if (entry.IsEvicted)
-        {
+            // Finished after the drain began.
             QueueClose(entry, EvictionReason.Shutdown);
             return;
         }
 
-        waiter?.Complete(BeginLease(entry, slot: 0, waiter.WaitStartedAt));
-        CompleteJoiners(entry, joiners);
-        warmedUp?.ForEach(static done => done.TrySetResult());
-        StartOpens(opens);
-    }
-
-    private List<TaskCompletionSource>? TakeFinishedWarmUps_NoLock()
-    {
-        if (_warmUpWaiters is null)
+        if (outcome.Waiter is { } waiter)
         {
-            return null;
+            _metrics.AwaitedOpen(1 + (outcome.Joiners?.Count ?? 0));
+            waiter.Complete(BeginLease(entry, slot: 0, waiter.WaitStartedAt));
         }
 
-        var open = _idle.Count + _leasedCount;
-        List<TaskCompletionSource>? finished = null;
-        _warmUpWaiters.RemoveAll(warmUp =>
-        {
-            if (warmUp.Ready > open)
-            {
-                return false;
-            }
-
-            (finished ??= []).Add(warmUp.Done);
-            return true;
-        });
-        return finished;
+        CompleteJoiners(entry, outcome.Joiners);
+        outcome.WarmedUp?.ForEach(static done => done.TrySetResult());
+        StartOpens(outcome.Opens);
     }
 }
