@@ -25,7 +25,7 @@ public static class RedisPubSubEndpointRouteBuilderExtensions
         ArgumentNullException.ThrowIfNull(endpoints);
         ArgumentException.ThrowIfNullOrWhiteSpace(pattern);
         var services = endpoints.ServiceProvider;
-        return endpoints.MapPollingDuplexOnStore(
+        return endpoints.MapPollingDuplexPubSubOnStore(
             pattern,
             options =>
             {

@@ -13,6 +13,7 @@ namespace ChannelPool.PollingDuplex.Redis;
 /// </summary>
 internal sealed class RedisSessionStore : DuplexSessionStore
 {
+    private const string ServerPushNotYet = "Server-side publish, send-to-user and subscriber counts on the Redis store arrive with its per-topic layout (issue 24's Redis half).";
     private readonly IDatabase _db;
     private readonly string _prefix;
 
@@ -28,8 +29,14 @@ internal sealed class RedisSessionStore : DuplexSessionStore
     public RedisDuplexConnection Connection { get; }
 
     /// <inheritdoc />
-    protected override async ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, CancellationToken cancellationToken)
+    protected override async ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, CancellationToken cancellationToken)
     {
+        // Fails closed until this store records users (issue 24's Redis half): no signed-in user gets an unbound session.
+        if (userId is not null)
+        {
+            throw new NotSupportedException("The Redis store does not record a session's user yet, so it serves anonymous clients only.");
+        }
+
         var token = CreateToken();
         var tokenHash = Hash(token);
         while (true)
@@ -52,8 +59,13 @@ internal sealed class RedisSessionStore : DuplexSessionStore
     }
 
     /// <inheritdoc />
-    protected override async ValueTask<DuplexSessionLookup> FindAsync(string sessionId, string token, CancellationToken cancellationToken)
+    protected override async ValueTask<DuplexSessionLookup> FindAsync(string sessionId, string token, string? userId, CancellationToken cancellationToken)
     {
+        if (userId is not null)
+        {
+            return DuplexSessionLookup.WrongUser;
+        }
+
         var tokenHash = Hash(token);
         var r = (RedisResult[])(await RunAsync(RedisSessionScripts.Find, sessionId, tokenHash))!;
         var lookup = Read(r);
@@ -124,8 +136,13 @@ internal sealed class RedisSessionStore : DuplexSessionStore
     }
 
     /// <inheritdoc />
-    protected override async ValueTask<DuplexPollStart> BeginPollAsync(string sessionId, string token, long ack, CancellationToken cancellationToken)
+    protected override async ValueTask<DuplexPollStart> BeginPollAsync(string sessionId, string token, string? userId, long ack, CancellationToken cancellationToken)
     {
+        if (userId is not null)
+        {
+            return DuplexPollStart.LookupFailed(DuplexSessionLookup.WrongUser);
+        }
+
         var tokenHash = Hash(token);
 
         // Counted as outstanding a little beyond the poll timeout, so a poll on a node that died stops counting soon.
@@ -140,8 +157,54 @@ internal sealed class RedisSessionStore : DuplexSessionStore
     }
 
     /// <inheritdoc />
-    protected override async ValueTask<DuplexSessionLookup> CloseAsync(string sessionId, string token, CancellationToken cancellationToken) =>
-        Read((RedisResult[])(await RunAsync(RedisSessionScripts.End, sessionId, Hash(token), (int)DuplexSessionEndReason.ClosedByClient))!);
+    protected override async ValueTask<DuplexSessionLookup> CloseAsync(string sessionId, string token, string? userId, CancellationToken cancellationToken) =>
+        userId is not null
+            ? DuplexSessionLookup.WrongUser
+            : Read((RedisResult[])(await RunAsync(RedisSessionScripts.End, sessionId, Hash(token), (int)DuplexSessionEndReason.ClosedByClient))!);
+
+    /// <summary>Counts a refused command received without running it: the receive script with no operation.</summary>
+    protected override async ValueTask<DuplexReceiveResult> RefuseAsync(DuplexStoreSession session, long sequence, string reason, CancellationToken cancellationToken)
+    {
+        var r = (RedisResult[])(await RunAsync(
+            RedisSessionScripts.Receive,
+            session.Id,
+            ((RedisSession)session).TokenHash,
+            sequence,
+            string.Empty,
+            string.Empty,
+            RedisValue.EmptyString,
+            "0",
+            Options.MaxPendingMessagesPerSession,
+            Options.MaxPendingBytesPerSession,
+            Options.OverflowPolicy == DuplexOverflowPolicy.FaultSession ? "fault" : "drop",
+            (long)(Options.InactivityTimeout.TotalMilliseconds * 2),
+            "0"))!;
+        var status = (long)r[0];
+        if (status < 0)
+        {
+            return DuplexReceiveResult.LookupFailed(Read(r));
+        }
+
+        var received = (long)r[1];
+        return status switch
+        {
+            0 => DuplexReceiveResult.Rejected(received, reason),
+            _ when received >= sequence => DuplexReceiveResult.AlreadyReceived(received),
+            _ => DuplexReceiveResult.OutOfOrder(received),
+        };
+    }
+
+    /// <inheritdoc />
+    protected override ValueTask PublishAsync(string topic, DuplexMessage notification, CancellationToken cancellationToken) =>
+        throw new NotSupportedException(ServerPushNotYet);
+
+    /// <inheritdoc />
+    protected override ValueTask SendToUserAsync(string userId, DuplexMessage message, CancellationToken cancellationToken) =>
+        throw new NotSupportedException(ServerPushNotYet);
+
+    /// <inheritdoc />
+    protected override ValueTask<long> CountSubscribersAsync(string topic, CancellationToken cancellationToken) =>
+        throw new NotSupportedException(ServerPushNotYet);
 
     /// <summary>
     /// Takes up to <paramref name="limit"/> frames after <paramref name="cursor"/> into <paramref name="frames"/>; with

@@ -47,6 +47,12 @@ public enum DuplexSessionEndReason
 
     /// <summary>The server is shutting down.</summary>
     ServerShutdown = 4,
+
+    /// <summary>
+    /// It had not polled yet when <see cref="PollingDuplexOptions.MaxPendingSessions"/> was reached, and a newer open
+    /// took its place: the oldest never-polled session goes first.
+    /// </summary>
+    Evicted = 5,
 }
 
 /// <summary>What happened to a message handed to <see cref="DuplexSession.Send"/>.</summary>

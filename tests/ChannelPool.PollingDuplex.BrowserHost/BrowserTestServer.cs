@@ -45,7 +45,7 @@ internal static class BrowserTestServer
         builder.Services.AddCors(o => o.AddPolicy("duplex", p => p
             .SetIsOriginAllowed(origin => Uri.TryCreate(origin, UriKind.Absolute, out var uri) && uri.Host == "127.0.0.1")
             .AllowCredentials()
-            .WithHeaders("Authorization", "Content-Type", "X-App-Token")
+            .WithHeaders(DuplexWire.SessionTokenHeader, "Authorization", "Content-Type", "X-App-Token")
             .WithMethods("GET", "POST", "DELETE")
             .WithExposedHeaders("Retry-After")
             .SetPreflightMaxAge(TimeSpan.FromMinutes(10))));
@@ -70,7 +70,16 @@ internal static class BrowserTestServer
         }
 
         app.MapPollingDuplexBrowserClient();
-        app.MapPollingDuplexPubSub("/pubsub", Limits);
+        app.MapPollingDuplexPubSub("/pubsub", o =>
+        {
+            Limits(o);
+
+            // Every topic is open to the anonymous test pages but two families, which show the client the rule's answers:
+            // forbidden/… is denied (403 topic-forbidden), broken/… makes the rule throw (500 topic-authorization-failed).
+            o.Topics.Authorize = (access, _) => access.Topic.StartsWith("broken/", StringComparison.Ordinal)
+                ? throw new InvalidOperationException($"The test's topic rule breaks on {access.Topic} on purpose.")
+                : ValueTask.FromResult(!access.Topic.StartsWith("forbidden/", StringComparison.Ordinal));
+        });
         app.MapPollingDuplex<EchoHandler>("/echo", Limits);
         app.MapPollingDuplex<EchoHandler>("/cors/echo", Limits).RequireCors("duplex");
         app.MapPollingDuplex<FloodHandler>("/flood", o =>

@@ -88,7 +88,8 @@ internal sealed class RequestLog : IMiddleware
                 context.Request.Path.Value ?? string.Empty,
                 context.Request.Headers["X-App-Token"].ToString(),
                 context.Request.Cookies["app-session"],
-                context.Request.Headers.Authorization.ToString().StartsWith("Bearer ", StringComparison.Ordinal));
+                context.Request.Headers.Authorization.ToString(),
+                context.Request.Headers.ContainsKey(DuplexWire.SessionTokenHeader));
             using (_lock.EnterScope())
             {
                 _entries.Add(entry);
@@ -99,4 +100,4 @@ internal sealed class RequestLog : IMiddleware
     }
 }
 
-internal sealed record RequestLogEntry(string Method, string Path, string AppToken, string? Cookie, bool HasSessionToken);
+internal sealed record RequestLogEntry(string Method, string Path, string AppToken, string? Cookie, string Authorization, bool HasSessionToken);

@@ -25,8 +25,8 @@ export interface PollingDuplexClientOptions<E extends DuplexEncoding = 'text'> {
   readonly mode?: DuplexMode;
   /**
    * The application's own headers (its bearer token, for example), asked for before every request so that they can
-   * be refreshed. Until the session token moves to a header of its own, an `Authorization` header from here is sent
-   * on the open request only: the session's requests carry the session token there.
+   * be refreshed. They go on every request, the open and the session's alike: the session token travels in a header of
+   * its own (`Duplex-Session-Token`), so an `Authorization` header from here reaches the server's authentication.
    */
   readonly headers?: HeadersCallback;
   /** Whether requests carry the page's cookies. Defaults to `include` (cross-origin too, which then needs CORS with credentials). */

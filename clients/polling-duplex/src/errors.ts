@@ -7,6 +7,8 @@ export type ServerErrorCode =
   | 'malformed-frame'
   | 'missing-token'
   | 'invalid-token'
+  | 'wrong-user'
+  | 'topic-forbidden'
   | 'unknown-session'
   | 'not-found'
   | 'method-not-allowed'
@@ -15,10 +17,12 @@ export type ServerErrorCode =
   | 'session-closed'
   | 'session-expired'
   | 'session-faulted'
+  | 'session-evicted'
   | 'message-too-large'
   | 'unsupported-media-type'
   | 'message-rejected'
   | 'handler-failed'
+  | 'topic-authorization-failed'
   | 'too-many-sessions'
   | 'too-many-pending-sessions'
   | 'store-unavailable';
@@ -78,7 +82,11 @@ export class SessionEndedError extends DuplexError {
   override name = 'SessionEndedError';
 }
 
-/** The application on the server refused a message (`422 message-rejected`). It counts as received: do not send it again. */
+/**
+ * The server refused a message, and it counts as received: do not send it again. `422 message-rejected`: the
+ * application refused it; `403 topic-forbidden`: the pub/sub service's topic rule does not let this user subscribe or
+ * publish to that topic. The session goes on either way.
+ */
 export class MessageRejectedError extends DuplexError {
   override name = 'MessageRejectedError';
 }
@@ -94,6 +102,7 @@ const SESSION_ENDED_CODES: ReadonlySet<string> = new Set<DuplexErrorCode>([
   'session-closed',
   'session-expired',
   'session-faulted',
+  'session-evicted',
   'invalid-token',
   'missing-token',
   'connection-lost',
@@ -109,7 +118,7 @@ export function duplexError(code: DuplexErrorCode, message: string, details: Dup
     return new SessionEndedError(code, message, details);
   }
 
-  if (code === 'message-rejected') {
+  if (code === 'message-rejected' || code === 'topic-forbidden') {
     return new MessageRejectedError(code, message, details);
   }
 
@@ -148,7 +157,7 @@ export async function errorFromResponse(response: Response, doing: string): Prom
 /**
  * Whether a failed request may be repeated as it is: a network error (a reset connection, a cut response), a timeout,
  * `store-unavailable`, a full server (on open), or an error status from something between client and server (a
- * balancer's own 502, 503 or 504, any other 5xx without the protocol's problem body, 408 and 429).
+ * balancer's own 502, 503 or 504, any other 5xx without the protocol's problem body, 408), and any 429 (a rate limit).
  */
 export function isRetryable(error: unknown): boolean {
   if (error instanceof DuplexError) {
@@ -156,8 +165,10 @@ export function isRetryable(error: unknown): boolean {
       return true;
     }
 
+    // 429 is retryable whatever its body says: a rate limiter (the sample's answers `rate-limited`) refused the request
+    // before the endpoint saw it.
     const status = error.status ?? 0;
-    return error.code === 'http-error' && (status >= 500 || status === 408 || status === 429);
+    return status === 429 || (error.code === 'http-error' && (status >= 500 || status === 408));
   }
 
   // fetch rejects with a TypeError when the network fails, and a body read rejects with one when the connection is cut.

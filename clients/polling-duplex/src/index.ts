@@ -16,4 +16,4 @@ export { PubSubClient, PubSubMessageEvent, PubSubReopenedEvent, MAX_TOPIC_LENGTH
 export { DuplexError, SessionEndedError, MessageRejectedError, ProtocolError, isRetryable, type DuplexErrorCode, type ServerErrorCode, type ClientErrorCode, type DuplexErrorDetails } from './errors.js';
 export type { RetryOptions } from './retry.js';
 export type { HeadersCallback } from './transport.js';
-export { PROTOCOL_VERSION, type DuplexEncoding, type DuplexMode, type OverflowPolicy, type SessionLimits } from './wire.js';
+export { PROTOCOL_VERSION, SESSION_TOKEN_HEADER, type DuplexEncoding, type DuplexMode, type OverflowPolicy, type SessionLimits } from './wire.js';

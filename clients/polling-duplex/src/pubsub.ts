@@ -120,7 +120,11 @@ export class PubSubClient<E extends DuplexEncoding = 'text'> extends EventTarget
     return this.#state;
   }
 
-  /** Subscribes to `topic`; resolves when the service has taken the subscription. Subscribing twice changes nothing. */
+  /**
+   * Subscribes to `topic`; resolves when the service has taken the subscription. Subscribing twice changes nothing.
+   * Rejects with a `MessageRejectedError` coded `topic-forbidden` when the server's topic rule does not allow it; the
+   * session goes on.
+   */
   async subscribe(topic: string, options: { signal?: AbortSignal } = {}): Promise<void> {
     checkTopic(topic);
     this.#topics.add(topic);
@@ -144,7 +148,8 @@ export class PubSubClient<E extends DuplexEncoding = 'text'> extends EventTarget
 
   /**
    * Publishes `data` (any JSON value) to `topic`; resolves when the service has queued it to every subscriber. With
-   * `echo`, this client receives its own publish too if it subscribes to the topic.
+   * `echo`, this client receives its own publish too if it subscribes to the topic. Rejects with a
+   * `MessageRejectedError` coded `topic-forbidden` when the server's topic rule does not allow it.
    */
   async publish(topic: string, data: unknown, options: { echo?: boolean; signal?: AbortSignal } = {}): Promise<void> {
     checkTopic(topic);
@@ -231,7 +236,21 @@ export class PubSubClient<E extends DuplexEncoding = 'text'> extends EventTarget
   }
 
   async #subscribeAll(session: DuplexSession<E>): Promise<void> {
-    await Promise.all([...this.#topics].map(topic => session.send((session.encoding === 'binary' ? encoder.encode(JSON.stringify({ op: 'subscribe', topic })) : { op: 'subscribe', topic }) as never)));
+    await Promise.all([...this.#topics].map(async topic => {
+      try {
+        await session.send((session.encoding === 'binary' ? encoder.encode(JSON.stringify({ op: 'subscribe', topic })) : { op: 'subscribe', topic }) as never);
+      } catch (error) {
+        // The topic rule no longer allows a topic this tab had (another user signed in, the rule changed): drop that
+        // one and say so, rather than fail the new session and open another, forever.
+        if (!(error instanceof DuplexError && error.code === 'topic-forbidden')) {
+          throw error;
+        }
+
+        this.#topics.delete(topic);
+        this.#saveTopics();
+        this.dispatchEvent(new DuplexErrorEvent(error));
+      }
+    }));
   }
 
   #watch(session: DuplexSession<E>): void {
@@ -317,9 +336,23 @@ function loadTopics(key: ResumeSettings | undefined): string[] {
   }
 }
 
+// The server's rule for topic names: 1 to MAX_TOPIC_LENGTH UTF-16 code units, no control characters, no lone surrogate.
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/;
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
 function checkTopic(topic: string): void {
   if (typeof topic !== 'string' || topic.length < 1 || topic.length > MAX_TOPIC_LENGTH) {
     throw new RangeError(`A topic is a string of 1 to ${MAX_TOPIC_LENGTH} characters; got ${typeof topic === 'string' ? `${topic.length} characters` : typeof topic}.`);
+  }
+
+  const control = CONTROL.exec(topic);
+  if (control !== null) {
+    throw new RangeError(`A topic must not hold control characters; it holds U+${control[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')} at position ${control.index}.`);
+  }
+
+  const surrogate = LONE_SURROGATE.exec(topic);
+  if (surrogate !== null) {
+    throw new RangeError(`A topic must be valid Unicode text; it holds an unpaired surrogate at position ${surrogate.index}.`);
   }
 }
 

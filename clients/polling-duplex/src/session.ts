@@ -532,7 +532,8 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
       }
 
       if (failure instanceof DuplexError && failure.received !== undefined && !(failure instanceof SessionEndedError)) {
-        // message-rejected, handler-failed, out-of-order: every answer about sequence numbers says how far the server got.
+        // message-rejected, topic-forbidden, handler-failed, topic-authorization-failed, out-of-order: every answer
+        // about sequence numbers says how far the server got.
         this.#answered();
         this.#refused(batch, first, failure, failure.received);
         return;
@@ -563,10 +564,13 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
   }
 
   #refused(batch: Outgoing[], first: number, error: DuplexError, received: number): void {
-    // 422: the refused message counts as received; those after it were not delivered and keep their numbers.
-    // 500 handler-failed: the failed message was not received; those after it move up one number.
+    // 422 message-rejected, 403 topic-forbidden: the refused message counts as received; those after it were not
+    // delivered and keep their numbers.
+    // 500 handler-failed, topic-authorization-failed: the failed message was not received; those after it move up one.
     // 409 out-of-order: the server is behind what it confirmed before; nothing in this batch was delivered.
-    const failed = error.code === 'message-rejected' ? received : error.code === 'handler-failed' ? received + 1 : undefined;
+    const failed = error.code === 'message-rejected' || error.code === 'topic-forbidden' ? received
+      : error.code === 'handler-failed' || error.code === 'topic-authorization-failed' ? received + 1
+      : undefined;
     const again: Outgoing[] = [];
     batch.forEach((item, i) => {
       const seq = first + i;

@@ -24,11 +24,14 @@ export const BINARY_HEADER_SIZE = 13;
 export const TEXT_FRAME_OVERHEAD = 256;
 
 /**
- * Puts the session token on a request. This is the one place that knows where the token travels: today in
- * `Authorization: Bearer`; when the protocol moves it to a header of its own, only this line changes.
+ * The header that carries a session's token on every request after the open: a header of its own, so that the
+ * application's authentication keeps `Authorization` (a JWT bearer, say) and both travel together.
  */
+export const SESSION_TOKEN_HEADER = 'Duplex-Session-Token';
+
+/** Puts the session token on a request. This is the one place that knows where the token travels. */
 export function putSessionToken(headers: Headers, token: string): void {
-  headers.set('Authorization', `Bearer ${token}`);
+  headers.set(SESSION_TOKEN_HEADER, token);
 }
 
 /** What the server enforces on a session, from its open response. */

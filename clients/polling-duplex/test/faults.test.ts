@@ -66,8 +66,14 @@ describe('faults between Chromium and the server', { skip: noChromium, timeout: 
     });
   }
 
-  test("a balancer's own 503 with Retry-After, a 502, a send answer that never comes and a dropped send are each retried, and every message arrives once", async () => {
+  test("a balancer's own 503 with Retry-After, a 502, a rate limiter's 429, a send answer that never comes and a dropped send are each retried, and every message arrives once", async () => {
     proxy.rule = ({ method, path, nth }) => {
+      if (method === 'POST' && path.endsWith('/messages') && nth === 1) {
+        // The sample server's rate limit answers with a problem body of its own code: still a request to repeat.
+        const problem = JSON.stringify({ status: 429, title: 'Too many requests', code: 'rate-limited' });
+        return { kind: 'answer', status: 429, headers: { 'Retry-After': '1', 'Content-Type': 'application/problem+json' }, body: problem };
+      }
+
       if (method === 'POST' && path.endsWith('/sessions') && nth === 1) {
         return { kind: 'answer', status: 503, headers: { 'Retry-After': '1', 'Content-Type': 'text/html' }, body: '<h1>Service Unavailable</h1>' };
       }
@@ -107,7 +113,7 @@ describe('faults between Chromium and the server', { skip: noChromium, timeout: 
       return { openedAfter, heard, retries };
     });
 
-    assert.deepEqual(proxy.applied.map(a => a.fault).sort(), ['answer', 'answer', 'drop-request', 'hold-response']);
+    assert.deepEqual(proxy.applied.map(a => a.fault).sort(), ['answer', 'answer', 'answer', 'drop-request', 'hold-response']);
     assert.ok(result.openedAfter >= 1000, `the open waited ${result.openedAfter} ms, less than the balancer's Retry-After of 1 s`);
     assert.deepEqual(result.heard, [1, 2, 3]);
     // The dropped send may never reach this client: Chromium itself sends a request again, POST too, when a reused

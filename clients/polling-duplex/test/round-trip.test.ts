@@ -4,6 +4,15 @@ import { noChromium, openPage } from './support/browser.js';
 import { FaultProxy } from './support/fault-proxy.js';
 import { chromiumFixture } from './support/fixture.js';
 
+interface LoggedRequest {
+  method: string;
+  path: string;
+  appToken: string;
+  cookie: string | null;
+  authorization: string;
+  hasSessionToken: boolean;
+}
+
 describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () => {
   const chromium = chromiumFixture();
 
@@ -206,13 +215,14 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
     await page.close();
   });
 
-  test("credentials: every request carries the page's cookies and the app's headers, asked for again each time so they can change", async () => {
+  test("credentials: every request carries the page's cookies and the app's headers, its own Authorization too, asked for again each time so they can change", async () => {
     await chromium.host.control('requests', { method: 'DELETE' });
     const page = await openPage(chromium.context, chromium.host.http);
     await page.evaluate(async () => {
       await fetch('/control/cookie');
       let appToken = 'v1';
-      const client = new window.duplex.PollingDuplexClient('/echo', { resume: false, headers: () => ({ 'X-App-Token': appToken }) });
+      // The app's own bearer token travels in Authorization on every request: the session token has a header of its own.
+      const client = new window.duplex.PollingDuplexClient('/echo', { resume: false, headers: () => ({ 'X-App-Token': appToken, Authorization: `Bearer ${appToken}` }) });
       const session = await client.open();
       await session.send('with v1');
       appToken = 'v2';
@@ -220,11 +230,14 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
       await session.close();
     });
 
-    const log = await (await chromium.host.control('requests')).json() as { method: string; path: string; appToken: string; cookie: string | null; hasSessionToken: boolean }[];
+    const log = await (await chromium.host.control('requests')).json() as LoggedRequest[];
     const open = log.find(r => r.method === 'POST' && r.path === '/echo/sessions')!;
     const sends = log.filter(r => r.path.endsWith('/messages'));
     const close = log.find(r => r.method === 'DELETE')!;
     assert.ok(log.every(r => r.cookie === 'cookie-from-the-app'), `a request went without the cookie: ${JSON.stringify(log)}`);
+    assert.ok(log.every(r => r.authorization === `Bearer ${r.appToken}`), `a request went without the app's Authorization: ${JSON.stringify(log)}`);
+    assert.ok(log.some(r => r.method === 'GET'), 'the session polled');
+    assert.ok(log.filter(r => r !== open).every(r => r.hasSessionToken), `a session request went without Duplex-Session-Token: ${JSON.stringify(log)}`);
     assert.equal(open.appToken, 'v1');
     assert.equal(open.hasSessionToken, false);
     assert.deepEqual(sends.map(r => [r.appToken, r.hasSessionToken]), [['v1', true], ['v2', true]]);
@@ -241,7 +254,7 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
       const page = await openPage(chromium.context, proxy.url);
       const echoed = await page.evaluate(async endpoint => {
         await fetch('/control/cookie');
-        const client = new window.duplex.PollingDuplexClient(endpoint, { resume: false, headers: () => ({ 'X-App-Token': 'cross' }) });
+        const client = new window.duplex.PollingDuplexClient(endpoint, { resume: false, headers: () => ({ 'X-App-Token': 'cross', Authorization: 'Bearer cross' }) });
         const session = await client.open();
         const received: unknown[] = [];
         const got = new Promise(resolve => session.addEventListener('message', e => {
@@ -262,16 +275,61 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
 
       const origin = proxy.url.replace(/\/$/, '');
       assert.deepEqual(echoed, [1, 2, 3].map(n => ({ from: origin, n })));
-      const log = await (await chromium.host.control('requests')).json() as { method: string; path: string; appToken: string; cookie: string | null; hasSessionToken: boolean }[];
+      const log = await (await chromium.host.control('requests')).json() as LoggedRequest[];
       const preflights = log.filter(r => r.method === 'OPTIONS');
       const requests = log.filter(r => r.method !== 'OPTIONS');
       t.diagnostic(`${requests.length} requests took ${preflights.length} preflights, ${preflights.filter(r => r.path.endsWith('/poll')).length} of them for polls`);
       assert.ok(preflights.length >= 1, 'the requests were cross-origin');
       assert.ok(requests.length >= 6, JSON.stringify(log));
-      assert.ok(requests.every(r => r.cookie === 'cookie-from-the-app' && r.appToken === 'cross'), JSON.stringify(requests));
+      assert.ok(requests.every(r => r.cookie === 'cookie-from-the-app' && r.appToken === 'cross' && r.authorization === 'Bearer cross'), JSON.stringify(requests));
       assert.ok(requests.filter(r => r.path !== '/cors/echo/sessions').every(r => r.hasSessionToken));
     } finally {
       await proxy.close();
     }
+  });
+  test("the server's topic rule: a forbidden topic rejects with topic-forbidden, a rule that throws with topic-authorization-failed, a bad name before it is sent, and the session goes on", async () => {
+    const page = await openPage(chromium.context, chromium.host.http);
+    const result = await page.evaluate(async () => {
+      const pubsub = await window.duplex.PubSubClient.connect('/pubsub', { resume: false });
+      const sessionId = pubsub.session.id;
+      const outcome = async (call: () => Promise<void>) => {
+        try {
+          await call();
+          return 'ok';
+        } catch (error) {
+          const e = error as { name: string; code?: string; status?: number };
+          return `${e.name} ${e.code ?? ''} ${e.status ?? ''}`.trim();
+        }
+      };
+      const heard: unknown[] = [];
+      pubsub.addEventListener('message', e => heard.push(e.data));
+      const forbidden = await outcome(() => pubsub.subscribe('forbidden/a'));
+      const publish = await outcome(() => pubsub.publish('forbidden/a', 1));
+      const broken = await outcome(() => pubsub.subscribe('broken/a'));
+      const control = await outcome(() => pubsub.subscribe('a\u0007b'));
+      // Three subscribes at once travel in one or two requests: the forbidden one in the middle is refused alone, and
+      // the one after it is sent again and taken.
+      const batch = await Promise.all(['room-1', 'forbidden/b', 'room-2'].map(topic => outcome(() => pubsub.subscribe(topic))));
+      await pubsub.publish('room-2', 'after', { echo: true });
+      const deadline = Date.now() + 10_000;
+      while (heard.length < 1 && Date.now() < deadline) {
+        await new Promise(resolve => setTimeout(resolve, 20));
+      }
+
+      const state = { forbidden, publish, broken, control, batch, heard, topics: [...pubsub.topics].sort(), sameSession: pubsub.session.id === sessionId, state: pubsub.state };
+      await pubsub.close();
+      return state;
+    });
+
+    assert.equal(result.forbidden, 'MessageRejectedError topic-forbidden 403');
+    assert.equal(result.publish, 'MessageRejectedError topic-forbidden 403');
+    assert.equal(result.broken, 'DuplexError topic-authorization-failed 500');
+    assert.equal(result.control, 'RangeError');
+    assert.deepEqual(result.batch, ['ok', 'MessageRejectedError topic-forbidden 403', 'ok']);
+    assert.deepEqual(result.heard, ['after']);
+    assert.deepEqual(result.topics, ['room-1', 'room-2'], 'refused topics are not kept for a resubscribe');
+    assert.equal(result.sameSession, true);
+    assert.equal(result.state, 'open');
+    await page.close();
   });
 });

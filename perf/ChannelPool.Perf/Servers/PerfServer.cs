@@ -3,8 +3,8 @@ using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using System.Net;
 using ChannelPool.Perf.Peers.SignalR;
+using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.PollingDuplex;
-using ChannelPool.PollingDuplex.PubSub;
 using ChannelPool.Testing;
 using ChannelPool.Testing.ServiceModel;
 using ChannelPool.Testing.ServiceModel.NetTcp;
@@ -98,7 +98,6 @@ internal sealed class PerfServer : IPerfServer
             kestrel.Limits.MaxConcurrentConnections = null;
             kestrel.Limits.MaxConcurrentUpgradedConnections = null;
         });
-        builder.Services.AddSingleton<PubSubHandler>();
         builder.Services.AddSingleton<FloodHandler>();
         builder.Services.AddSignalRPubSub();
         var app = builder.Build();
@@ -106,13 +105,22 @@ internal sealed class PerfServer : IPerfServer
 
         // As in the original's measurements: sessions arrive all at once, live for the whole run, and the server takes
         // them all. The per-session message limit stays at its default (64 messages queued with no poll outstanding).
-        app.MapPollingDuplexPubSub("/pubsub", o =>
+        // Every simulated client may use every topic: no topic rule, chosen explicitly. The broadcast and collaboration
+        // scenarios measure a rule's cost against this on a second endpoint (TopicRuleEndpoint).
+        void PubSub(PollingDuplexOptions o)
         {
             o.ServerPollTimeout = settings.PollTimeout;
             o.InactivityTimeout = TimeSpan.FromHours(2);
             o.MaxPendingSessions = 1_000_000;
             o.MaxConcurrentSessions = 1_000_000;
+        }
+
+        app.MapPollingDuplexPubSub("/pubsub", o =>
+        {
+            PubSub(o);
+            o.Topics.AllowAnonymous = true;
         });
+        app.MapTopicRuleEndpoint(PubSub);
         app.MapPollingDuplex<FloodHandler>("/flood", o =>
         {
             o.ServerPollTimeout = settings.PollTimeout;

@@ -1,6 +1,5 @@
 using System.Diagnostics;
 using System.Globalization;
-using System.Net.Http.Headers;
 using System.Text;
 using System.Text.Json;
 using ChannelPool.Perf.Stats;
@@ -272,7 +271,7 @@ internal sealed class RedisRun(PerfContext context, RedisSettings settings)
     private static Task<HttpResponseMessage> RawAsync(HttpClient http, HttpMethod method, Uri uri, string token, HttpContent? content, CancellationToken cancellationToken)
     {
         var request = new HttpRequestMessage(method, uri) { Content = content };
-        request.Headers.Authorization = new AuthenticationHeaderValue("Bearer", token);
+        request.Headers.Add(DuplexWire.SessionTokenHeader, token);
         return http.SendAsync(request, cancellationToken);
     }
 
