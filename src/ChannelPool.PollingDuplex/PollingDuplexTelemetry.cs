@@ -77,9 +77,21 @@ internal sealed class PollingDuplexMetrics : IDisposable
         _pollDuration.Record(held.TotalSeconds, _endpoint);
     }
 
-    public void Delivered() => _delivered.Add(1, _endpoint);
+    public void Delivered(int count = 1)
+    {
+        if (count > 0)
+        {
+            _delivered.Add(count, _endpoint);
+        }
+    }
 
-    public void Redelivered() => _redelivered.Add(1, _endpoint);
+    public void Redelivered(int count = 1)
+    {
+        if (count > 0)
+        {
+            _redelivered.Add(count, _endpoint);
+        }
+    }
 
     public void Received() => _received.Add(1, _endpoint);
 
