@@ -1,0 +1,153 @@
+using Polly.CircuitBreaker;
+
+namespace ChannelPool;
+
+// Opening: warm-up, and what an open that finished or failed changes.
+internal sealed partial class PoolState<TChannel>
+{
+    /// <summary>
+    /// Starts filling to PoolSize whatever the threshold says. Returns opens to start, and a task to wait on when fewer
+    /// than <paramref name="readyChannels"/> channels are open.
+    /// </summary>
+    /// <exception cref="ObjectDisposedException">A drain began.</exception>
+    public (int Opens, TaskCompletionSource? Done) WarmUp(int readyChannels)
+    {
+        _gate.Enter();
+        if (_disposed)
+        {
+            _gate.Exit();
+            throw new ObjectDisposedException(typeof(DefaultChannelPool<TChannel>).FullName, $"Channel pool '{_poolName}' is disposed.");
+        }
+
+        var opens = Refill_NoLock(toPoolSize: true);
+        TaskCompletionSource? done = null;
+        if (_idle.Count + _leasedCount < readyChannels)
+        {
+            done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
+            (_warmUpWaiters ??= []).Add((readyChannels, done));
+        }
+
+        Exit(nameof(WarmUp));
+        return (opens, done);
+    }
+
+    /// <summary>
+    /// Opening → idle; or leased by the oldest waiter (and, on a channel that takes several leases, by as many more
+    /// waiters as it can take); or evicted, when a drain began. The server answered, so the backoff ends.
+    /// </summary>
+    public OpenedOutcome Opened(PooledChannel<TChannel> entry)
+    {
+        _gate.Enter();
+        _lastBreakerVerdict = BreakerState.Closed;
+        if (BreakerState == BreakerState.Closed)
+        {
+            _consecutiveOpenFailures = 0;
+            _opensPaused = false;
+        }
+
+        var settings = _settings;
+        entry.ScheduleExpiry(_clock.ToTimestampDelta(settings.ChannelLifetime), settings.LifetimeJitter, _clock.EvictionMargin(settings.ChannelLifetime));
+        _openingCount--;
+        _openedTotal++;
+        _open.Add(entry);
+        if (_disposed)
+        {
+            MarkEvicted_NoLock(entry);
+            Exit(nameof(Opened));
+            return new OpenedOutcome(Evicted: true, null, null, null, 0);
+        }
+
+        var waiter = _waiters.Dequeue();
+        List<(Waiter<TChannel> Waiter, int Slot)>? joiners = null;
+        if (waiter is null)
+        {
+            _idle.Enqueue(entry);
+        }
+        else
+        {
+            _leasedCount++;
+            if (entry.Shared is { } shared)
+            {
+                shared.BusySlots = 1;
+                joiners = _shared.Share(entry, settings.MaxLeasesPerChannel, _waiters);
+            }
+        }
+
+        var warmedUp = TakeFinishedWarmUps_NoLock();
+        var opens = Refill_NoLock();
+        Exit(nameof(Opened));
+        return new OpenedOutcome(Evicted: false, waiter, joiners, warmedUp, opens);
+    }
+
+    /// <summary>
+    /// Opening → nothing. Turned away by the breaker, opens pause for the break it names; given up on by the pipeline
+    /// while the breaker stays closed, they pause with exponential backoff. Either way the refill keeps going once
+    /// opens resume.
+    /// </summary>
+    public OpenFailedOutcome OpenFailed(Exception error)
+    {
+        _gate.Enter();
+        _openingCount--;
+        if (_disposed)
+        {
+            Exit(nameof(OpenFailed));
+            return default;
+        }
+
+        TimeSpan? pause = null;
+        var turnedAway = false;
+        var failures = 0;
+        if (error is BrokenCircuitException or IsolatedCircuitException)
+        {
+            turnedAway = true;
+            _lastBreakerVerdict = error is IsolatedCircuitException ? BreakerState.Isolated : BreakerState.Open;
+            pause = PauseOpens_NoLock((error as BrokenCircuitException)?.RetryAfter ?? _settings.BreakDuration);
+        }
+        else if (!_opensPaused && BreakerState == BreakerState.Closed)
+        {
+            // Without a pause the refill would start the next open at once, in a tight loop, for as long as the
+            // breaker's minimum throughput is not reached.
+            failures = ++_consecutiveOpenFailures;
+            var backoff = _settings.RetryBaseDelay * Math.Pow(2, Math.Min(failures - 1, 10));
+            backoff = backoff < MinOpenBackoff ? MinOpenBackoff : backoff > MaxOpenBackoff ? MaxOpenBackoff : backoff;
+            pause = PauseOpens_NoLock(backoff);
+        }
+
+        var opens = Refill_NoLock(toPoolSize: true);
+        Exit(nameof(OpenFailed));
+        return new OpenFailedOutcome(pause, turnedAway, failures, opens);
+    }
+
+    private List<TaskCompletionSource>? TakeFinishedWarmUps_NoLock()
+    {
+        if (_warmUpWaiters is null)
+        {
+            return null;
+        }
+
+        var open = _idle.Count + _leasedCount;
+        List<TaskCompletionSource>? finished = null;
+        _warmUpWaiters.RemoveAll(warmUp =>
+        {
+            if (warmUp.Ready > open)
+            {
+                return false;
+            }
+
+            (finished ??= []).Add(warmUp.Done);
+            return true;
+        });
+        return finished;
+    }
+
+    /// <summary>What <see cref="Opened"/> decided: the waiter and joiners to complete, warm-ups that are done, opens.</summary>
+    internal readonly record struct OpenedOutcome(
+        bool Evicted,
+        Waiter<TChannel>? Waiter,
+        List<(Waiter<TChannel> Waiter, int Slot)>? Joiners,
+        List<TaskCompletionSource>? WarmedUp,
+        int Opens);
+}
+
+// What <see cref="PoolState{TChannel}.OpenFailed"/> decided: a pause to arm, whether waiters are failed fast, and opens.
+internal readonly record struct OpenFailedOutcome(TimeSpan? Pause, bool TurnedAway, int Failures, int Opens);
