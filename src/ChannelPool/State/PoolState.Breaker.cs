@@ -44,7 +44,7 @@ internal sealed partial class PoolState<TChannel>
     /// Polly after the break, and Polly half-opens and lets it through as its probe.
     /// </summary>
     /// <returns>What happened: nothing to do, resumed with opens to start, or the pause runs on for a while yet.</returns>
-    public (bool Resumed, int Opens, TimeSpan? RunsOnFor) Resume()
+    public (bool Resumed, int Opens, TimeSpan? RunsOnFor) ResumeOpens()
     {
         _gate.Enter();
         if (_disposed || !_opensPaused)
@@ -62,7 +62,7 @@ internal sealed partial class PoolState<TChannel>
 
         _opensPaused = false;
         var opens = Refill_NoLock();
-        Exit(nameof(Resume));
+        Exit(nameof(ResumeOpens));
         return (true, opens, null);
     }
 

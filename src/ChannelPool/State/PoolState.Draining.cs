@@ -18,13 +18,18 @@ internal sealed partial class PoolState<TChannel>
         }
 
         _disposed = true;
+        _idleClosed = true;
         var drained = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         _drainTask = drained.Task;
         _leasesReturned = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
         _quiescent = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
 
-        var idle = _idle.RemoveAll(static _ => true);
+        var idle = Resting.RemoveAll(static _ => true);
         idle.ForEach(MarkEvicted_NoLock);
+
+        // A paused pool drains like any other; it stays "paused" in no sense that matters once disposed.
+        _paused = false;
+        _parked = null;
         _shared.StopSharing();
         var waiters = _waiters.DequeueAll();
         var warmUps = _warmUpWaiters;

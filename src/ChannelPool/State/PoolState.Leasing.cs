@@ -66,12 +66,16 @@ internal sealed partial class PoolState<TChannel>
 
         lease.Version = version + 1;
         var settings = _settings;
-        if (reason is null && entry.Shared is null && settings.LeaseMode == LeaseMode.Reuse && entry.EvictAfter > _clock.Now
-            && !_disposed && _waiters.Count == 0)
+        var now = _clock.Now;
+
+        // A cleared channel fails the deadline check (Retire), a paused or draining pool the _idleClosed one.
+        if (reason is null && entry.Shared is null && settings.LeaseMode == LeaseMode.Reuse && entry.EvictAfter > now
+            && !_idleClosed && _waiters.Count == 0)
         {
             // The common case, kept small enough to inline: a healthy channel with one lease back to idle.
             _leasedCount--;
             _idle.Enqueue(entry);
+            entry.IdleSince = now;
             Exit(nameof(Release));
             return new ReleaseOutcome(ReleaseKind.Kept, waiter: null, opens: 0, reason: default);
         }
@@ -85,17 +89,18 @@ internal sealed partial class PoolState<TChannel>
     {
         var settings = _settings;
         reason ??= settings.LeaseMode == LeaseMode.SingleUse ? EvictionReason.SingleUse
-            : entry.EvictAfter <= _clock.Now ? EvictionReason.LifetimeExpired
+            : entry.EvictAfter <= _clock.Now ? entry.ExpiredReason
             : entry.Shared?.RetireReason;
         if (reason is null && !_disposed)
         {
-            if (_waiters.Count == 0)
+            if (_waiters.Count == 0 || _paused)
             {
-                // Back to idle, or to its other leases.
-                if (entry.Shared is null || _shared.Release(entry, slot, settings.MaxLeasesPerChannel, _waiters))
+                // Back to idle (parked while paused, when nobody is handed a channel), or to its other leases. A paused
+                // pool lets no lease join a shared channel: one lease per channel stops its sharing.
+                if (entry.Shared is null || _shared.Release(entry, slot, _paused ? 1 : settings.MaxLeasesPerChannel, _waiters))
                 {
                     _leasedCount--;
-                    _idle.Enqueue(entry);
+                    EnterIdle_NoLock(entry);
                 }
 
                 Exit(nameof(Release));
@@ -152,7 +157,8 @@ internal sealed partial class PoolState<TChannel>
 
     /// <summary>
     /// A caller with no channel starts waiting, first come first served, and opens may start for it. Or it must not
-    /// wait: the pool is disposed, or the breaker stops opens; or it need not: a lease became free since it looked.
+    /// wait: the pool is disposed, paused (when <see cref="ChannelPoolOptions.AcquireWhilePaused"/> says fail), or the
+    /// breaker stops opens; or it need not: a lease became free since it looked. While paused, waiters get no opens.
     /// </summary>
     public EnqueueOutcome Enqueue(Waiter<TChannel> waiter)
     {
@@ -165,6 +171,10 @@ internal sealed partial class PoolState<TChannel>
         else if (_idle.Count > 0 || _shared.Count > 0)
         {
             outcome = new EnqueueOutcome(EnqueueKind.LeaseFree, 0, default, null);
+        }
+        else if (_paused && _settings.AcquireWhilePaused == PausedAcquireMode.Fail)
+        {
+            outcome = new EnqueueOutcome(EnqueueKind.Paused, 0, Snapshot_NoLock(), null);
         }
         else if (RefusesWaiters_NoLock())
         {
@@ -199,6 +209,16 @@ internal sealed partial class PoolState<TChannel>
         var timeout = _settings.AcquireTimeout;
         Exit(nameof(Abandon));
         return (snapshot, timeout);
+    }
+
+    /// <summary>Copies out the channels not evicted, for the leak scan to read their leases' watches outside the gate.</summary>
+    /// <returns>Idle and leased channels; an idle one's watch, if any, is of a lease already returned.</returns>
+    public PooledChannel<TChannel>[] OpenChannels()
+    {
+        _gate.Enter();
+        var open = _disposed ? [] : _open.Where(static entry => !entry.IsEvicted).ToArray();
+        _gate.Exit();
+        return open;
     }
 
     /// <summary>A free slot on a shared channel; leaves the gate when it found one, and holds it when not.</summary>
@@ -289,6 +309,9 @@ internal enum EnqueueKind
 
     /// <summary>The breaker stops opens: it fails fast.</summary>
     Refused,
+
+    /// <summary>The pool is paused and callers do not wait for it: it fails fast.</summary>
+    Paused,
 }
 
 // What <see cref="PoolState{TChannel}.Enqueue"/> decided, with the counts and pause for a refusal.

@@ -21,7 +21,7 @@ internal sealed partial class PoolState<TChannel>
 
         var opens = Refill_NoLock(toPoolSize: true);
         TaskCompletionSource? done = null;
-        if (_idle.Count + _leasedCount < readyChannels)
+        if (Resting.Count + _leasedCount < readyChannels)
         {
             done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
             (_warmUpWaiters ??= []).Add((readyChannels, done));
@@ -33,7 +33,8 @@ internal sealed partial class PoolState<TChannel>
 
     /// <summary>
     /// Opening → idle; or leased by the oldest waiter (and, on a channel that takes several leases, by as many more
-    /// waiters as it can take); or evicted, when a drain began. The server answered, so the backoff ends.
+    /// waiters as it can take); parked, while paused; or evicted, when a drain began or a clear came after the open
+    /// began. The server answered, so the backoff ends.
     /// </summary>
     public OpenedOutcome Opened(PooledChannel<TChannel> entry)
     {
@@ -50,18 +51,33 @@ internal sealed partial class PoolState<TChannel>
         _openingCount--;
         _openedTotal++;
         _open.Add(entry);
-        if (_disposed)
+        var cleared = entry.Generation < _generation;
+        if (cleared)
+        {
+            _retiredOpen++;
+        }
+
+        if (_disposed || cleared)
         {
             MarkEvicted_NoLock(entry);
+            var replacements = _disposed ? 0 : Refill_NoLock();
             Exit(nameof(Opened));
-            return new OpenedOutcome(Evicted: true, null, null, null, 0);
+            return new OpenedOutcome(_disposed ? EvictionReason.Shutdown : EvictionReason.Cleared, null, null, null, replacements);
+        }
+
+        if (_paused)
+        {
+            EnterIdle_NoLock(entry);
+            var ready = TakeFinishedWarmUps_NoLock();
+            Exit(nameof(Opened));
+            return new OpenedOutcome(null, null, null, ready, 0);
         }
 
         var waiter = _waiters.Dequeue();
         List<(Waiter<TChannel> Waiter, int Slot)>? joiners = null;
         if (waiter is null)
         {
-            _idle.Enqueue(entry);
+            EnterIdle_NoLock(entry);
         }
         else
         {
@@ -76,7 +92,7 @@ internal sealed partial class PoolState<TChannel>
         var warmedUp = TakeFinishedWarmUps_NoLock();
         var opens = Refill_NoLock();
         Exit(nameof(Opened));
-        return new OpenedOutcome(Evicted: false, waiter, joiners, warmedUp, opens);
+        return new OpenedOutcome(null, waiter, joiners, warmedUp, opens);
     }
 
     /// <summary>
@@ -125,7 +141,7 @@ internal sealed partial class PoolState<TChannel>
             return null;
         }
 
-        var open = _idle.Count + _leasedCount;
+        var open = Resting.Count + _leasedCount;
         List<TaskCompletionSource>? finished = null;
         _warmUpWaiters.RemoveAll(warmUp =>
         {
@@ -140,9 +156,12 @@ internal sealed partial class PoolState<TChannel>
         return finished;
     }
 
-    /// <summary>What <see cref="Opened"/> decided: the waiter and joiners to complete, warm-ups that are done, opens.</summary>
+    /// <summary>
+    /// What <see cref="Opened"/> decided: why the channel is evicted at once, if it is; the waiter and joiners to
+    /// complete; warm-ups that are done; opens.
+    /// </summary>
     internal readonly record struct OpenedOutcome(
-        bool Evicted,
+        EvictionReason? Evicted,
         Waiter<TChannel>? Waiter,
         List<(Waiter<TChannel> Waiter, int Slot)>? Joiners,
         List<TaskCompletionSource>? WarmedUp,

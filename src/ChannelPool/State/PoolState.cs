@@ -26,13 +26,16 @@ namespace ChannelPool;
 /// (leased → idle, → the oldest waiter, or → evicted), <see cref="EvictLeased"/> and <see cref="LeaveUnused"/> (what the
 /// lease path found unfit), <see cref="Share"/>, <see cref="Enqueue"/> and <see cref="Abandon"/> for callers who wait,
 /// <see cref="WarmUp"/>, <see cref="Opened"/> and <see cref="OpenFailed"/> (opening → idle, leased, or nothing),
-/// <see cref="BreakerOpened"/>, <see cref="TakeWaitersRefusedByBreaker"/> and <see cref="Resume"/> for the breaker,
-/// <see cref="EvictIdle"/> for the cleanup timer, <see cref="Closed"/> (evicted → gone), <see cref="Reconfigure"/>,
-/// and <see cref="BeginDrain"/> and <see cref="EvictOutstandingLeases"/> for shutdown.
+/// <see cref="BreakerOpened"/>, <see cref="TakeWaitersRefusedByBreaker"/> and <see cref="ResumeOpens"/> for the breaker,
+/// <see cref="EvictIdle"/> and <see cref="TimeOutIdle"/> for the cleanup timer, <see cref="Closed"/> (evicted → gone),
+/// <see cref="Clear"/> and <see cref="ClearAfterFatalError"/> (every channel opened so far retires),
+/// <see cref="Pause"/> and <see cref="Resume"/> (idle ↔ parked), <see cref="Reconfigure"/>, and
+/// <see cref="BeginDrain"/> and <see cref="EvictOutstandingLeases"/> for shutdown.
 /// </para>
 /// <para>
 /// The transitions live in partial files by concern (<c>PoolState.Leasing.cs</c>, <c>.Opening.cs</c>,
-/// <c>.Breaker.cs</c>, <c>.Eviction.cs</c>, <c>.Reconfigure.cs</c>, <c>.Draining.cs</c>); every field, the refill rule
+/// <c>.Breaker.cs</c>, <c>.Eviction.cs</c>, <c>.Clearing.cs</c>, <c>.Pausing.cs</c>, <c>.Reconfigure.cs</c>,
+/// <c>.Draining.cs</c>); every field, the refill rule
 /// and the invariant stay in this one, so what the gate guards is read in one place.
 /// </para>
 /// </remarks>
@@ -53,7 +56,7 @@ internal sealed partial class PoolState<TChannel>
     // Everything below is guarded by _gate.
     private PoolGate _gate;
     private PoolSettings _settings;
-    private readonly IdleQueue<TChannel> _idle;
+    private IdleQueue<TChannel> _idle;
     private readonly WaiterQueue<TChannel> _waiters = new();
     private readonly SharedLeases<TChannel> _shared = new();
     private readonly HashSet<PooledChannel<TChannel>> _open = [];
@@ -72,6 +75,18 @@ internal sealed partial class PoolState<TChannel>
     private int _consecutiveOpenFailures;
     private BreakerState _lastBreakerVerdict;
     private List<(int Ready, TaskCompletionSource Done)>? _warmUpWaiters;
+
+    // Clear: a channel whose open began in an earlier generation is retired, idle ones at once, leased ones when their
+    // lease ends, opens in flight as they land. _retiredOpen counts those still open; a clear's waiters wait for 0.
+    private long _generation;
+    private int _retiredOpen;
+    private List<TaskCompletionSource>? _clearWaiters;
+
+    // Pause: the idle channels rest in _parked and _idle is an empty queue, so the lease fast path finds nothing without
+    // a check of its own. _idleClosed (paused or draining) keeps the release fast path from putting channels back.
+    private bool _paused;
+    private bool _idleClosed;
+    private IdleQueue<TChannel>? _parked;
 
     private bool _disposed;
     private Task? _drainTask;
@@ -93,6 +108,9 @@ internal sealed partial class PoolState<TChannel>
 
     /// <summary>Gets whether a drain began; read without the gate.</summary>
     public bool IsDisposed => Volatile.Read(ref _disposed);
+
+    /// <summary>Gets the clear generation an open beginning now belongs to; read without the gate.</summary>
+    public long Generation => Volatile.Read(ref _generation);
 
     /// <summary>Gets the breaker's state as the pool follows it: Polly's own, or what a custom pipeline last showed.</summary>
     public BreakerState BreakerState => _breakerStateProvider is { } provider
@@ -116,13 +134,44 @@ internal sealed partial class PoolState<TChannel>
     // ---- Under the gate ----
 
     private ChannelPoolSnapshot Snapshot_NoLock() => new(
-        _idle.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal);
+        Resting.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal)
+    {
+        IsPaused = _paused,
+    };
+
+    /// <summary>Gets the queue the idle channels rest in: <c>_idle</c>, or while paused the parked ones.</summary>
+    private IdleQueue<TChannel> Resting => _parked ?? _idle;
+
+    /// <summary>
+    /// The idle count the pool aims for: the refill fills back up to it, and the idle timeout closes down to it. One
+    /// place, so that a target that follows demand can replace the fixed <see cref="PoolSettings.PoolSize"/>.
+    /// </summary>
+    private int IdleTarget_NoLock() => _settings.PoolSize;
+
+    /// <summary>Leaves the gate and throws when a drain began, naming the pool and what it was asked to do.</summary>
+    private void ThrowIfDisposed_NoLock(string action)
+    {
+        if (_disposed)
+        {
+            _gate.Exit();
+            throw new ObjectDisposedException(
+                typeof(DefaultChannelPool<TChannel>).FullName,
+                $"Channel pool '{_poolName}' cannot be {action}: it is draining or drained.");
+        }
+    }
+
+    /// <summary>A channel goes idle (parked while paused), stamped for the idle timeout.</summary>
+    private void EnterIdle_NoLock(PooledChannel<TChannel> entry)
+    {
+        entry.IdleSince = _clock.Now;
+        Resting.Enqueue(entry);
+    }
 
     /// <summary>
     /// Nothing → opening: decides how many opens to start now and counts them. The rule: once the idle count falls to
     /// the refill threshold, fill back up to PoolSize plus one channel per waiting caller; waiting callers alone also
     /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
-    /// paused, and one at a time while the breaker is not closed: Polly lets it through as its probe once the break is
+    /// paused (by the breaker, a backoff, or the pool's own pause), and one at a time while the breaker is not closed: Polly lets it through as its probe once the break is
     /// over, or turns it away.
     /// </summary>
     /// <param name="toPoolSize">Fill to PoolSize whatever the threshold says (a warm-up, a reload, a failed open).</param>
@@ -133,7 +182,7 @@ internal sealed partial class PoolState<TChannel>
             _refilling = true;
         }
 
-        if (_disposed || _opensPaused)
+        if (_disposed || _opensPaused || _paused)
         {
             return 0;
         }
@@ -145,7 +194,7 @@ internal sealed partial class PoolState<TChannel>
             _refilling = true;
         }
 
-        var wanted = (_refilling ? settings.PoolSize : 0) + _waiters.Count - idle - _openingCount;
+        var wanted = (_refilling ? IdleTarget_NoLock() : 0) + _waiters.Count - idle - _openingCount;
         if (wanted <= 0)
         {
             _refilling = false;
@@ -238,9 +287,9 @@ internal sealed partial class PoolState<TChannel>
             return $"a count is negative ({Snapshot_NoLock()})";
         }
 
-        if (_open.Count != _idle.Count + _leasedCount + _evictedCount)
+        if (_open.Count != Resting.Count + _leasedCount + _evictedCount)
         {
-            return $"open ({_open.Count}) != idle ({_idle.Count}) + leased ({_leasedCount}) + evicted ({_evictedCount})";
+            return $"open ({_open.Count}) != idle ({Resting.Count}) + leased ({_leasedCount}) + evicted ({_evictedCount})";
         }
 
         if (_openedTotal - _closedTotal != _open.Count)
@@ -253,9 +302,25 @@ internal sealed partial class PoolState<TChannel>
             return $"{_waiters.Count} caller(s) wait while {_idle.Count} channel(s) idle and {_shared.Count} shared channel(s) have room";
         }
 
-        if (_disposed && (_idle.Count > 0 || _shared.Count > 0 || _warmUpWaiters is not null))
+        if (_disposed && (Resting.Count > 0 || _shared.Count > 0 || _warmUpWaiters is not null))
         {
             return "a channel idles, a shared channel takes leases or a warm-up waits after the drain began";
+        }
+
+        if (_paused != (_parked is not null) || (_paused && (_idle.Count > 0 || _shared.Count > 0)) || _idleClosed != (_paused || _disposed))
+        {
+            return $"a paused pool ({_paused}) has a lease to hand out, or its idle channels are not parked";
+        }
+
+        var retired = 0;
+        foreach (var entry in _open)
+        {
+            retired += entry.Generation < _generation ? 1 : 0;
+        }
+
+        if (_retiredOpen != retired || Resting.Any(static (entry, generation) => entry.Generation < generation, _generation))
+        {
+            return $"{retired} open channel(s) belong to a cleared generation but {_retiredOpen} are counted, or one idles";
         }
 
         return null;

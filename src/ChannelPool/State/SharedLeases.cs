@@ -141,6 +141,23 @@ internal sealed class SharedLeases<TChannel>
         Count = 0;
     }
 
+    /// <summary>
+    /// Every channel that takes more leases stops taking them, for <paramref name="reason"/>: a clear retired it, and its
+    /// last release evicts it.
+    /// </summary>
+    public void RetireAll(EvictionReason reason)
+    {
+        foreach (var entry in _shareable)
+        {
+            var shared = entry.Shared!;
+            shared.RetireReason ??= reason;
+            shared.IsShareable = false;
+        }
+
+        _shareable.Clear();
+        Count = 0;
+    }
+
     /// <summary>Makes every lease still held on <paramref name="entry"/> stale, so its holder's release does nothing.</summary>
     public static void InvalidateLeases(PooledChannel<TChannel> entry)
     {
