@@ -260,36 +260,52 @@ public sealed partial class DefaultChannelPool<TChannel>
         EvictionReason? reason = entry.IsBroken ? EvictionReason.Broken
             : !IsUsable(entry) ? EvictionReason.Unusable
             : null;
+        if (entry.SlotAt(slot).StartedAt != NotMeasured)
+        {
+            ReleaseMeasured(entry, slot, version, reason);
+            return;
+        }
 
+        var outcome = _state.Release(entry, slot, version, reason);
+        if (outcome.Kind is not (ReleaseKind.Kept or ReleaseKind.Stale))
+        {
+            ActOnRelease(entry, slot, outcome);
+        }
+    }
+
+    /// <summary>
+    /// A release whose lease was timed (use time) or watched (leak detection); out of line, so the common release does
+    /// not carry what only these need across the state's transition.
+    /// </summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private void ReleaseMeasured(PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason)
+    {
         // Read before the state frees the slot: from then on the slot's next lease may overwrite them.
         ref var lease = ref entry.SlotAt(slot);
         var leaseStartedAt = lease.StartedAt;
         var watch = lease.Watch;
         var outcome = _state.Release(entry, slot, version, reason);
-        if (outcome.Kind == ReleaseKind.Kept && leaseStartedAt == NotMeasured)
+        if (outcome.Kind == ReleaseKind.Stale)
         {
             return;
         }
 
-        if (outcome.Kind != ReleaseKind.Stale)
+        _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt));
+        if (watch is not null)
         {
-            ActOnRelease(entry, slot, leaseStartedAt, watch, outcome);
+            EndWatch(entry, watch);
+        }
+
+        if (outcome.Kind != ReleaseKind.Kept)
+        {
+            ActOnRelease(entry, slot, outcome);
         }
     }
 
     /// <summary>What a release leaves to do outside the gate; out of line, so the common release stays small.</summary>
     [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
-    private void ActOnRelease(PooledChannel<TChannel> entry, int slot, long leaseStartedAt, LeaseWatch? watch, PoolState<TChannel>.ReleaseOutcome outcome)
+    private void ActOnRelease(PooledChannel<TChannel> entry, int slot, PoolState<TChannel>.ReleaseOutcome outcome)
     {
-        if (leaseStartedAt != NotMeasured)
-        {
-            _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt));
-            if (watch is not null)
-            {
-                EndWatch(entry, watch);
-            }
-        }
-
         switch (outcome.Kind)
         {
             case ReleaseKind.HandedOver:
