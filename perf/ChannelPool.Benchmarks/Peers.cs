@@ -61,7 +61,8 @@ internal static class BenchPools
     public const int PoolSize = 64;
 
     /// <summary>A warm pool whose channels outlive the run, so only lease and release are measured.</summary>
-    public static DefaultChannelPool<BenchChannel> CreateWarm()
+    /// <param name="leakDetectionThreshold">Turns leak detection on; off (the default) unless set.</param>
+    public static DefaultChannelPool<BenchChannel> CreateWarm(TimeSpan? leakDetectionThreshold = null)
     {
         var pool = new DefaultChannelPool<BenchChannel>(
             new BenchChannelFactory(),
@@ -71,6 +72,7 @@ internal static class BenchPools
                 PoolSize = PoolSize,
                 MaxChannels = 126,
                 ChannelLifetime = TimeSpan.FromHours(12),
+                LeakDetectionThreshold = leakDetectionThreshold,
             });
         pool.WarmUpAsync().GetAwaiter().GetResult();
         return pool;
