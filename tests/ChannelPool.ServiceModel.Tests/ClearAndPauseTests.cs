@@ -93,14 +93,12 @@ public sealed class ClearAndPauseTests
     [Test]
     public async Task PauseAndResume_ActOnEveryCredentialPool_AndAPoolCreatedWhilePaused_StartsPaused()
     {
-        await using var service = await TestService.StartAsync(Transport.UserName);
-        await using var pool = new ServiceChannelPool<IEchoService>(
-            service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1 }, service.Configure);
-        var bob = pool.GetPool(CredentialsFor(pool, TestUsers.Bob, TestUsers.BobPassword));
+        await using var endpoint = await UserNameEndpoint.StartAsync();
+        var (pool, bob) = (endpoint.Pool, endpoint.Bob);
 
         Assert.That(pool.Pause(), Is.True);
         Assert.That(pool.Pause(), Is.False, "a second pause changes nothing");
-        var carol = pool.GetPool(CredentialsFor(pool, TestUsers.Alice, "another password"));
+        var carol = pool.GetPool(TestCredentials.For(pool, TestUsers.Alice, "another password"));
 
         Assert.That(new[] { pool.DefaultPool, bob, carol }.Select(p => p.GetSnapshot().IsPaused), Has.All.True);
         Assert.That(pool.GetSnapshot().IsPaused, Is.True);
@@ -120,10 +118,8 @@ public sealed class ClearAndPauseTests
     [Test]
     public async Task ClearAsync_ClearsEveryCredentialPool()
     {
-        await using var service = await TestService.StartAsync(Transport.UserName);
-        await using var pool = new ServiceChannelPool<IEchoService>(
-            service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1 }, service.Configure);
-        var bob = pool.GetPool(CredentialsFor(pool, TestUsers.Bob, TestUsers.BobPassword));
+        await using var endpoint = await UserNameEndpoint.StartAsync();
+        var (pool, bob) = (endpoint.Pool, endpoint.Bob);
         await pool.WarmUpAsync(readyChannels: 1);
         await bob.WarmUpAsync(readyChannels: 1);
 
@@ -185,11 +181,24 @@ public sealed class ClearAndPauseTests
         Assert.That(proxy.Echo(text), Is.EqualTo(text));
     }
 
-    private static System.ServiceModel.Description.ClientCredentials CredentialsFor(ServiceChannelPool<IEchoService> pool, string user, string password)
+    /// <summary>A UserName service and its pools: the endpoint's own (alice) and bob's.</summary>
+    private sealed class UserNameEndpoint(TestService service, ServiceChannelPool<IEchoService> pool) : IAsyncDisposable
     {
-        var credentials = ((System.ServiceModel.Description.ClientCredentials)pool.Endpoint.EndpointBehaviors[typeof(System.ServiceModel.Description.ClientCredentials)]).Clone();
-        credentials.UserName.UserName = user;
-        credentials.UserName.Password = password;
-        return credentials;
+        public ServiceChannelPool<IEchoService> Pool { get; } = pool;
+
+        public DefaultChannelPool<IEchoService> Bob { get; } = pool.GetPool(TestCredentials.For(pool, TestUsers.Bob, TestUsers.BobPassword));
+
+        public static async Task<UserNameEndpoint> StartAsync()
+        {
+            var service = await TestService.StartAsync(Transport.UserName);
+            return new UserNameEndpoint(service, new ServiceChannelPool<IEchoService>(
+                service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1 }, service.Configure));
+        }
+
+        public async ValueTask DisposeAsync()
+        {
+            await Pool.DisposeAsync();
+            await service.DisposeAsync();
+        }
     }
 }

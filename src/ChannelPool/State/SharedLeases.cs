@@ -35,7 +35,7 @@ internal sealed class SharedLeases<TChannel>
             var candidate = _shareable[0];
             if (candidate.IsBroken || candidate.EvictAfter <= now)
             {
-                Retire(candidate, candidate.IsBroken ? EvictionReason.Broken : EvictionReason.LifetimeExpired);
+                Retire(candidate, candidate.IsBroken ? EvictionReason.Broken : candidate.ExpiredReason);
                 continue;
             }
 
@@ -55,7 +55,8 @@ internal sealed class SharedLeases<TChannel>
     /// </summary>
     public List<(Waiter<TChannel> Waiter, int Slot)>? Share(PooledChannel<TChannel> entry, int maxLeases, WaiterQueue<TChannel> waiters)
     {
-        if (entry.Shared is not { } shared || maxLeases == 1 || entry.IsEvicted || shared.RetireReason is not null || entry.IsBroken)
+        // A channel a clear retired between its lease and this call takes no one else.
+        if (entry.Shared is not { } shared || maxLeases == 1 || entry.IsEvicted || entry.IsRetired || shared.RetireReason is not null || entry.IsBroken)
         {
             return null;
         }
