@@ -126,7 +126,7 @@ public sealed class ChannelPoolOptions
     /// <remarks>
     /// A leaked lease is logged once, when found, and once more if it comes back. Found within a quarter of the
     /// threshold (at most 10 s) after it passes it. With detection on, every lease captures its caller's stack, which
-    /// costs microseconds (docs/performance.md): set it in production where exhaustion needs explaining, not
+    /// costs about 13 µs and 6 KB per lease (docs/performance.md): set it where exhaustion needs explaining, not
     /// everywhere by habit.
     /// </remarks>
     public TimeSpan? LeakDetectionThreshold { get; set; }

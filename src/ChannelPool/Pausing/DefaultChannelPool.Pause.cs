@@ -24,7 +24,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         var (paused, refused, snapshot) = _state.Pause();
         if (!paused)
         {
-            Log.PauseUnchanged(_logger, Name, "pause");
+            Log.PauseUnchanged(_logger, Name, "pause", "paused");
             return false;
         }
 
@@ -46,7 +46,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         var outcome = _state.Resume(entry => unfit?.ContainsKey(entry) == true);
         if (!outcome.Resumed)
         {
-            Log.PauseUnchanged(_logger, Name, "resume");
+            Log.PauseUnchanged(_logger, Name, "resume", "running");
             return false;
         }
 

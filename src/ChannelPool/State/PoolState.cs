@@ -35,8 +35,8 @@ namespace ChannelPool;
 /// <para>
 /// The transitions live in partial files by concern (<c>PoolState.Leasing.cs</c>, <c>.Opening.cs</c>,
 /// <c>.Breaker.cs</c>, <c>.Eviction.cs</c>, <c>.Clearing.cs</c>, <c>.Pausing.cs</c>, <c>.Reconfigure.cs</c>,
-/// <c>.Draining.cs</c>); every field, the refill rule
-/// and the invariant stay in this one, so what the gate guards is read in one place.
+/// <c>.Draining.cs</c>); every field, the refill rule, the idle target and the invariant stay in this one, so what the
+/// gate guards is read in one place.
 /// </para>
 /// </remarks>
 internal sealed partial class PoolState<TChannel>
@@ -171,8 +171,8 @@ internal sealed partial class PoolState<TChannel>
     /// Nothing → opening: decides how many opens to start now and counts them. The rule: once the idle count falls to
     /// the refill threshold, fill back up to PoolSize plus one channel per waiting caller; waiting callers alone also
     /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
-    /// paused (by the breaker, a backoff, or the pool's own pause), and one at a time while the breaker is not closed: Polly lets it through as its probe once the break is
-    /// over, or turns it away.
+    /// paused (by the breaker, a backoff, or the pool's own pause), and one at a time while the breaker is not closed:
+    /// Polly lets it through as its probe once the break is over, or turns it away.
     /// </summary>
     /// <param name="toPoolSize">Fill to PoolSize whatever the threshold says (a warm-up, a reload, a failed open).</param>
     private int Refill_NoLock(bool toPoolSize = false)
