@@ -60,8 +60,9 @@ internal sealed partial class PoolState<TChannel>
             done = waiter.Task;
         }
 
+        // Replace what was retired; a pool nobody has used yet is not warmed by a clear.
         var leased = _leasedCount;
-        var opens = Refill_NoLock(toPoolSize: true);
+        var opens = Refill_NoLock(toPoolSize: _retiredOpen > 0 || _openingCount > 0);
         return new ClearOutcome(idle, leased, opens, done);
     }
 

@@ -59,8 +59,9 @@ internal sealed partial class PoolState<TChannel>
 
         if (_disposed || cleared)
         {
+            // A channel retired as it lands is like a failed open: the fill it was part of goes on.
             MarkEvicted_NoLock(entry);
-            var replacements = _disposed ? 0 : Refill_NoLock();
+            var replacements = _disposed ? 0 : Refill_NoLock(toPoolSize: true);
             Exit(nameof(Opened));
             return new OpenedOutcome(_disposed ? EvictionReason.Shutdown : EvictionReason.Cleared, null, null, null, replacements);
         }

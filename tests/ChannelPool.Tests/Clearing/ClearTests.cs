@@ -49,9 +49,12 @@ public class ClearTests : PoolTestBase
         await pool.ClearAsync().Within();
         Factory.AllowOpens(4);
 
-        await Eventually.That(() => Factory.Channels.Take(4).All(c => c.IsClosed), () => $"the four opened before the clear were closed as they landed ({pool.GetSnapshot()})");
+        await Eventually.That(
+            () => Factory.Channels is { Count: 4 } landed && landed.All(c => c.IsClosed),
+            () => $"the four opened before the clear were closed as they landed ({pool.GetSnapshot()})");
         Factory.StopHoldingOpens();
         await UntilIdle(pool, 4);
+        await UntilQuiet(pool);
         await warmUp.Within();
         Assert.That(Factory.OpenChannels.Select(c => c.Id), Has.All.GreaterThan(4), "the pool refilled with channels opened after the clear");
     }

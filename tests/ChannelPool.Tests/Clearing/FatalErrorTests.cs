@@ -48,6 +48,7 @@ public class FatalErrorTests : PoolTestBase
         firstToFail.MarkBroken(new CertificateReplacedException());
         firstToFail.Dispose();
         await UntilIdle(pool, 4);
+        await UntilQuiet(pool);
         var opensSince = Factory.OpenChannels.Where(c => c != secondToFail.Channel).ToList();
         secondToFail.MarkBroken(new CertificateReplacedException());
         secondToFail.Dispose();
@@ -65,10 +66,13 @@ public class FatalErrorTests : PoolTestBase
         var before = Factory.Channels.ToList();
         var failNext = 1;
         Factory.OpenFailure = () => Interlocked.Exchange(ref failNext, 0) == 1 ? new CertificateReplacedException() : null;
+        Factory.HoldOpens();
         var leases = new[] { await pool.AcquireAsync(), await pool.AcquireAsync(), await pool.AcquireAsync() };
+        Factory.AllowOpens(1);
 
         await Eventually.That(() => before.Count(c => !c.IsOpen) == 1, "the refill's failed open retired the idle channel opened before it");
         Assert.That(leases.Select(l => l.Channel), Has.All.Matches<FakeChannel>(c => c.IsOpen), "leased ones go when they come back");
+        Factory.StopHoldingOpens();
         foreach (var lease in leases)
         {
             lease.Dispose();

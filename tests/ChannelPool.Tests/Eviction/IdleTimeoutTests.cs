@@ -100,7 +100,9 @@ public class IdleTimeoutTests : PoolTestBase
             o.CleanupInterval = TimeSpan.FromSeconds(10);
         });
         await pool.WarmUpAsync().Within();
-        (await Burst(pool, 6)).ForEach(l => l.Dispose());
+        var burst = await Burst(pool, 6);
+        await UntilQuiet(pool);
+        burst.ForEach(l => l.Dispose());
 
         Time.Advance(TimeSpan.FromSeconds(200));
         await UntilQuiet(pool);
@@ -114,7 +116,9 @@ public class IdleTimeoutTests : PoolTestBase
     {
         var pool = Pool(o => o.IdleTimeout = Timeout.InfiniteTimeSpan);
         await pool.WarmUpAsync().Within();
-        (await Burst(pool, 6)).ForEach(l => l.Dispose());
+        var burst = await Burst(pool, 6);
+        await UntilQuiet(pool);
+        burst.ForEach(l => l.Dispose());
 
         var options = SmallPool(poolSize: 2);
         options.ChannelLifetime = TimeSpan.FromSeconds(300);
