@@ -24,12 +24,14 @@ internal static class Interleaved
         var objectPool = new DefaultObjectPool<BenchChannel>(new DefaultPooledObjectPolicy<BenchChannel>(), BenchPools.PoolSize);
         var lockQueue = new LockQueuePool(BenchPools.PoolSize);
         using var pool = BenchPools.CreateWarm();
+        using var adaptive = BenchPools.CreateWarm(idleTarget: IdleTargetMode.Adaptive);
         (string Name, Action Loop)[] contenders =
         [
             ("DefaultObjectPool Get+Return (floor)", () => Floor(objectPool)),
             ("lock+Queue pool Rent+Return (naive peer)", () => Naive(lockQueue)),
             ("ChannelPool AcquireAsync+Release", () => AcquireAsync(pool)),
             ("ChannelPool Acquire+Release", () => Acquire(pool)),
+            ("ChannelPool AcquireAsync+Release, adaptive idle target", () => AcquireAsync(adaptive)),
         ];
 
         // Single-threaded rounds are short, so more of them; the first few are warm-up (tiering) and are dropped.

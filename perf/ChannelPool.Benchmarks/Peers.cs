@@ -62,7 +62,8 @@ internal static class BenchPools
 
     /// <summary>A warm pool whose channels outlive the run, so only lease and release are measured.</summary>
     /// <param name="leakDetectionThreshold">Turns leak detection on; off (the default) unless set.</param>
-    public static DefaultChannelPool<BenchChannel> CreateWarm(TimeSpan? leakDetectionThreshold = null)
+    /// <param name="idleTarget">Fixed (the default) or adaptive.</param>
+    public static DefaultChannelPool<BenchChannel> CreateWarm(TimeSpan? leakDetectionThreshold = null, IdleTargetMode idleTarget = IdleTargetMode.Fixed)
     {
         var pool = new DefaultChannelPool<BenchChannel>(
             new BenchChannelFactory(),
@@ -73,6 +74,7 @@ internal static class BenchPools
                 MaxChannels = 126,
                 ChannelLifetime = TimeSpan.FromHours(12),
                 LeakDetectionThreshold = leakDetectionThreshold,
+                IdleTarget = { Mode = idleTarget },
             });
         pool.WarmUpAsync().GetAwaiter().GetResult();
         return pool;

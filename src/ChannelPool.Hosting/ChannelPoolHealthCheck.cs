@@ -38,6 +38,7 @@ public sealed class ChannelPoolHealthCheck : IHealthCheck
             ["breaker"] = s.BreakerState.ToString(),
             ["paused"] = s.IsPaused,
             ["poolSize"] = _pool.PoolSize,
+            ["idleTarget"] = s.IdleTarget,
             ["refillThreshold"] = _pool.RefillThreshold,
             ["maxChannels"] = _pool.MaxChannels,
         };

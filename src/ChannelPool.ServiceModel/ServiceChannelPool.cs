@@ -172,6 +172,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
                 total.TotalClosed + s.TotalClosed)
             {
                 IsPaused = total.IsPaused || s.IsPaused,
+                IdleTarget = total.IdleTarget + s.IdleTarget,
             };
         }
 

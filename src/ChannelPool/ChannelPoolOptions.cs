@@ -27,7 +27,8 @@ public sealed class ChannelPoolOptions
 
     /// <summary>
     /// Gets or sets how many idle channels the pool pre-opens and refills back up to. Defaults to
-    /// <see cref="DefaultPoolSize"/>.
+    /// <see cref="DefaultPoolSize"/>. With an adaptive <see cref="IdleTarget"/>, where the target starts and what a
+    /// warm-up opens.
     /// </summary>
     public int PoolSize { get; set; } = DefaultPoolSize;
 
@@ -41,7 +42,9 @@ public sealed class ChannelPoolOptions
     /// <summary>
     /// Gets or sets the idle count at or below which a refill starts. <see langword="null"/>, the default, means half
     /// of <see cref="PoolSize"/>, as in the original: the pool works it out when it is created or reconfigured, so it
-    /// follows whatever <see cref="PoolSize"/> is then. <see cref="IChannelPool.RefillThreshold"/> reports the value in force.
+    /// follows whatever <see cref="PoolSize"/> is then. With an adaptive <see cref="IdleTarget"/> the threshold follows
+    /// the target: one below it when this is <see langword="null"/>, or this value's share of <see cref="PoolSize"/>
+    /// applied to the target. <see cref="IChannelPool.RefillThreshold"/> reports the value in force.
     /// </summary>
     public int? RefillThreshold { get; set; }
 
@@ -175,6 +178,17 @@ public sealed class ChannelPoolOptions
     public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(30);
 
     /// <summary>
+    /// Gets or sets how the pool sets its idle target, the idle count a refill fills back up to: fixed at
+    /// <see cref="PoolSize"/> (the default), or adaptive, following demand between a minimum and
+    /// <see cref="MaxChannels"/>.
+    /// </summary>
+    // Validated on its own, with its section's name in each message (ChannelPoolOptionsValidator).
+#pragma warning disable SYSLIB1212
+    [Required]
+    public IdleTargetOptions IdleTarget { get; set; } = new();
+#pragma warning restore SYSLIB1212
+
+    /// <summary>
     /// Gets or sets the strategies of the default open pipeline, as Polly's own options: total timeout, retry, circuit
     /// breaker, attempt timeout. Not used when <see cref="OpenPipeline"/> is set.
     /// </summary>
@@ -201,8 +215,8 @@ public sealed class ChannelPoolOptions
     /// <summary>
     /// Creates a copy of <paramref name="other"/>, for example for one of several pools built from the same settings
     /// under different names. Values left <see langword="null"/> stay <see langword="null"/>, so they keep following
-    /// their defaults in the copy. <see cref="Resilience"/> and <see cref="OpenPipeline"/> are shared, not copied: they
-    /// describe one pipeline.
+    /// their defaults in the copy; <see cref="IdleTarget"/> is copied too. <see cref="Resilience"/> and
+    /// <see cref="OpenPipeline"/> are shared, not copied: they describe one pipeline.
     /// </summary>
     /// <param name="other">The options to copy.</param>
     public ChannelPoolOptions(ChannelPoolOptions other)
@@ -226,6 +240,7 @@ public sealed class ChannelPoolOptions
         LeakDetectionThreshold = other.LeakDetectionThreshold;
         AcquireWhilePaused = other.AcquireWhilePaused;
         IsFatalError = other.IsFatalError;
+        IdleTarget = new IdleTargetOptions(other.IdleTarget);
         Resilience = other.Resilience;
         OpenPipeline = other.OpenPipeline;
     }

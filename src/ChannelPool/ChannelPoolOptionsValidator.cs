@@ -96,6 +96,11 @@ public sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOp
             failures.Add(nameof(options.AcquireTimeout), "must be greater than zero, or Timeout.InfiniteTimeSpan to wait without limit", options.AcquireTimeout);
         }
 
+        if (options.IdleTarget is { } idleTarget)
+        {
+            ValidateIdleTarget(idleTarget, options.MaxChannels, failures);
+        }
+
         // The resilience options only shape the default pipeline; a custom OpenPipeline replaces them.
         if (options.Resilience is { } resilience && options.OpenPipeline is null)
         {
@@ -103,6 +108,22 @@ public sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOp
         }
 
         return failures.Result;
+    }
+
+    private static void ValidateIdleTarget(IdleTargetOptions idleTarget, int maxChannels, OptionsFailures failures)
+    {
+        const string Section = nameof(ChannelPoolOptions.IdleTarget) + ".";
+        failures.AddAnnotations(new IdleTargetOptionsAnnotations().Validate(null, idleTarget), idleTarget, Section);
+        if (!Enum.IsDefined(idleTarget.Mode))
+        {
+            failures.Add(Section + nameof(idleTarget.Mode), "must be Fixed or Adaptive", idleTarget.Mode);
+        }
+
+        // Only an adaptive target uses the minimum; a fixed pool of one channel keeps the default of two without error.
+        if (idleTarget.Mode == IdleTargetMode.Adaptive && idleTarget.Minimum > maxChannels)
+        {
+            failures.Add(Section + nameof(idleTarget.Minimum), $"must be at most MaxChannels ({maxChannels})", idleTarget.Minimum);
+        }
     }
 
     private static void ValidateResilience(OpenResilienceOptions resilience, OptionsFailures failures)
@@ -182,6 +203,9 @@ internal sealed class OptionsFailures(string? poolName)
 
 [OptionsValidator]
 internal sealed partial class ChannelPoolOptionsAnnotations : IValidateOptions<ChannelPoolOptions>;
+
+[OptionsValidator]
+internal sealed partial class IdleTargetOptionsAnnotations : IValidateOptions<IdleTargetOptions>;
 
 [OptionsValidator]
 internal sealed partial class OpenResilienceOptionsAnnotations : IValidateOptions<OpenResilienceOptions>;

@@ -8,7 +8,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     public int PoolSize => _state.Settings.PoolSize;
 
     /// <inheritdoc />
-    public int RefillThreshold => _state.Settings.RefillThreshold;
+    public int RefillThreshold => _state.RefillThreshold;
 
     /// <inheritdoc />
     public int MaxChannels => _state.Settings.MaxChannels;
@@ -23,6 +23,8 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <item>A new <see cref="ChannelPoolOptions.ChannelLifetime"/> or <see cref="ChannelPoolOptions.LifetimeJitter"/>
     /// also moves the deadlines of channels already open: each keeps its own random share of the jitter, and channels now
     /// past their new deadline are evicted at their next lease, release or cleanup.</item>
+    /// <item>An adaptive <see cref="ChannelPoolOptions.IdleTarget"/> keeps its target and its memory of demand through a
+    /// reload, within the new bounds; switching to it starts the target at <see cref="ChannelPoolOptions.PoolSize"/>.</item>
     /// <item>Timeouts (<see cref="ChannelPoolOptions.IdleTimeout"/> included), <see cref="ChannelPoolOptions.LeaseMode"/>,
     /// <see cref="ChannelPoolOptions.MaxConcurrentOpens"/>, <see cref="ChannelPoolOptions.CleanupInterval"/>,
     /// <see cref="ChannelPoolOptions.AcquireWhilePaused"/> and <see cref="ChannelPoolOptions.IsFatalError"/> apply to what
@@ -55,6 +57,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         _clock.Follow(settings.ChannelLifetime);
         _cleanupTimer.Change(settings.CleanupInterval, settings.CleanupInterval);
         WatchForLeaks(settings.LeakDetectionThreshold);
+        RescheduleIdleTarget(settings);
         Log.PoolReconfigured(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);
         StartOpens(opens);
     }

@@ -41,6 +41,7 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
     private readonly ITimer _cleanupTimer;
     private readonly ITimer _resumeTimer;
     private readonly ITimer _leakTimer;
+    private readonly ITimer _idleTargetTimer;
     private readonly CancellationTokenSource _shutdown = new();
 
     // Every count, queue and flag the pool decides by lives here, behind its gate; this class only acts on its verdicts.
@@ -98,6 +99,7 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
         _leakTimer = _timeProvider.CreateTimer(
             static state => ((DefaultChannelPool<TChannel>)state!).FindLeaks(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         WatchForLeaks(settings.LeakDetectionThreshold);
+        _idleTargetTimer = CreateIdleTargetTimer(settings);
 
         Log.PoolCreated(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);
     }
@@ -111,11 +113,8 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
     /// <inheritdoc />
     public ChannelPoolSnapshot GetSnapshot() => _state.Snapshot();
 
-    private (int PoolSize, int RefillThreshold, int MaxChannels) GetLimits()
-    {
-        var settings = _state.Settings;
-        return (settings.PoolSize, settings.RefillThreshold, settings.MaxChannels);
-    }
+    private (int IdleTarget, int RefillThreshold, int MaxChannels) GetLimits() =>
+        (_state.IdleTarget, _state.RefillThreshold, _state.Settings.MaxChannels);
 
     private sealed class WaiterPolicy(DefaultChannelPool<TChannel> pool) : IPooledObjectPolicy<Waiter<TChannel>>
     {

@@ -12,10 +12,13 @@ public interface IChannelPool : IAsyncDisposable, IDisposable
     /// <summary>Gets what release does with a channel.</summary>
     LeaseMode LeaseMode { get; }
 
-    /// <summary>Gets the idle count refills fill back up to.</summary>
+    /// <summary>
+    /// Gets the idle count refills fill back up to when the idle target is fixed; with an adaptive target, where the
+    /// target starts and what a warm-up opens (<see cref="ChannelPoolSnapshot.IdleTarget"/> gives the target in force).
+    /// </summary>
     int PoolSize { get; }
 
-    /// <summary>Gets the idle count at or below which a refill starts.</summary>
+    /// <summary>Gets the idle count at or below which a refill starts, in force: it follows an adaptive idle target.</summary>
     int RefillThreshold { get; }
 
     /// <summary>Gets the cap on opening, idle and leased channels together.</summary>

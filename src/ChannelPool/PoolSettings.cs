@@ -20,7 +20,8 @@ internal sealed record PoolSettings(
     TimeSpan CloseTimeout,
     TimeSpan DrainTimeout,
     TimeSpan RetryBaseDelay,
-    TimeSpan BreakDuration)
+    TimeSpan BreakDuration,
+    IdleTargetSettings IdleTarget)
 {
     /// <summary>Gets how long a channel above the idle target may idle; <see cref="Timeout.InfiniteTimeSpan"/> when off.</summary>
     public TimeSpan IdleTimeout { get; init; } = Timeout.InfiniteTimeSpan;
@@ -50,7 +51,8 @@ internal sealed record PoolSettings(
             options.CloseTimeout,
             options.DrainTimeout,
             options.Resilience.Retry.Delay,
-            options.Resilience.CircuitBreaker.BreakDuration)
+            options.Resilience.CircuitBreaker.BreakDuration,
+            IdleTargetFrom(options))
         {
             IdleTimeout = idleTimeout,
             LeakDetectionThreshold = options.LeakDetectionThreshold,
@@ -58,6 +60,34 @@ internal sealed record PoolSettings(
             IsFatalError = options.IsFatalError,
         };
     }
+
+    /// <summary>
+    /// The idle target's settings: the window follows the channel lifetime, the half-life is a third of the window, and
+    /// a refill threshold set in the options keeps its share of the pool size.
+    /// </summary>
+    public static IdleTargetSettings IdleTargetFrom(ChannelPoolOptions options)
+    {
+        var idleTarget = options.IdleTarget;
+        var window = idleTarget.Window ?? options.ChannelLifetime;
+        return new IdleTargetSettings(
+            idleTarget.Mode,
+            idleTarget.Minimum,
+            window,
+            idleTarget.DecayHalfLife ?? window / 3,
+            options.RefillThreshold is { } threshold ? (double)threshold / options.PoolSize : null);
+    }
+
+    /// <summary>
+    /// The refill threshold that goes with <paramref name="idleTarget"/>. Fixed, <see cref="RefillThreshold"/>. Adaptive,
+    /// one below the target, so the idle count stays at the recent peak of demand and a doubling finds its channels
+    /// open; or, when the options set a refill threshold, its share of the pool size applied to the target.
+    /// </summary>
+    public int RefillThresholdFor(int idleTarget) => IdleTarget switch
+    {
+        { Mode: IdleTargetMode.Fixed } => RefillThreshold,
+        { RefillShare: { } share } => (int)Math.Floor((idleTarget * share) + 1e-9),
+        _ => idleTarget - 1,
+    };
 
     /// <summary>Half the pool size, as the original's refill trigger.</summary>
     public static int DefaultRefillThreshold(int poolSize) => poolSize / 2;

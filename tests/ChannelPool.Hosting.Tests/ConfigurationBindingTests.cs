@@ -35,6 +35,27 @@ public class ConfigurationBindingTests
     }
 
     [Test]
+    public async Task IdleTarget_BindsFromItsSubsection_AndWhatItDoesNotNameFollowsTheLifetime()
+    {
+        await using var host = TestHost.Create(
+            services => services.AddChannelPool("orders", _ => new FakeChannelFactory()).BindConfiguration(),
+            new Dictionary<string, string?>
+            {
+                [$"{Section}:ChannelLifetime"] = "00:01:00",
+                [$"{Section}:IdleTarget:Mode"] = "Adaptive",
+                [$"{Section}:IdleTarget:Minimum"] = "3",
+            });
+
+        var options = host.Services.GetRequiredService<IOptionsMonitor<ChannelPoolOptions>>().Get("orders");
+        var pool = host.Services.GetRequiredKeyedService<IChannelPool>("orders");
+
+        Assert.That((options.IdleTarget.Mode, options.IdleTarget.Minimum), Is.EqualTo((IdleTargetMode.Adaptive, 3)));
+        Assert.That((options.IdleTarget.Window, options.IdleTarget.DecayHalfLife), Is.EqualTo(((TimeSpan?)null, (TimeSpan?)null)), "left to follow the lifetime");
+        Assert.That(pool.GetSnapshot().IdleTarget, Is.EqualTo(50), "an adaptive target starts at PoolSize");
+        Assert.That(pool.RefillThreshold, Is.EqualTo(49), "and refills as soon as the idle count falls below it");
+    }
+
+    [Test]
     public async Task ValuesTheSectionNames_AreExplicit()
     {
         await using var host = TestHost.Create(

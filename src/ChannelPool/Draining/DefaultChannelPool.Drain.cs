@@ -44,6 +44,7 @@ public sealed partial class DefaultChannelPool<TChannel>
             _cleanupTimer.Dispose();
             _resumeTimer.Dispose();
             _leakTimer.Dispose();
+            _idleTargetTimer.Dispose();
             _clock.Dispose();
             await _shutdown.CancelAsync().ConfigureAwait(false);
 

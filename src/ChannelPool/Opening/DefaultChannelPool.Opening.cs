@@ -87,8 +87,9 @@ public sealed partial class DefaultChannelPool<TChannel>
             ResilienceContextPool.Shared.Return(context);
         }
 
-        _metrics.RecordCreateTime(_timeProvider.GetElapsedTime(startedAt));
-        OnOpenSucceeded(opened.Channel, opened.Id, opened.Generation);
+        var openTime = _timeProvider.GetElapsedTime(startedAt);
+        _metrics.RecordCreateTime(openTime);
+        OnOpenSucceeded(opened.Channel, opened.Id, opened.Generation, openTime);
     }
 
     /// <summary>
@@ -125,11 +126,11 @@ public sealed partial class DefaultChannelPool<TChannel>
         }
     }
 
-    private void OnOpenSucceeded(TChannel channel, long id, long generation)
+    private void OnOpenSucceeded(TChannel channel, long id, long generation, TimeSpan openTime)
     {
         var entry = new PooledChannel<TChannel>(
             this, id, channel, generation, _timeProvider.GetTimestamp(), Random.Shared.NextDouble(), _state.Settings.MaxLeasesPerChannel);
-        var outcome = _state.Opened(entry);
+        var outcome = _state.Opened(entry, openTime);
         if (outcome.Evicted is { } reason)
         {
             // Finished after the drain began, or after a clear that came while it was opening.
@@ -140,6 +141,7 @@ public sealed partial class DefaultChannelPool<TChannel>
 
         if (outcome.Waiter is { } waiter)
         {
+            _metrics.AwaitedOpen(1 + (outcome.Joiners?.Count ?? 0));
             CompleteWaiter(waiter, entry, slot: 0);
         }
 

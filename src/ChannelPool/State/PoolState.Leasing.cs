@@ -31,6 +31,15 @@ internal sealed partial class PoolState<TChannel>
         }
 
         _leasedCount++;
+
+        // A new peak above an adaptive target raises it now, not at the next tick: demand is growing.
+        var risen = false;
+        if (_leasedCount > _peakDemand)
+        {
+            _peakDemand = _leasedCount;
+            risen = _leasedCount > _idleTarget && _adaptiveTarget is not null;
+        }
+
         entry.IsBroken = false;
         var kind = LeaseKind.Idle;
         if (entry.Shared is { } shared)
@@ -42,7 +51,7 @@ internal sealed partial class PoolState<TChannel>
             }
         }
 
-        var opens = _idle.Count <= settings.RefillThreshold && !_refilling ? Refill_NoLock() : 0;
+        var opens = (_idle.Count <= _refillThreshold && !_refilling) || risen ? Refill_NoLock() : 0;
         Exit(nameof(TryLease));
         return new LeaseClaim(entry, 0, kind, opens);
     }
@@ -184,6 +193,13 @@ internal sealed partial class PoolState<TChannel>
         {
             // Queued under the same gate that release takes, so a channel released from here on finds this waiter.
             _waiters.Enqueue(waiter);
+
+            // A caller who waits because the pool is paused shows the pause, not demand the target should follow.
+            if (!_paused)
+            {
+                _peakDemand = Math.Max(_peakDemand, Demand_NoLock());
+            }
+
             outcome = new EnqueueOutcome(EnqueueKind.Queued, Refill_NoLock(), default, null);
         }
 
@@ -231,7 +247,7 @@ internal sealed partial class PoolState<TChannel>
             return default;
         }
 
-        var opens = _idle.Count <= settings.RefillThreshold && !_refilling ? Refill_NoLock() : 0;
+        var opens = _idle.Count <= _refillThreshold && !_refilling ? Refill_NoLock() : 0;
         Exit(nameof(TryLease));
         return new LeaseClaim(entry, slot, LeaseKind.Joined, opens);
     }

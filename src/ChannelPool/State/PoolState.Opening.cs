@@ -6,8 +6,8 @@ namespace ChannelPool;
 internal sealed partial class PoolState<TChannel>
 {
     /// <summary>
-    /// Starts filling to PoolSize whatever the threshold says. Returns opens to start, and a task to wait on when fewer
-    /// than <paramref name="readyChannels"/> channels are open.
+    /// Starts filling to PoolSize whatever the threshold says; an adaptive target rises to PoolSize for a window. Returns
+    /// opens to start, and a task to wait on when fewer than <paramref name="readyChannels"/> channels are open.
     /// </summary>
     /// <exception cref="ObjectDisposedException">A drain began.</exception>
     public (int Opens, TaskCompletionSource? Done) WarmUp(int readyChannels)
@@ -17,6 +17,11 @@ internal sealed partial class PoolState<TChannel>
         {
             _gate.Exit();
             throw new ObjectDisposedException(typeof(DefaultChannelPool<TChannel>).FullName, $"Channel pool '{_poolName}' is disposed.");
+        }
+
+        if (_adaptiveTarget is { } adaptive)
+        {
+            SetIdleTarget_NoLock(adaptive.RaiseTo(_settings.PoolSize));
         }
 
         var opens = Refill_NoLock(toPoolSize: true);
@@ -36,9 +41,12 @@ internal sealed partial class PoolState<TChannel>
     /// waiters as it can take); parked, while paused; or evicted, when a drain began or a clear came after the open
     /// began. The server answered, so the backoff ends.
     /// </summary>
-    public OpenedOutcome Opened(PooledChannel<TChannel> entry)
+    /// <param name="entry">The channel.</param>
+    /// <param name="openTime">How long the open took across its attempts, for the adaptive target.</param>
+    public OpenedOutcome Opened(PooledChannel<TChannel> entry, TimeSpan openTime)
     {
         _gate.Enter();
+        _adaptiveTarget?.RecordOpenTime(openTime);
         _lastBreakerVerdict = BreakerState.Closed;
         if (BreakerState == BreakerState.Closed)
         {

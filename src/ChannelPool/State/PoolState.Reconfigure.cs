@@ -4,8 +4,8 @@ namespace ChannelPool;
 internal sealed partial class PoolState<TChannel>
 {
     /// <summary>
-    /// New settings apply: deadlines of open channels move with the lifetime, and a pool larger than its open and
-    /// opening channels refills now. Returns opens to start.
+    /// New settings apply: deadlines of open channels move with the lifetime, and a pool whose idle target is above its open
+    /// and opening channels refills now. Returns opens to start.
     /// </summary>
     /// <exception cref="ObjectDisposedException">A drain began.</exception>
     public int Reconfigure(PoolSettings settings)
@@ -18,6 +18,7 @@ internal sealed partial class PoolState<TChannel>
         }
 
         Volatile.Write(ref _settings, settings);
+        FollowIdleTargetSettings_NoLock(settings);
         var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
         var margin = _clock.EvictionMargin(settings.ChannelLifetime);
         foreach (var entry in _open)
@@ -25,7 +26,7 @@ internal sealed partial class PoolState<TChannel>
             entry.ScheduleExpiry(lifetime, settings.LifetimeJitter, margin);
         }
 
-        var opens = Refill_NoLock(toPoolSize: _idle.Count + _leasedCount + _openingCount < settings.PoolSize);
+        var opens = Refill_NoLock(toPoolSize: _idle.Count + _leasedCount + _openingCount < _idleTarget);
         Exit(nameof(Reconfigure));
         return opens;
     }

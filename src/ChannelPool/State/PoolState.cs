@@ -27,15 +27,16 @@ namespace ChannelPool;
 /// lease path found unfit), <see cref="Share"/>, <see cref="Enqueue"/> and <see cref="Abandon"/> for callers who wait,
 /// <see cref="WarmUp"/>, <see cref="Opened"/> and <see cref="OpenFailed"/> (opening → idle, leased, or nothing),
 /// <see cref="BreakerOpened"/>, <see cref="TakeWaitersRefusedByBreaker"/> and <see cref="ResumeOpens"/> for the breaker,
-/// <see cref="EvictIdle"/> and <see cref="TimeOutIdle"/> for the cleanup timer, <see cref="Closed"/> (evicted → gone),
+/// <see cref="FollowDemand"/> for the adaptive idle target, <see cref="EvictIdle"/> and <see cref="TimeOutIdle"/> for the
+/// cleanup timer, <see cref="Closed"/> (evicted → gone),
 /// <see cref="Clear"/> and <see cref="ClearAfterFatalError"/> (every channel opened so far retires),
 /// <see cref="Pause"/> and <see cref="Resume"/> (idle ↔ parked), <see cref="Reconfigure"/>, and
 /// <see cref="BeginDrain"/> and <see cref="EvictOutstandingLeases"/> for shutdown.
 /// </para>
 /// <para>
 /// The transitions live in partial files by concern (<c>PoolState.Leasing.cs</c>, <c>.Opening.cs</c>,
-/// <c>.Breaker.cs</c>, <c>.Eviction.cs</c>, <c>.Clearing.cs</c>, <c>.Pausing.cs</c>, <c>.Reconfigure.cs</c>,
-/// <c>.Draining.cs</c>); every field, the refill rule, the idle target and the invariant stay in this one, so what the
+/// <c>.Breaker.cs</c>, <c>.IdleTarget.cs</c>, <c>.Eviction.cs</c>, <c>.Clearing.cs</c>, <c>.Pausing.cs</c>,
+/// <c>.Reconfigure.cs</c>, <c>.Draining.cs</c>); every field, the refill rule, the idle target and the invariant stay in this one, so what the
 /// gate guards is read in one place.
 /// </para>
 /// </remarks>
@@ -67,8 +68,19 @@ internal sealed partial class PoolState<TChannel>
     private long _closedTotal;
 
     // Set when the idle count reaches the refill threshold (or a warm-up, reload or failed open asks for a fill);
-    // cleared when the pool is full again. While set, the refill fills to PoolSize rather than only for waiters.
+    // cleared when the pool is full again. While set, the refill fills to the idle target rather than only for waiters.
     private bool _refilling;
+
+    // The idle target in force and the refill threshold that goes with it: PoolSize and RefillThreshold when fixed,
+    // moved by the controller when adaptive (IdleTarget/). Read without the gate by telemetry and the pool's properties.
+    private int _idleTarget;
+    private int _refillThreshold;
+    private IdleTargetController? _adaptiveTarget;
+
+    // Demand since the adaptive target's last tick: the peak of channels in use, and the channels leases used up. Kept
+    // in both modes: one compare on the lease path costs less than asking which mode is on.
+    private int _peakDemand;
+    private int _usedUp;
 
     private bool _opensPaused;
     private long _resumeAt;
@@ -101,10 +113,17 @@ internal sealed partial class PoolState<TChannel>
         _clock = clock;
         _breakerStateProvider = breakerStateProvider;
         _idle = new IdleQueue<TChannel>(settings.MaxChannels);
+        FollowIdleTargetSettings_NoLock(settings);
     }
 
     /// <summary>Gets the settings in force; read without the gate, for what is decided outside it.</summary>
     public PoolSettings Settings => Volatile.Read(ref _settings);
+
+    /// <summary>Gets the idle target in force; read without the gate.</summary>
+    public int IdleTarget => Volatile.Read(ref _idleTarget);
+
+    /// <summary>Gets the refill threshold in force, which follows the idle target; read without the gate.</summary>
+    public int RefillThreshold => Volatile.Read(ref _refillThreshold);
 
     /// <summary>Gets whether a drain began; read without the gate.</summary>
     public bool IsDisposed => Volatile.Read(ref _disposed);
@@ -136,6 +155,7 @@ internal sealed partial class PoolState<TChannel>
     private ChannelPoolSnapshot Snapshot_NoLock() => new(
         Resting.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal)
     {
+        IdleTarget = _idleTarget,
         IsPaused = _paused,
     };
 
@@ -143,10 +163,23 @@ internal sealed partial class PoolState<TChannel>
     private IdleQueue<TChannel> Resting => _parked ?? _idle;
 
     /// <summary>
-    /// The idle count the pool aims for: the refill fills back up to it, and the idle timeout closes down to it. One
-    /// place, so that a target that follows demand can replace the fixed <see cref="PoolSettings.PoolSize"/>.
+    /// The pool's idle target: the idle count a refill fills back up to, and the idle timeout closes down to. PoolSize when
+    /// fixed; when adaptive, the controller's target, first raised to what the demand since its last tick wants, so the
+    /// target rises at the refill that needs it rather than at the next tick.
     /// </summary>
-    private int IdleTarget_NoLock() => _settings.PoolSize;
+    private int IdleTarget_NoLock()
+    {
+        if (_adaptiveTarget is { } adaptive)
+        {
+            var target = adaptive.Raise(_peakDemand);
+            if (target != _idleTarget)
+            {
+                SetIdleTarget_NoLock(target);
+            }
+        }
+
+        return _idleTarget;
+    }
 
     /// <summary>Leaves the gate and throws when a drain began, naming the pool and what it was asked to do.</summary>
     private void ThrowIfDisposed_NoLock(string action)
@@ -169,12 +202,13 @@ internal sealed partial class PoolState<TChannel>
 
     /// <summary>
     /// Nothing → opening: decides how many opens to start now and counts them. The rule: once the idle count falls to
-    /// the refill threshold, fill back up to PoolSize plus one channel per waiting caller; waiting callers alone also
+    /// the refill threshold, fill back up to the idle target (<see cref="IdleTarget_NoLock"/>) plus one channel per
+    /// waiting caller; waiting callers alone also
     /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
     /// paused (by the breaker, a backoff, or the pool's own pause), and one at a time while the breaker is not closed:
     /// Polly lets it through as its probe once the break is over, or turns it away.
     /// </summary>
-    /// <param name="toPoolSize">Fill to PoolSize whatever the threshold says (a warm-up, a reload, a failed open).</param>
+    /// <param name="toPoolSize">Fill to the idle target whatever the threshold says (a warm-up, a reload, a failed open).</param>
     private int Refill_NoLock(bool toPoolSize = false)
     {
         if (toPoolSize)
@@ -188,13 +222,14 @@ internal sealed partial class PoolState<TChannel>
         }
 
         var settings = _settings;
+        var target = IdleTarget_NoLock();
         var idle = _idle.Count;
-        if (!_refilling && idle <= settings.RefillThreshold)
+        if (!_refilling && idle <= _refillThreshold)
         {
             _refilling = true;
         }
 
-        var wanted = (_refilling ? IdleTarget_NoLock() : 0) + _waiters.Count - idle - _openingCount;
+        var wanted = (_refilling ? target : 0) + _waiters.Count - idle - _openingCount;
         if (wanted <= 0)
         {
             _refilling = false;
@@ -232,11 +267,19 @@ internal sealed partial class PoolState<TChannel>
         return true;
     }
 
-    /// <summary>Leased → evicted, whatever leases it still carried.</summary>
+    /// <summary>Leased → evicted, whatever leases it still carried: a channel a lease used up, unless a clear retired it.</summary>
     private void EvictLeased_NoLock(PooledChannel<TChannel> entry)
     {
         _shared.Evict(entry);
         _leasedCount--;
+
+        // A clear retires channels that demand did not use up; counting them would read a clear as churn and raise the
+        // adaptive target for a window.
+        if (!entry.IsRetired)
+        {
+            _usedUp++;
+        }
+
         MarkEvicted_NoLock(entry);
     }
 

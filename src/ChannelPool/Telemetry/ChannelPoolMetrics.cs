@@ -23,8 +23,9 @@ internal sealed class ChannelPoolMetrics : IDisposable
     private readonly Counter<long> _openFailures;
     private readonly Counter<long> _leaks;
     private readonly Counter<long> _clears;
+    private readonly Counter<long> _awaitedOpens;
 
-    public ChannelPoolMetrics(string poolName, Func<ChannelPoolSnapshot> snapshot, Func<(int PoolSize, int RefillThreshold, int MaxChannels)> limits, IMeterFactory? meterFactory)
+    public ChannelPoolMetrics(string poolName, Func<ChannelPoolSnapshot> snapshot, Func<(int IdleTarget, int RefillThreshold, int MaxChannels)> limits, IMeterFactory? meterFactory)
     {
         _poolTag = new(ChannelPoolTelemetry.PoolNameTag, poolName);
 
@@ -56,14 +57,19 @@ internal sealed class ChannelPoolMetrics : IDisposable
             description: "The most channels the pool may have opening, idle and leased at once (MaxChannels).");
         _meter.CreateObservableUpDownCounter<int>(
             "channelpool.channel.idle.max",
-            () => new Measurement<int>(limits().PoolSize, poolTag),
+            () => new Measurement<int>(limits().IdleTarget, poolTag),
             unit: "{channel}",
-            description: "The idle count a refill fills the pool back up to (PoolSize). A refill does not count leased channels, so when callers return theirs the idle count can exceed it, up to MaxChannels, until channels are evicted.");
+            description: "The idle count a refill fills the pool back up to: the idle target in force (PoolSize when fixed). A refill does not count leased channels, so when callers return theirs the idle count can exceed it, up to MaxChannels, until channels are evicted.");
         _meter.CreateObservableUpDownCounter<int>(
             "channelpool.channel.idle.min",
             () => new Measurement<int>(limits().RefillThreshold, poolTag),
             unit: "{channel}",
-            description: "The idle count at or below which a refill starts (RefillThreshold).");
+            description: "The idle count at or below which a refill starts (RefillThreshold, or its share of an adaptive idle target).");
+        _meter.CreateObservableUpDownCounter<int>(
+            "channelpool.channel.idle.target",
+            () => new Measurement<int>(limits().IdleTarget, poolTag),
+            unit: "{channel}",
+            description: "The idle target: PoolSize when fixed; when adaptive, what the pool decided from recent demand and open times.");
         _meter.CreateObservableUpDownCounter<int>(
             "channelpool.channel.pending_requests",
             () => new Measurement<int>(snapshot().Waiting, poolTag),
@@ -86,6 +92,10 @@ internal sealed class ChannelPoolMetrics : IDisposable
             "channelpool.channel.leaks", unit: "{lease}", description: "Leases held longer than LeakDetectionThreshold, each counted once, when found.");
         _clears = _meter.CreateCounter<long>(
             "channelpool.pool.clears", unit: "{clear}", description: "Times the pool retired every channel opened so far, by reason: requested or fatal_error.");
+        _awaitedOpens = _meter.CreateCounter<long>(
+            "channelpool.channel.awaited_opens",
+            unit: "{lease}",
+            description: "Leases that waited for an open: they found nothing idle and got a channel straight from its open. Zero while the pre-opened channels keep ahead of demand.");
 
         var advice = new InstrumentAdvice<double> { HistogramBucketBoundaries = SecondsBuckets };
         _createTime = _meter.CreateHistogram(
@@ -107,6 +117,8 @@ internal sealed class ChannelPoolMetrics : IDisposable
     public void RecordUseTime(TimeSpan elapsed) => _useTime.Record(elapsed.TotalSeconds, _poolTag);
 
     public void Timeout() => _timeouts.Add(1, _poolTag);
+
+    public void AwaitedOpen(int leases) => _awaitedOpens.Add(leases, _poolTag);
 
     public void Evicted(EvictionReason reason) =>
         _evictions.Add(1, _poolTag, new(ChannelPoolTelemetry.EvictionReasonTag, ChannelPoolTelemetry.ToTagValue(reason)));

@@ -76,4 +76,8 @@ internal static partial class Log
 
     [LoggerMessage(13, LogLevel.Warning, "Channel pool '{PoolName}' stopped waiting for {Opening} open(s) and {Closing} close(s) still in flight at drain; they are aborted as they finish.")]
     public static partial void DrainLeftWorkInFlight(ILogger logger, string poolName, int opening, int closing);
+
+    // 30 onwards: the adaptive idle target (IdleTarget/).
+    [LoggerMessage(30, LogLevel.Debug, "Channel pool '{PoolName}' moved its idle target from {From} to {To}: peak demand {WindowPeak} over the window, {Flow} channel(s) used up while one opens.")]
+    public static partial void IdleTargetMoved(ILogger logger, string poolName, int from, int to, int windowPeak, double flow);
 }

@@ -50,6 +50,12 @@ public class ChannelPoolOptionsTests
         yield return Case("negative LeakDetectionThreshold", o => o.LeakDetectionThreshold = TimeSpan.FromSeconds(-30), "LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was -00:00:30.");
         yield return Case("infinite LeakDetectionThreshold", o => o.LeakDetectionThreshold = Timeout.InfiniteTimeSpan, "LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was -00:00:00.0010000.");
         yield return Case("undefined AcquireWhilePaused", o => o.AcquireWhilePaused = (PausedAcquireMode)7, "AcquireWhilePaused must be Fail or Wait; it was 7.");
+        yield return Case("null IdleTarget", o => o.IdleTarget = null!, "The IdleTarget field is required.");
+        yield return Case("undefined IdleTarget.Mode", o => o.IdleTarget.Mode = (IdleTargetMode)7, "IdleTarget.Mode must be Fixed or Adaptive; it was 7.");
+        yield return Case("IdleTarget.Minimum of zero", o => o.IdleTarget.Minimum = 0, "IdleTarget.Minimum must be between 1 and 2147483647; it was 0.");
+        yield return Case("adaptive IdleTarget.Minimum above MaxChannels", o => (o.IdleTarget.Mode, o.IdleTarget.Minimum) = (IdleTargetMode.Adaptive, 127), "IdleTarget.Minimum must be at most MaxChannels (126); it was 127.");
+        yield return Case("zero IdleTarget.Window", o => o.IdleTarget.Window = TimeSpan.Zero, "IdleTarget.Window must be between 00:00:00.1000000 and 1.00:00:00; it was 00:00:00.");
+        yield return Case("IdleTarget.DecayHalfLife over a day", o => o.IdleTarget.DecayHalfLife = TimeSpan.FromDays(2), "IdleTarget.DecayHalfLife must be between 00:00:00.1000000 and 1.00:00:00; it was 2.00:00:00.");
     }
 
     [TestCaseSource(nameof(InvalidOptions))]
@@ -88,6 +94,14 @@ public class ChannelPoolOptionsTests
     }
 
     [Test]
+    public void IdleTargetMinimum_AboveMaxChannels_IsAccepted_WhileTheTargetIsFixed()
+    {
+        var options = new ChannelPoolOptions { PoolSize = 1, MaxChannels = 1 };
+
+        Assert.That(new ChannelPoolOptionsValidator().Validate("orders", options).Succeeded, Is.True, "a fixed target never reads the minimum");
+    }
+
+    [Test]
     public void MaxConcurrentOpens_AboveMaxChannels_IsAccepted_BecauseMaxChannelsCapsOpensAnyway()
     {
         var options = new ChannelPoolOptions { PoolSize = 1, MaxChannels = 2, MaxConcurrentOpens = 4 };
@@ -112,6 +126,8 @@ public class ChannelPoolOptionsTests
         Assert.That(settings.LeaseMode, Is.EqualTo(LeaseMode.Reuse));
         Assert.That(settings.IdleTimeout, Is.EqualTo(TimeSpan.FromSeconds(45)), "half the lifetime");
         Assert.That((options.LeakDetectionThreshold, options.AcquireWhilePaused, options.IsFatalError), Is.EqualTo(((TimeSpan?)null, PausedAcquireMode.Fail, (Func<Exception, bool>?)null)), "leak detection off, fail while paused, no fatal-error rule");
+        Assert.That(options.IdleTarget.Mode, Is.EqualTo(IdleTargetMode.Fixed), "the original's fixed 50 stays the default (docs/configuration.md says why)");
+        Assert.That(settings.IdleTarget, Is.EqualTo(new IdleTargetSettings(IdleTargetMode.Fixed, 2, TimeSpan.FromSeconds(90), TimeSpan.FromSeconds(30))));
         Assert.That(new ChannelPoolOptionsValidator().Validate(null, options).Succeeded, Is.True);
     }
 
@@ -173,6 +189,20 @@ public class ChannelPoolOptionsTests
     }
 
     [Test]
+    public void IdleTargetWindow_FollowsChannelLifetime_AndTheHalfLifeTheWindow_UntilSetExplicitly()
+    {
+        var options = new ChannelPoolOptions { ChannelLifetime = TimeSpan.FromSeconds(30) };
+        Assert.That(PoolSettings.From(options).IdleTarget, Is.EqualTo(new IdleTargetSettings(IdleTargetMode.Fixed, 2, TimeSpan.FromSeconds(30), TimeSpan.FromSeconds(10))));
+
+        options.IdleTarget.Window = TimeSpan.FromMinutes(5);
+        Assert.That(PoolSettings.From(options).IdleTarget.DecayHalfLife, Is.EqualTo(TimeSpan.FromSeconds(100)));
+
+        options.IdleTarget.DecayHalfLife = TimeSpan.FromSeconds(7);
+        options.ChannelLifetime = TimeSpan.FromSeconds(600);
+        Assert.That(PoolSettings.From(options).IdleTarget, Is.EqualTo(new IdleTargetSettings(IdleTargetMode.Fixed, 2, TimeSpan.FromMinutes(5), TimeSpan.FromSeconds(7))));
+    }
+
+    [Test]
     public void CopyConstructor_CopiesEverySetting_AndKeepsUnsetOnesFollowingTheirDefaults()
     {
         var original = new ChannelPoolOptions
@@ -198,10 +228,23 @@ public class ChannelPoolOptionsTests
             OpenPipeline = Polly.ResiliencePipeline.Empty,
         };
 
+        original.IdleTarget.Mode = IdleTargetMode.Adaptive;
+        original.IdleTarget.Minimum = 4;
+        original.IdleTarget.Window = TimeSpan.FromSeconds(15);
+        original.IdleTarget.DecayHalfLife = TimeSpan.FromSeconds(16);
+
         var copy = new ChannelPoolOptions(original);
 
+        // The idle target's options are copied, not shared, so one pool's can change without another's.
+        Assert.That(copy.IdleTarget, Is.Not.SameAs(original.IdleTarget));
+        foreach (var property in typeof(IdleTargetOptions).GetProperties())
+        {
+            Assert.That(property.GetValue(copy.IdleTarget), Is.EqualTo(property.GetValue(original.IdleTarget)), $"IdleTarget.{property.Name}");
+            Assert.That(property.GetValue(copy.IdleTarget), Is.Not.EqualTo(property.GetValue(new IdleTargetOptions())), $"IdleTarget.{property.Name} differs from its default in this test");
+        }
+
         // Every public property, so an option added later and forgotten in the copy constructor fails here.
-        foreach (var property in typeof(ChannelPoolOptions).GetProperties())
+        foreach (var property in typeof(ChannelPoolOptions).GetProperties().Where(p => p.Name != nameof(ChannelPoolOptions.IdleTarget)))
         {
             Assert.That(property.GetValue(copy), Is.EqualTo(property.GetValue(original)), property.Name);
             Assert.That(property.GetValue(copy), Is.Not.EqualTo(property.GetValue(new ChannelPoolOptions())), $"{property.Name} differs from its default in this test");

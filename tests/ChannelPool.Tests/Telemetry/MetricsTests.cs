@@ -10,12 +10,13 @@ public class MetricsTests : PoolTestBase
         ["channelpool.channel.create_time", "channelpool.channel.wait_time", "channelpool.channel.use_time"];
 
     private static readonly string[] Counters =
-        ["channelpool.channel.timeouts", "channelpool.channel.evictions", "channelpool.channel.open_failures", "channelpool.channel.leaks", "channelpool.pool.clears"];
+        ["channelpool.channel.timeouts", "channelpool.channel.evictions", "channelpool.channel.open_failures", "channelpool.channel.leaks", "channelpool.pool.clears",
+         "channelpool.channel.awaited_opens"];
 
     private static readonly string[] Gauges =
     [
         "channelpool.channel.count", "channelpool.channel.max", "channelpool.channel.idle.max", "channelpool.channel.idle.min",
-        "channelpool.channel.pending_requests", "channelpool.pool.paused",
+        "channelpool.channel.idle.target", "channelpool.channel.pending_requests", "channelpool.pool.paused",
     ];
 
     private ServiceProvider _services = null!;
