@@ -17,12 +17,12 @@ internal sealed partial class PoolState<TChannel>
             return default;
         }
 
-        // While paused, demand is what the pause holds back, not what callers need: the target stands still, and the
-        // callers waiting for the resume do not count into the next bucket either.
+        // While paused, the waiting callers are what the pause holds back, not demand: the target stands still, and the
+        // peak seen before the pause is kept (waiters never enter it) for the first tick after the resume to record.
         var from = _idleTarget;
         var hold = _opensPaused || _paused || BreakerState != BreakerState.Closed;
         SetIdleTarget_NoLock(adaptive.Tick(_peakDemand, _usedUp, hold));
-        _peakDemand = _paused ? _leasedCount : Demand_NoLock();
+        _peakDemand = _paused ? Math.Max(_peakDemand, _leasedCount) : Demand_NoLock();
         _usedUp = 0;
         var move = new IdleTargetMove(from, _idleTarget, adaptive.WindowPeak, adaptive.Flow, Refill_NoLock());
         Exit(nameof(FollowDemand));
