@@ -24,6 +24,7 @@ public partial class AdaptiveIdleTargetTests
         // Then the target decays to its minimum of 2, below PoolSize, and the idle count follows it down.
         Assert.That(TargetsAfterTicks(pool, 10)[^1], Is.EqualTo(2));
         await Eventually.That(() => pool.GetSnapshot() is { IdleTarget: 2, Idle: 2 }, () => $"closed down to the target of 2 ({pool.GetSnapshot()})");
+        await UntilQuiet(pool);
         Assert.That(Factory.Channels.Count(c => c.IsClosed), Is.EqualTo(Factory.Opened - 2), "every other channel closed gracefully");
     }
 
@@ -36,24 +37,22 @@ public partial class AdaptiveIdleTargetTests
             o.AcquireTimeout = TimeSpan.FromMinutes(1);
         });
         await QuietUntilMinimum(pool);
-        var spike = await AcquireAll(pool, 6);
-        await UntilQuiet(pool);
-        spike.ForEach(lease => lease.Dispose());
-        Assert.That(pool.GetSnapshot().IdleTarget, Is.EqualTo(6));
+        (await AcquireAll(pool, 12)).ForEach(lease => lease.Dispose());
+        Assert.That(TargetsAfterTicks(pool, 9), Is.EqualTo(new[] { 12, 12, 12, 12, 12, 12, 12, 12, 10 }), "decaying once the peak left the window");
 
-        // Twenty callers wait through ten ticks of a pause: the target neither rises to them nor decays.
+        // Twenty callers wait through ten ticks of a pause: the target neither rises to them nor goes on decaying.
         pool.Pause();
         var waiting = Enumerable.Range(0, 20).Select(_ => pool.AcquireAsync().AsTask()).ToList();
-        Assert.That(TargetsAfterTicks(pool, 10), Is.All.EqualTo(6), "held through the pause");
+        Assert.That(TargetsAfterTicks(pool, 10), Is.All.EqualTo(10), "held through the pause");
 
         pool.Resume();
         var served = await Task.WhenAll(waiting).Within();
         await UntilQuiet(pool);
-        Assert.That(pool.GetSnapshot().IdleTarget, Is.EqualTo(6), "the callers served at the resume did not raise it");
+        Assert.That(pool.GetSnapshot().IdleTarget, Is.EqualTo(10), "the callers served at the resume did not raise it");
         served.ToList().ForEach(lease => lease.Dispose());
 
-        // The pause took no time from the window: the spike's peak holds for a window after it, then decays as always.
-        Assert.That(TargetsAfterTicks(pool, 10), Is.EqualTo(new[] { 6, 6, 6, 6, 6, 6, 6, 6, 5, 4 }));
+        // The pause took no time from the decay: it goes on where it stopped.
+        Assert.That(TargetsAfterTicks(pool, 8), Is.EqualTo(new[] { 7, 6, 5, 4, 4, 3, 3, 2 }));
     }
 
     [Test]
