@@ -72,7 +72,8 @@ public sealed class ChannelPoolOptions
 
     /// <summary>
     /// Gets or sets how long a channel may sit idle before the cleanup timer closes it, while more channels idle than
-    /// the pool keeps ready (<see cref="PoolSize"/>): after a burst, the channels it opened close again instead of
+    /// the pool keeps ready (its idle target: <see cref="PoolSize"/> when fixed, what an adaptive
+    /// <see cref="IdleTarget"/> decided when adaptive): after a burst, the channels it opened close again instead of
     /// living to the end of their <see cref="ChannelLifetime"/>. <see langword="null"/>, the default, means half of
     /// <see cref="ChannelLifetime"/> (45 s for 90 s), worked out when the pool is created or reconfigured;
     /// <see cref="Timeout.InfiniteTimeSpan"/> turns it off.

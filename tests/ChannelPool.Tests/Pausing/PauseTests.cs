@@ -1,3 +1,6 @@
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Testing;
+
 namespace ChannelPool.Tests.Pausing;
 
 /// <summary>
@@ -148,7 +151,10 @@ public class PauseTests : PoolTestBase
     [Test]
     public async Task PauseTwice_AndResumeTwice_AreHarmless_AndSayWhetherTheyChangedAnything()
     {
-        var pool = CreatePool(o => o.PoolSize = 1);
+        var logs = new FakeLogCollector();
+        using var loggers = new LoggerFactory([new FakeLoggerProvider(logs)]);
+        var options = SmallPool(poolSize: 1);
+        var pool = CreatePool(Factory, options, loggerFactory: loggers);
         await pool.WarmUpAsync().Within();
 
         Assert.That(pool.Pause(), Is.True, "the first pause pauses");
@@ -158,6 +164,14 @@ public class PauseTests : PoolTestBase
         Assert.That(pool.Resume(), Is.True, "the first resume resumes");
         Assert.That(pool.Resume(), Is.False, "the second finds it running");
         Assert.That(pool.GetSnapshot().IsPaused, Is.False);
+        Assert.That(
+            logs.GetSnapshot().Where(r => r.Id.Id == 22).Select(r => r.Message),
+            Is.EqualTo(new[]
+            {
+                $"Channel pool '{pool.Name}' was asked to pause and was already paused; nothing changed.",
+                $"Channel pool '{pool.Name}' was asked to resume and was already running; nothing changed.",
+            }),
+            "each repeat is logged, naming the pool");
         await using var lease = await pool.AcquireAsync().Within();
     }
 
