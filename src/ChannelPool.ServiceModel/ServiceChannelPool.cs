@@ -203,15 +203,15 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// Pauses every credential pool, and those created from now on until <see cref="Resume"/>: nothing is opened or
     /// handed out (see <see cref="DefaultChannelPool{TChannel}.Pause"/>).
     /// </summary>
-    /// <returns><see langword="true"/> when this call paused the endpoint; <see langword="false"/> when it already was.</returns>
+    /// <exception cref="InvalidOperationException">The endpoint is already paused; the message names it.</exception>
     /// <exception cref="ObjectDisposedException">The endpoint's pools are draining or drained.</exception>
-    public bool Pause() => SetPaused(paused: true);
+    public void Pause() => SetPaused(paused: true);
 
     /// <summary>Resumes every credential pool (see <see cref="DefaultChannelPool{TChannel}.Resume"/>).</summary>
-    /// <returns><see langword="true"/> when this call resumed the endpoint; <see langword="false"/> when it was not paused.</returns>
+    /// <exception cref="InvalidOperationException">The endpoint is not paused; the message names it.</exception>
     /// <exception cref="ObjectDisposedException">The endpoint's pools are draining or drained.</exception>
 #pragma warning disable CA1716 // The name of IChannelPool.Resume.
-    public bool Resume() => SetPaused(paused: false);
+    public void Resume() => SetPaused(paused: false);
 #pragma warning restore CA1716
 
     /// <summary>Drains every credential pool, then closes their channel factories.</summary>
@@ -258,18 +258,30 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// <summary>A copy of the endpoint's own credentials, for a proxy to change before its first call.</summary>
     internal ClientCredentials CloneDefaultCredentials() => _defaultCredentials.Clone();
 
-    private bool SetPaused(bool paused)
+    private void SetPaused(bool paused)
     {
         using (_createLock.EnterScope())
         {
-            var changed = false;
+            if (_paused == paused)
+            {
+                throw new InvalidOperationException(paused
+                    ? $"Channel pool '{Name}' is already paused. Resume it first; check its snapshot's IsPaused to pause only a running pool."
+                    : $"Channel pool '{Name}' is not paused, so it cannot be resumed. Check its snapshot's IsPaused to resume only a paused pool.");
+            }
+
             foreach (var pooled in _byCredentials.Values)
             {
-                changed |= paused ? pooled.Pool.Pause() : pooled.Pool.Resume();
+                if (paused)
+                {
+                    pooled.Pool.Pause();
+                }
+                else
+                {
+                    pooled.Pool.Resume();
+                }
             }
 
             _paused = paused;
-            return changed;
         }
     }
 

@@ -48,14 +48,14 @@ public interface IChannelPool : IAsyncDisposable, IDisposable
     Task ClearAsync(CancellationToken cancellationToken = default);
 
     /// <summary>Stops opening and handing out channels until <see cref="Resume"/>; leases already out go on.</summary>
-    /// <returns><see langword="true"/> when this call paused the pool; <see langword="false"/> when it already was.</returns>
-    bool Pause();
+    /// <exception cref="InvalidOperationException">The pool is already paused.</exception>
+    void Pause();
 
     /// <summary>Resumes a paused pool: waiting callers are served first, then it refills.</summary>
-    /// <returns><see langword="true"/> when this call resumed the pool; <see langword="false"/> when it was not paused.</returns>
+    /// <exception cref="InvalidOperationException">The pool is not paused.</exception>
     // The word HikariCP and operators use; Visual Basic callers write it [Resume].
 #pragma warning disable CA1716
-    bool Resume();
+    void Resume();
 #pragma warning restore CA1716
 
     /// <summary>Applies new settings to the running pool.</summary>

@@ -96,8 +96,8 @@ public sealed class ClearAndPauseTests
         await using var endpoint = await UserNameEndpoint.StartAsync();
         var (pool, bob) = (endpoint.Pool, endpoint.Bob);
 
-        Assert.That(pool.Pause(), Is.True);
-        Assert.That(pool.Pause(), Is.False, "a second pause changes nothing");
+        pool.Pause();
+        Assert.That(() => pool.Pause(), Throws.InvalidOperationException.With.Message.Contains($"'{pool.Name}' is already paused"));
         var carol = pool.GetPool(TestCredentials.For(pool, TestUsers.Alice, "another password"));
 
         Assert.That(new[] { pool.DefaultPool, bob, carol }.Select(p => p.GetSnapshot().IsPaused), Has.All.True);
@@ -109,7 +109,8 @@ public sealed class ClearAndPauseTests
         });
         Assert.That(error!.Message, Does.Contain("is paused"));
 
-        Assert.That(pool.Resume(), Is.True);
+        pool.Resume();
+        Assert.That(() => pool.Resume(), Throws.InvalidOperationException.With.Message.Contains($"'{pool.Name}' is not paused"));
         Assert.That(new[] { pool.DefaultPool, bob, carol }.Select(p => p.GetSnapshot().IsPaused), Has.All.False);
         await using var again = new EchoProxy(pool);
         Assert.That(again.Echo("resumed"), Is.EqualTo("resumed"));

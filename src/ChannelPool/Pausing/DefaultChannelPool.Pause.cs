@@ -13,41 +13,40 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// says; callers already waiting are failed in the first case.
     /// </summary>
     /// <remarks>
-    /// Idempotent, as a maintenance script that retries expects: pausing a paused pool changes nothing and returns
-    /// <see langword="false"/>. Opens already under way finish, and their channels rest in the pool too. The cleanup
-    /// timer goes on closing resting channels that expire, and clears still apply.
+    /// Opens already under way finish, and their channels rest in the pool too. The cleanup timer goes on closing
+    /// resting channels that expire, and clears still apply. <see cref="ChannelPoolSnapshot.IsPaused"/> says whether
+    /// the pool is paused, for a script that must not pause twice.
     /// </remarks>
-    /// <returns><see langword="true"/> when this call paused the pool; <see langword="false"/> when it already was.</returns>
+    /// <exception cref="InvalidOperationException">The pool is already paused; the message names the pool.</exception>
     /// <exception cref="ObjectDisposedException">The pool is draining or drained; the message names the pool.</exception>
-    public bool Pause()
+    public void Pause()
     {
+        // Two pauses are two owners of one maintenance window: the first resume would end the other's window early.
         var (paused, refused, snapshot) = _state.Pause();
         if (!paused)
         {
-            Log.PauseUnchanged(_logger, Name, "pause", "paused");
-            return false;
+            throw new InvalidOperationException(
+                $"Channel pool '{Name}' is already paused. Resume it first; check ChannelPoolSnapshot.IsPaused to pause only a running pool.");
         }
 
         Log.Paused(_logger, Name, snapshot);
         refused?.ForEach(waiter => waiter.Fail(new ChannelPoolUnavailableException(Name, snapshot)));
-        return true;
     }
 
     /// <summary>
     /// Resumes a paused pool: the callers who waited meanwhile get channels first, in order, and the pool refills.
     /// Resting channels that expired or became unusable during the pause are closed instead.
     /// </summary>
-    /// <remarks>Idempotent: resuming a pool that is not paused changes nothing and returns <see langword="false"/>.</remarks>
-    /// <returns><see langword="true"/> when this call resumed the pool; <see langword="false"/> when it was not paused.</returns>
+    /// <exception cref="InvalidOperationException">The pool is not paused; the message names the pool.</exception>
     /// <exception cref="ObjectDisposedException">The pool is draining or drained; the message names the pool.</exception>
-    public bool Resume()
+    public void Resume()
     {
         var unfit = FindUnfit(_state.ParkedChannels());
         var outcome = _state.Resume(entry => unfit?.ContainsKey(entry) == true);
         if (!outcome.Resumed)
         {
-            Log.PauseUnchanged(_logger, Name, "resume", "running");
-            return false;
+            throw new InvalidOperationException(
+                $"Channel pool '{Name}' is not paused, so it cannot be resumed. Check ChannelPoolSnapshot.IsPaused to resume only a paused pool.");
         }
 
         Log.Resumed(_logger, Name, outcome.Handed.Count, outcome.Evicted.Count, outcome.Opens);
@@ -62,6 +61,5 @@ public sealed partial class DefaultChannelPool<TChannel>
         }
 
         StartOpens(outcome.Opens);
-        return true;
     }
 }

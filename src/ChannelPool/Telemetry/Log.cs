@@ -65,8 +65,7 @@ internal static partial class Log
     [LoggerMessage(21, LogLevel.Information, "Channel pool '{PoolName}' resumed: {Handed} waiting caller(s) served, {Evicted} parked channel(s) retired, {Opens} open(s) started.")]
     public static partial void Resumed(ILogger logger, string poolName, int handed, int evicted, int opens);
 
-    [LoggerMessage(22, LogLevel.Debug, "Channel pool '{PoolName}' was asked to {Action} and was already {State}; nothing changed.")]
-    public static partial void PauseUnchanged(ILogger logger, string poolName, string action, string state);
+    // 22 was a repeated pause or resume, logged; it is an error since, so the id stays unused.
 
     [LoggerMessage(23, LogLevel.Warning, "A lease of channel {ChannelId} from pool '{PoolName}' has been held for {HeldFor}, longer than LeakDetectionThreshold ({Threshold}): probably leaked. It was acquired at:\n{AcquiredAt}")]
     public static partial void LeakFound(ILogger logger, string poolName, long channelId, TimeSpan heldFor, TimeSpan threshold, string acquiredAt);

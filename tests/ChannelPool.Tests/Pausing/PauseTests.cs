@@ -25,14 +25,14 @@ public class PauseTests : PoolTestBase
         await Eventually.That(() => pool.GetSnapshot().Waiting == 2, "two callers wait for a channel");
 
         var heldChannels = held.Select(h => h.Channel).ToList();
-        Assert.That(pool.Pause(), Is.True);
+        pool.Pause();
         held[0].Dispose();
         held[1].Dispose();
 
         Assert.That(pool.GetSnapshot() is { Idle: 2, Waiting: 2, IsPaused: true }, Is.True, $"released channels rest, nobody is served: {pool.GetSnapshot()}");
         Assert.That(first.IsCompleted || second.IsCompleted, Is.False);
 
-        Assert.That(pool.Resume(), Is.True);
+        pool.Resume();
         var (a, b) = (await first.Within(), await second.Within());
         Assert.That(new[] { a.Channel, b.Channel }, Is.EquivalentTo(heldChannels), "the waiters got the rested channels");
         Assert.That(Factory.OpenAttempts, Is.EqualTo(2), "and nothing was opened for them");
@@ -149,29 +149,21 @@ public class PauseTests : PoolTestBase
     }
 
     [Test]
-    public async Task PauseTwice_AndResumeTwice_AreHarmless_AndSayWhetherTheyChangedAnything()
+    public async Task PauseTwice_AndResumeTwice_ThrowNamingThePool_AndLeaveTheStateAsItWas()
     {
-        var logs = new FakeLogCollector();
-        using var loggers = new LoggerFactory([new FakeLoggerProvider(logs)]);
-        var options = SmallPool(poolSize: 1);
-        var pool = CreatePool(Factory, options, loggerFactory: loggers);
+        var pool = CreatePool(Factory, SmallPool(poolSize: 1));
         await pool.WarmUpAsync().Within();
 
-        Assert.That(pool.Pause(), Is.True, "the first pause pauses");
-        Assert.That(pool.Pause(), Is.False, "the second finds it paused");
-        Assert.That(pool.GetSnapshot().IsPaused, Is.True);
+        pool.Pause();
+        Assert.That(() => pool.Pause(), Throws.InvalidOperationException.With.Message.EqualTo(
+            $"Channel pool '{pool.Name}' is already paused. Resume it first; check ChannelPoolSnapshot.IsPaused to pause only a running pool."));
+        Assert.That(pool.GetSnapshot().IsPaused, Is.True, "the refused pause leaves it paused");
         Assert.That(pool.GetSnapshot().ToString(), Does.EndWith(", paused"));
-        Assert.That(pool.Resume(), Is.True, "the first resume resumes");
-        Assert.That(pool.Resume(), Is.False, "the second finds it running");
-        Assert.That(pool.GetSnapshot().IsPaused, Is.False);
-        Assert.That(
-            logs.GetSnapshot().Where(r => r.Id.Id == 22).Select(r => r.Message),
-            Is.EqualTo(new[]
-            {
-                $"Channel pool '{pool.Name}' was asked to pause and was already paused; nothing changed.",
-                $"Channel pool '{pool.Name}' was asked to resume and was already running; nothing changed.",
-            }),
-            "each repeat is logged, naming the pool");
+
+        pool.Resume();
+        Assert.That(() => pool.Resume(), Throws.InvalidOperationException.With.Message.EqualTo(
+            $"Channel pool '{pool.Name}' is not paused, so it cannot be resumed. Check ChannelPoolSnapshot.IsPaused to resume only a paused pool."));
+        Assert.That(pool.GetSnapshot().IsPaused, Is.False, "the refused resume leaves it running");
         await using var lease = await pool.AcquireAsync().Within();
     }
 
