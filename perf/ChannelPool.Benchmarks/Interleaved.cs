@@ -24,7 +24,7 @@ internal static class Interleaved
         var objectPool = new DefaultObjectPool<BenchChannel>(new DefaultPooledObjectPolicy<BenchChannel>(), BenchPools.PoolSize);
         var lockQueue = new LockQueuePool(BenchPools.PoolSize);
         using var pool = BenchPools.CreateWarm();
-        using var adaptive = BenchPools.CreateWarm(IdleTargetMode.Adaptive);
+        using var adaptive = BenchPools.CreateWarm(idleTarget: IdleTargetMode.Adaptive);
         (string Name, Action Loop)[] contenders =
         [
             ("DefaultObjectPool Get+Return (floor)", () => Floor(objectPool)),

@@ -61,8 +61,9 @@ internal static class BenchPools
     public const int PoolSize = 64;
 
     /// <summary>A warm pool whose channels outlive the run, so only lease and release are measured.</summary>
+    /// <param name="leakDetectionThreshold">Turns leak detection on; off (the default) unless set.</param>
     /// <param name="idleTarget">Fixed (the default) or adaptive.</param>
-    public static DefaultChannelPool<BenchChannel> CreateWarm(IdleTargetMode idleTarget = IdleTargetMode.Fixed)
+    public static DefaultChannelPool<BenchChannel> CreateWarm(TimeSpan? leakDetectionThreshold = null, IdleTargetMode idleTarget = IdleTargetMode.Fixed)
     {
         var pool = new DefaultChannelPool<BenchChannel>(
             new BenchChannelFactory(),
@@ -72,6 +73,7 @@ internal static class BenchPools
                 PoolSize = PoolSize,
                 MaxChannels = 126,
                 ChannelLifetime = TimeSpan.FromHours(12),
+                LeakDetectionThreshold = leakDetectionThreshold,
                 IdleTarget = { Mode = idleTarget },
             });
         pool.WarmUpAsync().GetAwaiter().GetResult();

@@ -2,7 +2,7 @@ using BenchmarkDotNet.Running;
 using ChannelPool.Benchmarks;
 
 // Run all:    dotnet run -c Release --project perf/ChannelPool.Benchmarks -- --filter '*'
-// One class:  dotnet run -c Release --project perf/ChannelPool.Benchmarks -- --filter '*Uncontended*'
+// One class:  dotnet run -c Release --project perf/ChannelPool.Benchmarks -- --filter '*Uncontended*'   (or '*Contended*', '*Wait*', '*LeakDetection*')
 // Interleaved (for a shared, busy machine): dotnet run -c Release --project perf/ChannelPool.Benchmarks -- interleaved [threads]
 if (args is ["interleaved", ..])
 {

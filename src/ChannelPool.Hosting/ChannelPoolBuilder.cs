@@ -33,8 +33,8 @@ public sealed class ChannelPoolBuilder<TChannel>
     {
         var path = sectionPath ?? $"ChannelPool:Pools:{Name}";
 
-        // Options that follow others (RefillThreshold, CleanupInterval, LeaseMode) are null until set, and the binder
-        // leaves a null the section does not name alone, so they keep following their defaults.
+        // Options that follow others (RefillThreshold, CleanupInterval, IdleTimeout, LeaseMode) are null until set, and
+        // the binder leaves a null the section does not name alone, so they keep following their defaults.
         Services.AddOptions<ChannelPoolOptions>(Name).BindConfiguration(path);
         Services.AddOptions<ChannelPoolStartupOptions>(Name).BindConfiguration($"{path}:Startup");
         return this;

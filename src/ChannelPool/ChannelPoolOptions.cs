@@ -65,9 +65,25 @@ public sealed class ChannelPoolOptions
     /// <summary>
     /// Gets or sets how often the cleanup timer closes expired and unusable idle channels. <see langword="null"/>, the
     /// default, follows <see cref="ChannelLifetime"/>: half of it less two seconds (43 s for 90 s, as in the original),
-    /// but never less than a quarter of it, worked out when the pool is created or reconfigured.
+    /// but never less than a quarter of it, nor longer than an <see cref="IdleTimeout"/> that is set, worked out when the
+    /// pool is created or reconfigured.
     /// </summary>
     public TimeSpan? CleanupInterval { get; set; }
+
+    /// <summary>
+    /// Gets or sets how long a channel may sit idle before the cleanup timer closes it, while more channels idle than
+    /// the pool keeps ready (its idle target: <see cref="PoolSize"/> when fixed, what an adaptive
+    /// <see cref="IdleTarget"/> decided when adaptive): after a burst, the channels it opened close again instead of
+    /// living to the end of their <see cref="ChannelLifetime"/>. <see langword="null"/>, the default, means half of
+    /// <see cref="ChannelLifetime"/> (45 s for 90 s), worked out when the pool is created or reconfigured;
+    /// <see cref="Timeout.InfiniteTimeSpan"/> turns it off.
+    /// </summary>
+    /// <remarks>
+    /// The timer checks at every <see cref="CleanupInterval"/>, so a channel closes between this long and this long
+    /// plus one cleanup interval after its last release. A <see cref="CleanupInterval"/> left to its default is never
+    /// longer than this. Channels idle longest close first; the most recently used stay, as the idle order wants.
+    /// </remarks>
+    public TimeSpan? IdleTimeout { get; set; }
 
     /// <summary>
     /// Gets or sets what release does with a channel. <see langword="null"/>, the default, means
@@ -105,6 +121,42 @@ public sealed class ChannelPoolOptions
     /// <see cref="Timeout.InfiniteTimeSpan"/> waits without limit. Defaults to 30 seconds.
     /// </summary>
     public TimeSpan AcquireTimeout { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>
+    /// Gets or sets how long a lease may be held before the pool logs it as a probable leak, with the stack of the code
+    /// that acquired it, and counts it on <c>channelpool.channel.leaks</c>. <see langword="null"/>, the default, turns
+    /// detection off: the acquiring stack is then never captured, and leasing costs nothing extra.
+    /// </summary>
+    /// <remarks>
+    /// A leaked lease is logged once, when found, and once more if it comes back. Found within a quarter of the
+    /// threshold (at most 10 s) after it passes it. With detection on, every lease captures its caller's stack, which
+    /// costs about 13 µs and 6 KB per lease (docs/performance.md): set it where exhaustion needs explaining, not
+    /// everywhere by habit.
+    /// </remarks>
+    public TimeSpan? LeakDetectionThreshold { get; set; }
+
+    /// <summary>
+    /// Gets or sets what an acquire does while the pool is paused (<see cref="DefaultChannelPool{TChannel}.Pause"/>).
+    /// Defaults to <see cref="PausedAcquireMode.Fail"/>: it throws <see cref="ChannelPoolUnavailableException"/> at
+    /// once, saying the pool is paused.
+    /// </summary>
+    public PausedAcquireMode AcquireWhilePaused { get; set; } = PausedAcquireMode.Fail;
+
+    /// <summary>
+    /// Gets or sets the rule that says an error means every channel opened so far is suspect: for example the service's
+    /// certificate changed, or it restarted and forgot its security sessions. It is asked about the error of every failed
+    /// open attempt, and of every channel that comes back broken or unusable with an error
+    /// (<see cref="ChannelLease{TChannel}.MarkBroken(Exception)"/>, or the factory's
+    /// <see cref="IPooledChannelFactory{TChannel}.GetFailure"/>). When it says yes, the pool clears: every channel opened
+    /// before that failure retires, as <see cref="DefaultChannelPool{TChannel}.ClearAsync"/> does. <see langword="null"/>,
+    /// the default, clears on no error; the WCF adapter uses its own rule for null (see
+    /// <c>ChannelPool.ServiceModel.FatalErrors</c>).
+    /// </summary>
+    /// <remarks>
+    /// It runs on the thread that saw the error, so keep it cheap. A rule that throws is logged as an error naming the
+    /// pool, and the error is taken as not fatal. Code only: configuration cannot bind it.
+    /// </remarks>
+    public Func<Exception, bool>? IsFatalError { get; set; }
 
     /// <summary>
     /// Gets or sets how many opens may be in flight at once. Defaults to 4. Opens never take the pool above
@@ -178,6 +230,7 @@ public sealed class ChannelPoolOptions
         ChannelLifetime = other.ChannelLifetime;
         LifetimeJitter = other.LifetimeJitter;
         CleanupInterval = other.CleanupInterval;
+        IdleTimeout = other.IdleTimeout;
         LeaseMode = other.LeaseMode;
         IdleOrder = other.IdleOrder;
         MaxLeasesPerChannel = other.MaxLeasesPerChannel;
@@ -185,6 +238,9 @@ public sealed class ChannelPoolOptions
         MaxConcurrentOpens = other.MaxConcurrentOpens;
         CloseTimeout = other.CloseTimeout;
         DrainTimeout = other.DrainTimeout;
+        LeakDetectionThreshold = other.LeakDetectionThreshold;
+        AcquireWhilePaused = other.AcquireWhilePaused;
+        IsFatalError = other.IsFatalError;
         IdleTarget = new IdleTargetOptions(other.IdleTarget);
         Resilience = other.Resilience;
         OpenPipeline = other.OpenPipeline;

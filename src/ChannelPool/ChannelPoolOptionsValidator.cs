@@ -17,6 +17,8 @@ namespace ChannelPool;
 /// </remarks>
 public sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOptions>
 {
+    private static readonly TimeSpan MaxLeakDetectionThreshold = TimeSpan.FromDays(1);
+
     /// <summary>Checks <paramref name="options"/>.</summary>
     /// <param name="name">The options' name; the pool's name when <see cref="ChannelPoolOptions.Name"/> is not set.</param>
     /// <param name="options">The options to check.</param>
@@ -48,10 +50,31 @@ public sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOp
             failures.Add(nameof(options.CleanupInterval), $"must be greater than zero and at most ChannelLifetime ({options.ChannelLifetime})", cleanup);
         }
 
+        if (options.IdleTimeout is { } idle && idle != Timeout.InfiniteTimeSpan && (idle <= TimeSpan.Zero || idle > options.ChannelLifetime))
+        {
+            failures.Add(
+                nameof(options.IdleTimeout),
+                $"must be greater than zero and at most ChannelLifetime ({options.ChannelLifetime}), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends",
+                idle);
+        }
+
+        if (options.LeakDetectionThreshold is { } leak && (leak <= TimeSpan.Zero || leak > MaxLeakDetectionThreshold))
+        {
+            failures.Add(
+                nameof(options.LeakDetectionThreshold),
+                $"must be greater than zero and at most {MaxLeakDetectionThreshold} when it is set; leave it unset (null) to turn leak detection off",
+                leak);
+        }
+
         // Not annotations: the binder and casts can produce values outside an enum, and the message names the choices.
         if (options.LeaseMode is { } mode && !Enum.IsDefined(mode))
         {
             failures.Add(nameof(options.LeaseMode), "must be Reuse or SingleUse", mode);
+        }
+
+        if (!Enum.IsDefined(options.AcquireWhilePaused))
+        {
+            failures.Add(nameof(options.AcquireWhilePaused), "must be Fail or Wait", options.AcquireWhilePaused);
         }
 
         if (!Enum.IsDefined(options.IdleOrder))

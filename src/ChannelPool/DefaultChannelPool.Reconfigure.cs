@@ -25,8 +25,10 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// past their new deadline are evicted at their next lease, release or cleanup.</item>
     /// <item>An adaptive <see cref="ChannelPoolOptions.IdleTarget"/> keeps its target and its memory of demand through a
     /// reload, within the new bounds; switching to it starts the target at <see cref="ChannelPoolOptions.PoolSize"/>.</item>
-    /// <item>Timeouts, <see cref="ChannelPoolOptions.LeaseMode"/>, <see cref="ChannelPoolOptions.MaxConcurrentOpens"/> and
-    /// <see cref="ChannelPoolOptions.CleanupInterval"/> apply to what happens next.</item>
+    /// <item>Timeouts (<see cref="ChannelPoolOptions.IdleTimeout"/> included), <see cref="ChannelPoolOptions.LeaseMode"/>,
+    /// <see cref="ChannelPoolOptions.MaxConcurrentOpens"/>, <see cref="ChannelPoolOptions.CleanupInterval"/>,
+    /// <see cref="ChannelPoolOptions.AcquireWhilePaused"/> and <see cref="ChannelPoolOptions.IsFatalError"/> apply to what
+    /// happens next; <see cref="ChannelPoolOptions.LeakDetectionThreshold"/> to leases that begin from now on.</item>
     /// <item><see cref="ChannelPoolOptions.Name"/>, <see cref="ChannelPoolOptions.Resilience"/> and
     /// <see cref="ChannelPoolOptions.OpenPipeline"/> shape the pool's identity and open pipeline, and keep their
     /// original values until the pool is recreated.</item>
@@ -54,6 +56,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         var opens = _state.Reconfigure(settings);
         _clock.Follow(settings.ChannelLifetime);
         _cleanupTimer.Change(settings.CleanupInterval, settings.CleanupInterval);
+        WatchForLeaks(settings.LeakDetectionThreshold);
         RescheduleIdleTarget(settings);
         Log.PoolReconfigured(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);
         StartOpens(opens);

@@ -22,7 +22,8 @@ namespace ChannelPool;
 /// leasing (<c>Leasing/</c>, where acquire → lease → release reads top to bottom), opening and refilling
 /// (<c>Opening/</c>), eviction (<c>Eviction/</c>), draining (<c>Draining/</c>) and following the open pipeline's breaker
 /// (<c>Resilience/</c>). The lease and release fast paths hold the gate for a few instructions and read no precise clock
-/// (see <see cref="PoolClock"/>).
+/// (see <see cref="PoolClock"/>). The controls have their own files: clearing (<c>Clearing/</c>), pausing
+/// (<c>Pausing/</c>), leak detection (<c>LeakDetection/</c>); the idle timeout is part of eviction.
 /// </para>
 /// <para>Every member is safe to call from any thread.</para>
 /// </remarks>
@@ -39,6 +40,7 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
     private readonly PoolClock _clock;
     private readonly ITimer _cleanupTimer;
     private readonly ITimer _resumeTimer;
+    private readonly ITimer _leakTimer;
     private readonly ITimer _idleTargetTimer;
     private readonly CancellationTokenSource _shutdown = new();
 
@@ -94,6 +96,9 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
             static state => ((DefaultChannelPool<TChannel>)state!).ResumeOpens(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         _cleanupTimer = _timeProvider.CreateTimer(
             static state => ((DefaultChannelPool<TChannel>)state!).RunCleanup(), this, settings.CleanupInterval, settings.CleanupInterval);
+        _leakTimer = _timeProvider.CreateTimer(
+            static state => ((DefaultChannelPool<TChannel>)state!).FindLeaks(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        WatchForLeaks(settings.LeakDetectionThreshold);
         _idleTargetTimer = CreateIdleTargetTimer(settings);
 
         Log.PoolCreated(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);

@@ -23,23 +23,43 @@ internal sealed record PoolSettings(
     TimeSpan BreakDuration,
     IdleTargetSettings IdleTarget)
 {
-    public static PoolSettings From(ChannelPoolOptions options) => new(
-        options.PoolSize,
-        options.MaxChannels,
-        options.RefillThreshold ?? DefaultRefillThreshold(options.PoolSize),
-        options.ChannelLifetime,
-        options.LifetimeJitter,
-        options.CleanupInterval ?? DefaultCleanupInterval(options.ChannelLifetime),
-        options.LeaseMode ?? LeaseMode.Reuse,
-        options.IdleOrder,
-        options.MaxLeasesPerChannel,
-        options.AcquireTimeout,
-        options.MaxConcurrentOpens,
-        options.CloseTimeout,
-        options.DrainTimeout,
-        options.Resilience.Retry.Delay,
-        options.Resilience.CircuitBreaker.BreakDuration,
-        IdleTargetFrom(options));
+    /// <summary>Gets how long a channel above the idle target may idle; <see cref="Timeout.InfiniteTimeSpan"/> when off.</summary>
+    public TimeSpan IdleTimeout { get; init; } = Timeout.InfiniteTimeSpan;
+
+    /// <summary>Gets how long a lease may be held before it is reported; <see langword="null"/> when detection is off.</summary>
+    public TimeSpan? LeakDetectionThreshold { get; init; }
+
+    public PausedAcquireMode AcquireWhilePaused { get; init; }
+
+    public Func<Exception, bool>? IsFatalError { get; init; }
+
+    public static PoolSettings From(ChannelPoolOptions options)
+    {
+        var idleTimeout = options.IdleTimeout ?? DefaultIdleTimeout(options.ChannelLifetime);
+        return new(
+            options.PoolSize,
+            options.MaxChannels,
+            options.RefillThreshold ?? DefaultRefillThreshold(options.PoolSize),
+            options.ChannelLifetime,
+            options.LifetimeJitter,
+            options.CleanupInterval ?? DefaultCleanupInterval(options.ChannelLifetime, idleTimeout),
+            options.LeaseMode ?? LeaseMode.Reuse,
+            options.IdleOrder,
+            options.MaxLeasesPerChannel,
+            options.AcquireTimeout,
+            options.MaxConcurrentOpens,
+            options.CloseTimeout,
+            options.DrainTimeout,
+            options.Resilience.Retry.Delay,
+            options.Resilience.CircuitBreaker.BreakDuration,
+            IdleTargetFrom(options))
+        {
+            IdleTimeout = idleTimeout,
+            LeakDetectionThreshold = options.LeakDetectionThreshold,
+            AcquireWhilePaused = options.AcquireWhilePaused,
+            IsFatalError = options.IsFatalError,
+        };
+    }
 
     /// <summary>
     /// The idle target's settings: the window follows the channel lifetime, the half-life is a third of the window, and
@@ -72,11 +92,18 @@ internal sealed record PoolSettings(
     /// <summary>Half the pool size, as the original's refill trigger.</summary>
     public static int DefaultRefillThreshold(int poolSize) => poolSize / 2;
 
-    /// <summary>Half the lifetime less two seconds (43 s for 90 s, as the original), but never less than a quarter of it.</summary>
-    public static TimeSpan DefaultCleanupInterval(TimeSpan lifetime)
+    /// <summary>
+    /// Half the lifetime less two seconds (43 s for 90 s, as the original), but never less than a quarter of it; and never
+    /// longer than the idle timeout, so a channel idle past it closes within twice the timeout.
+    /// </summary>
+    public static TimeSpan DefaultCleanupInterval(TimeSpan lifetime, TimeSpan idleTimeout)
     {
         var halfLessTwo = lifetime / 2 - TimeSpan.FromSeconds(2);
         var quarter = lifetime / 4;
-        return halfLessTwo > quarter ? halfLessTwo : quarter;
+        var interval = halfLessTwo > quarter ? halfLessTwo : quarter;
+        return idleTimeout != Timeout.InfiniteTimeSpan && idleTimeout < interval ? idleTimeout : interval;
     }
+
+    /// <summary>Half the lifetime: a channel idle that long is left over from a burst, not part of the steady load.</summary>
+    public static TimeSpan DefaultIdleTimeout(TimeSpan lifetime) => lifetime / 2;
 }

@@ -79,6 +79,11 @@ public class ConfigurationTests
         yield return Case("Startup:WaitForReadyChannels", "-1", "Channel pool 'orders': Startup.WaitForReadyChannels must be at least 0; it was -1.");
         yield return Case("Startup:WaitForReadyChannels", "51", "Channel pool 'orders': Startup.WaitForReadyChannels must be at most PoolSize (50); it was 51.");
         yield return Case("PoolSize", "lots", "Failed to convert configuration value 'lots' at 'ChannelPool:Pools:orders:PoolSize' to type 'System.Int32'.");
+        yield return Case("IdleTimeout", "00:00:00", "Channel pool 'orders': IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was 00:00:00.");
+        yield return Case("IdleTimeout", "-00:00:05", "Channel pool 'orders': IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was -00:00:05.");
+        yield return Case("LeakDetectionThreshold", "00:00:00", "Channel pool 'orders': LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was 00:00:00.");
+        yield return Case("LeakDetectionThreshold", "-00:01:00", "Channel pool 'orders': LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was -00:01:00.");
+        yield return Case("AcquireWhilePaused", "Sometimes", "Failed to convert configuration value 'Sometimes' at 'ChannelPool:Pools:orders:AcquireWhilePaused' to type 'ChannelPool.PausedAcquireMode'.");
     }
 
     [TestCaseSource(nameof(BadConfiguration))]

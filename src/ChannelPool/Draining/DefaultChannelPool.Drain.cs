@@ -43,6 +43,7 @@ public sealed partial class DefaultChannelPool<TChannel>
             Log.DrainStarted(_logger, Name, start.Idle.Count, start.Leased, settings.DrainTimeout);
             _cleanupTimer.Dispose();
             _resumeTimer.Dispose();
+            _leakTimer.Dispose();
             _idleTargetTimer.Dispose();
             _clock.Dispose();
             await _shutdown.CancelAsync().ConfigureAwait(false);

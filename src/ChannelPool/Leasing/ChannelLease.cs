@@ -48,6 +48,22 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
     /// <exception cref="InvalidOperationException">The lease was already released, or was never acquired.</exception>
     public void MarkBroken() => EnsureActive().IsBroken = true;
 
+    /// <summary>
+    /// Marks the channel broken because a call on it failed with <paramref name="error"/>, as <see cref="MarkBroken()"/>
+    /// does; and if the pool's <see cref="ChannelPoolOptions.IsFatalError"/> rule calls the error fatal, the release
+    /// clears the pool: every channel opened before this one retires.
+    /// </summary>
+    /// <param name="error">What the call on the channel threw.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="error"/> is null.</exception>
+    /// <exception cref="InvalidOperationException">The lease was already released, or was never acquired.</exception>
+    public void MarkBroken(Exception error)
+    {
+        ArgumentNullException.ThrowIfNull(error);
+        var entry = EnsureActive();
+        entry.Failure = error;
+        entry.IsBroken = true;
+    }
+
     /// <summary>Gives the channel back to the pool. Calling it again does nothing.</summary>
     public void Release() => _entry?.Pool.Release(_entry, _slot, _version);
 

@@ -90,7 +90,7 @@ public sealed partial class DefaultChannelPool<TChannel>
                 continue;
             }
 
-            var reason = entry.EvictAfter <= _clock.Now ? EvictionReason.LifetimeExpired
+            var reason = entry.EvictAfter <= _clock.Now ? entry.ExpiredReason
                 : !IsUsable(entry) ? EvictionReason.Unusable
                 : (EvictionReason?)null;
             if (reason is null)
@@ -118,9 +118,13 @@ public sealed partial class DefaultChannelPool<TChannel>
 
         foreach (var (waiter, slot) in joiners)
         {
-            waiter.Complete(BeginLease(entry, slot, waiter.WaitStartedAt));
+            CompleteWaiter(waiter, entry, slot);
         }
     }
+
+    /// <summary>Hands a waiter the slot the state gave it: the lease starts on its behalf, with its wait and its stack.</summary>
+    private void CompleteWaiter(Waiter<TChannel> waiter, PooledChannel<TChannel> entry, int slot) =>
+        waiter.Complete(BeginLease(entry, slot, waiter.WaitStartedAt, waiter.AcquiredAt));
 
     private ValueTask<ChannelLease<TChannel>> WaitAsync(long waitStartedAt, CancellationToken cancellationToken)
     {
@@ -149,7 +153,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     private Waiter<TChannel> RentWaiter(bool blocking, long waitStartedAt, CancellationToken cancellationToken)
     {
         var waiter = _waiterPool.Get();
-        waiter.Prepare(blocking, waitStartedAt, _state.Settings.AcquireTimeout, _timeProvider, cancellationToken);
+        waiter.Prepare(blocking, waitStartedAt, _state.Settings.AcquireTimeout, _timeProvider, CaptureAcquiringStack(), cancellationToken);
         return waiter;
     }
 
@@ -176,6 +180,9 @@ public sealed partial class DefaultChannelPool<TChannel>
                 case EnqueueKind.Refused:
                     waiter.Recycle();
                     throw new ChannelPoolUnavailableException(Name, outcome.Snapshot, outcome.RetryAfter, Volatile.Read(ref _lastOpenError));
+                case EnqueueKind.Paused:
+                    waiter.Recycle();
+                    throw new ChannelPoolUnavailableException(Name, outcome.Snapshot);
             }
 
             // A channel was released between the fast path and the gate: take it instead of waiting.
@@ -211,12 +218,18 @@ public sealed partial class DefaultChannelPool<TChannel>
 
     internal void ReturnWaiter(Waiter<TChannel> waiter) => _waiterPool.Return(waiter);
 
-    /// <summary>Starts the lease of <paramref name="slot"/>, which the state already claimed under its gate.</summary>
-    private ChannelLease<TChannel> BeginLease(PooledChannel<TChannel> entry, int slot, long waitStartedAt)
+    /// <summary>
+    /// Starts the lease of <paramref name="slot"/>, which the state already claimed under its gate. With leak detection
+    /// on, the lease is watched, with <paramref name="acquiredAt"/> (a waiter's stack) or the calling thread's own.
+    /// </summary>
+    private ChannelLease<TChannel> BeginLease(PooledChannel<TChannel> entry, int slot, long waitStartedAt, System.Diagnostics.StackTrace? acquiredAt = null)
     {
+        // The slot is ours alone until we release it; its version was written under the gate when it was claimed or freed.
+        ref var lease = ref entry.SlotAt(slot);
         var startedAt = NotMeasured;
         var measureUse = _metrics.UseTimeEnabled;
-        if (measureUse || waitStartedAt != NotMeasured)
+        var watchLeaks = _leakThreshold != 0;
+        if (measureUse || waitStartedAt != NotMeasured || watchLeaks)
         {
             var now = _timeProvider.GetTimestamp();
             if (waitStartedAt != NotMeasured)
@@ -224,11 +237,13 @@ public sealed partial class DefaultChannelPool<TChannel>
                 _metrics.RecordWaitTime(_timeProvider.GetElapsedTime(waitStartedAt, now));
             }
 
-            startedAt = measureUse ? now : NotMeasured;
+            startedAt = measureUse || watchLeaks ? now : NotMeasured;
+            if (watchLeaks)
+            {
+                Watch(ref lease, acquiredAt, now);
+            }
         }
 
-        // The slot is ours alone until we release it; its version was written under the gate when it was claimed or freed.
-        ref var lease = ref entry.SlotAt(slot);
         lease.StartedAt = startedAt;
         return new ChannelLease<TChannel>(entry, slot, lease.Version);
     }
@@ -245,37 +260,65 @@ public sealed partial class DefaultChannelPool<TChannel>
         EvictionReason? reason = entry.IsBroken ? EvictionReason.Broken
             : !IsUsable(entry) ? EvictionReason.Unusable
             : null;
-        var leaseStartedAt = entry.SlotAt(slot).StartedAt;
+        if (entry.SlotAt(slot).StartedAt != NotMeasured)
+        {
+            ReleaseMeasured(entry, slot, version, reason);
+            return;
+        }
+
         var outcome = _state.Release(entry, slot, version, reason);
-        if (outcome.Kind == ReleaseKind.Kept && leaseStartedAt == NotMeasured)
+        if (outcome.Kind is not (ReleaseKind.Kept or ReleaseKind.Stale))
+        {
+            ActOnRelease(entry, slot, outcome);
+        }
+    }
+
+    /// <summary>
+    /// A release whose lease was timed (use time) or watched (leak detection); out of line, so the common release does
+    /// not carry what only these need across the state's transition.
+    /// </summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private void ReleaseMeasured(PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason)
+    {
+        // Read before the state frees the slot: from then on the slot's next lease may overwrite them.
+        ref var lease = ref entry.SlotAt(slot);
+        var leaseStartedAt = lease.StartedAt;
+        var watch = lease.Watch;
+        var outcome = _state.Release(entry, slot, version, reason);
+        if (outcome.Kind == ReleaseKind.Stale)
         {
             return;
         }
 
-        if (outcome.Kind != ReleaseKind.Stale)
+        _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt));
+        if (watch is not null)
         {
-            ActOnRelease(entry, slot, leaseStartedAt, outcome);
+            EndWatch(entry, watch);
+        }
+
+        if (outcome.Kind != ReleaseKind.Kept)
+        {
+            ActOnRelease(entry, slot, outcome);
         }
     }
 
     /// <summary>What a release leaves to do outside the gate; out of line, so the common release stays small.</summary>
     [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
-    private void ActOnRelease(PooledChannel<TChannel> entry, int slot, long leaseStartedAt, PoolState<TChannel>.ReleaseOutcome outcome)
+    private void ActOnRelease(PooledChannel<TChannel> entry, int slot, PoolState<TChannel>.ReleaseOutcome outcome)
     {
-        if (leaseStartedAt != NotMeasured)
-        {
-            _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt));
-        }
-
         switch (outcome.Kind)
         {
             case ReleaseKind.HandedOver:
-                var waiter = outcome.Waiter!;
-                waiter.Complete(BeginLease(entry, slot, waiter.WaitStartedAt));
+                CompleteWaiter(outcome.Waiter!, entry, slot);
                 break;
             case ReleaseKind.Evicted:
                 QueueClose(entry, outcome.Reason);
                 break;
+        }
+
+        if (outcome.Kind is (ReleaseKind.Evicted or ReleaseKind.Left) && outcome.Reason is (EvictionReason.Broken or EvictionReason.Unusable))
+        {
+            ClearIfFatal(entry.Generation, entry.Failure ?? GetFailure(entry));
         }
 
         StartOpens(outcome.Opens);

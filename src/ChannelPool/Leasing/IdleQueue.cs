@@ -75,6 +75,20 @@ internal sealed class IdleQueue<TChannel>
         return copy;
     }
 
+    /// <summary>Says whether any idle entry matches; allocates nothing, for the invariant check on every transition.</summary>
+    public bool Any<TState>(Func<PooledChannel<TChannel>, TState, bool> match, TState state)
+    {
+        for (var i = 0; i < Count; i++)
+        {
+            if (match(_slots[(_head + i) % _slots.Length].Entry!, state))
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
     /// <summary>Removes, keeping the order of the rest, every entry <paramref name="remove"/> selects.</summary>
     /// <returns>The removed entries.</returns>
     public List<PooledChannel<TChannel>> RemoveAll(Func<PooledChannel<TChannel>, bool> remove)

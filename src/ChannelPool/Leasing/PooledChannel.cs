@@ -17,11 +17,12 @@ internal sealed class PooledChannel<TChannel>
     /// <summary>Slot 0: the only slot of an unshared channel, the first of a shared one.</summary>
     internal LeaseSlot FirstSlot;
 
-    public PooledChannel(DefaultChannelPool<TChannel> pool, long id, TChannel channel, long openedAt, double jitterDraw, int slots)
+    public PooledChannel(DefaultChannelPool<TChannel> pool, long id, TChannel channel, long generation, long openedAt, double jitterDraw, int slots)
     {
         Pool = pool;
         Id = id;
         Channel = channel;
+        Generation = generation;
         OpenedAt = openedAt;
         JitterDraw = jitterDraw;
         Shared = slots > 1 ? new SharedSlots(slots) : null;
@@ -32,6 +33,12 @@ internal sealed class PooledChannel<TChannel>
     public long Id { get; }
 
     public TChannel Channel { get; }
+
+    /// <summary>
+    /// Gets the pool's clear generation when this channel's open began: a clear retires every channel of an earlier one,
+    /// so an open already under way when the pool was cleared is retired as it lands.
+    /// </summary>
+    public long Generation { get; }
 
     /// <summary>Gets the <see cref="TimeProvider.GetTimestamp"/> value when the channel finished opening.</summary>
     public long OpenedAt { get; }
@@ -64,8 +71,30 @@ internal sealed class PooledChannel<TChannel>
     public void ScheduleExpiry(long lifetime, double jitter, long resolution)
     {
         ExpiresAt = OpenedAt + lifetime - (long)(lifetime * jitter * JitterDraw);
-        EvictAfter = ExpiresAt - resolution;
+        EvictAfter = IsRetired ? long.MinValue : ExpiresAt - resolution;
     }
+
+    /// <summary>
+    /// Gets whether a clear retired this channel while it was leased: it is evicted when its lease ends. Set under the
+    /// pool state's gate.
+    /// </summary>
+    public bool IsRetired { get; private set; }
+
+    /// <summary>Gets why this channel counts as expired: a clear retired it, or its lifetime ended.</summary>
+    public EvictionReason ExpiredReason => IsRetired ? EvictionReason.Cleared : EvictionReason.LifetimeExpired;
+
+    /// <summary>
+    /// Retires the channel: it expires now. The lease and release paths already compare <see cref="EvictAfter"/> with
+    /// the clock, so a cleared channel costs them no check of its own. Called under the pool state's gate.
+    /// </summary>
+    public void Retire()
+    {
+        IsRetired = true;
+        EvictAfter = long.MinValue;
+    }
+
+    /// <summary>Gets or sets when the channel last went idle, on the pool's cached clock. Written under the gate.</summary>
+    public long IdleSince { get; set; }
 
     /// <summary>
     /// Gets or sets whether the channel was evicted: it has left the pool for good and is being closed. Set once,
@@ -76,6 +105,9 @@ internal sealed class PooledChannel<TChannel>
 
     /// <summary>Gets or sets whether a holder marked the channel broken. Reset when it is leased from idle.</summary>
     public bool IsBroken { get; set; }
+
+    /// <summary>Gets or sets the error a holder marked the channel broken with, for the pool's fatal-error rule.</summary>
+    public Exception? Failure { get; set; }
 
     /// <summary>Gets or sets why the channel was evicted; set once it leaves the idle and leased states.</summary>
     public EvictionReason EvictionReason { get; set; }
@@ -103,8 +135,17 @@ internal sealed class PooledChannel<TChannel>
         /// </summary>
         public int Version;
 
-        /// <summary>The precise timestamp the slot's lease started, or <c>NotMeasured</c> when use time is not measured.</summary>
+        /// <summary>
+        /// The precise timestamp the slot's lease started, or <c>NotMeasured</c> when neither use time nor leaks are
+        /// measured.
+        /// </summary>
         public long StartedAt;
+
+        /// <summary>
+        /// The leak watch of the slot's lease, with the stack that acquired it; set only while leak detection is on, so
+        /// it may be left over from an earlier lease (already returned) once detection is turned off.
+        /// </summary>
+        public LeaseWatch? Watch;
     }
 
     /// <summary>What only a channel that carries several leases at once needs. Changed only under the gate.</summary>

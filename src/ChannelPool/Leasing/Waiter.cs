@@ -44,14 +44,18 @@ internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>
 
     public CancellationToken CallerToken { get; private set; }
 
+    /// <summary>Gets the stack of the caller, captured while leak detection is on, for the lease this wait ends in.</summary>
+    public System.Diagnostics.StackTrace? AcquiredAt { get; private set; }
+
     public short Version => _core.Version;
 
     /// <summary>Readies a (possibly recycled) waiter. The acquire timeout starts counting here, before the caller queues.</summary>
-    public void Prepare(bool blocking, long waitStartedAt, TimeSpan timeout, TimeProvider timeProvider, CancellationToken cancellationToken)
+    public void Prepare(bool blocking, long waitStartedAt, TimeSpan timeout, TimeProvider timeProvider, System.Diagnostics.StackTrace? acquiredAt, CancellationToken cancellationToken)
     {
         _core.Reset();
         IsBlocking = blocking;
         WaitStartedAt = waitStartedAt;
+        AcquiredAt = acquiredAt;
         CallerToken = cancellationToken;
         _blockingResult = default;
         _blockingError = null;
@@ -169,6 +173,7 @@ internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>
         }
 
         CallerToken = default;
+        AcquiredAt = null;
         _pool.ReturnWaiter(this);
     }
 }

@@ -71,7 +71,7 @@ public sealed partial class DefaultChannelPool<TChannel>
 
         // Continuing on the captured context keeps retries and their delays on the low-priority worker.
         var context = ResilienceContextPool.Shared.Get(OpenOperationKey, continueOnCapturedContext: true, _shutdown.Token);
-        (TChannel Channel, long Id) opened;
+        (TChannel Channel, long Id, long Generation) opened;
         try
         {
             opened = await _openPipeline.ExecuteAsync(
@@ -89,13 +89,17 @@ public sealed partial class DefaultChannelPool<TChannel>
 
         var openTime = _timeProvider.GetElapsedTime(startedAt);
         _metrics.RecordCreateTime(openTime);
-        OnOpenSucceeded(opened.Channel, opened.Id, openTime);
+        OnOpenSucceeded(opened.Channel, opened.Id, opened.Generation, openTime);
     }
 
-    /// <summary>One attempt: a span, the factory call, and the failure bookkeeping the breaker and error messages need.</summary>
-    private async ValueTask<(TChannel Channel, long Id)> OpenAttemptAsync(CancellationToken cancellationToken)
+    /// <summary>
+    /// One attempt: a span, the factory call, and the failure bookkeeping the breaker, error messages and the fatal-error
+    /// rule need. The attempt belongs to the clear generation in force when it begins.
+    /// </summary>
+    private async ValueTask<(TChannel Channel, long Id, long Generation)> OpenAttemptAsync(CancellationToken cancellationToken)
     {
         var id = Interlocked.Increment(ref _nextChannelId);
+        var generation = _state.Generation;
         using var activity = ChannelPoolTelemetry.ActivitySource.StartActivity(ChannelPoolTelemetry.OpenActivityName, ActivityKind.Client);
         activity?.SetTag(ChannelPoolTelemetry.PoolNameTag, Name);
         activity?.SetTag(ChannelPoolTelemetry.ChannelIdTag, id);
@@ -103,7 +107,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         {
             var channel = await _factory.OpenAsync(cancellationToken)
                 ?? throw new InvalidOperationException($"The channel factory {_factory.GetType().Name} of pool '{Name}' returned null from OpenAsync.");
-            return (channel, id);
+            return (channel, id, generation);
         }
         catch (Exception ex) when (!_shutdown.IsCancellationRequested)
         {
@@ -117,26 +121,28 @@ public sealed partial class DefaultChannelPool<TChannel>
             activity?.SetTag(ChannelPoolTelemetry.ErrorTypeTag, error.GetType().FullName);
             activity?.AddException(error);
             Log.OpenAttemptFailed(_logger, Name, error);
+            ClearIfFatal(generation, error);
             throw;
         }
     }
 
-    private void OnOpenSucceeded(TChannel channel, long id, TimeSpan openTime)
+    private void OnOpenSucceeded(TChannel channel, long id, long generation, TimeSpan openTime)
     {
         var entry = new PooledChannel<TChannel>(
-            this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble(), _state.Settings.MaxLeasesPerChannel);
+            this, id, channel, generation, _timeProvider.GetTimestamp(), Random.Shared.NextDouble(), _state.Settings.MaxLeasesPerChannel);
         var outcome = _state.Opened(entry, openTime);
-        if (outcome.Evicted)
+        if (outcome.Evicted is { } reason)
         {
-            // Finished after the drain began.
-            QueueClose(entry, EvictionReason.Shutdown);
+            // Finished after the drain began, or after a clear that came while it was opening.
+            QueueClose(entry, reason);
+            StartOpens(outcome.Opens);
             return;
         }
 
         if (outcome.Waiter is { } waiter)
         {
             _metrics.AwaitedOpen(1 + (outcome.Joiners?.Count ?? 0));
-            waiter.Complete(BeginLease(entry, slot: 0, waiter.WaitStartedAt));
+            CompleteWaiter(waiter, entry, slot: 0);
         }
 
         CompleteJoiners(entry, outcome.Joiners);

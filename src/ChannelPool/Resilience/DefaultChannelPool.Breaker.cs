@@ -73,7 +73,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <summary>The resume timer: lifts a pause that is over, or re-arms for what is left of a longer one.</summary>
     private void ResumeOpens()
     {
-        var (resumed, opens, runsOnFor) = _state.Resume();
+        var (resumed, opens, runsOnFor) = _state.ResumeOpens();
         if (runsOnFor is { } wait)
         {
             Log.ResumeDeferred(_logger, Name, wait);

@@ -26,13 +26,21 @@ namespace ChannelPool;
 /// (leased → idle, → the oldest waiter, or → evicted), <see cref="EvictLeased"/> and <see cref="LeaveUnused"/> (what the
 /// lease path found unfit), <see cref="Share"/>, <see cref="Enqueue"/> and <see cref="Abandon"/> for callers who wait,
 /// <see cref="WarmUp"/>, <see cref="Opened"/> and <see cref="OpenFailed"/> (opening → idle, leased, or nothing),
-/// <see cref="BreakerOpened"/>, <see cref="TakeWaitersRefusedByBreaker"/> and <see cref="Resume"/> for the breaker,
-/// <see cref="FollowDemand"/> for the adaptive idle target, <see cref="EvictIdle"/> for the cleanup timer,
-/// <see cref="Closed"/> (evicted → gone), <see cref="Reconfigure"/>, and <see cref="BeginDrain"/> and
-/// <see cref="EvictOutstandingLeases"/> for shutdown.
+/// <see cref="BreakerOpened"/>, <see cref="TakeWaitersRefusedByBreaker"/> and <see cref="ResumeOpens"/> for the breaker,
+/// <see cref="FollowDemand"/> for the adaptive idle target, <see cref="EvictIdle"/> and <see cref="TimeOutIdle"/> for the
+/// cleanup timer, <see cref="Closed"/> (evicted → gone),
+/// <see cref="Clear"/> and <see cref="ClearAfterFatalError"/> (every channel opened so far retires),
+/// <see cref="Pause"/> and <see cref="Resume"/> (idle ↔ parked), <see cref="Reconfigure"/>, and
+/// <see cref="BeginDrain"/> and <see cref="EvictOutstandingLeases"/> for shutdown.
+/// </para>
+/// <para>
+/// The transitions live in partial files by concern (<c>PoolState.Leasing.cs</c>, <c>.Opening.cs</c>,
+/// <c>.Breaker.cs</c>, <c>.IdleTarget.cs</c>, <c>.Eviction.cs</c>, <c>.Clearing.cs</c>, <c>.Pausing.cs</c>,
+/// <c>.Reconfigure.cs</c>, <c>.Draining.cs</c>); every field, the refill rule, the idle target and the invariant stay in this one, so what the
+/// gate guards is read in one place.
 /// </para>
 /// </remarks>
-internal sealed class PoolState<TChannel>
+internal sealed partial class PoolState<TChannel>
     where TChannel : class
 {
     private static readonly TimeSpan MinOpenBackoff = TimeSpan.FromMilliseconds(50);
@@ -49,7 +57,7 @@ internal sealed class PoolState<TChannel>
     // Everything below is guarded by _gate.
     private PoolGate _gate;
     private PoolSettings _settings;
-    private readonly IdleQueue<TChannel> _idle;
+    private IdleQueue<TChannel> _idle;
     private readonly WaiterQueue<TChannel> _waiters = new();
     private readonly SharedLeases<TChannel> _shared = new();
     private readonly HashSet<PooledChannel<TChannel>> _open = [];
@@ -80,6 +88,18 @@ internal sealed class PoolState<TChannel>
     private BreakerState _lastBreakerVerdict;
     private List<(int Ready, TaskCompletionSource Done)>? _warmUpWaiters;
 
+    // Clear: a channel whose open began in an earlier generation is retired, idle ones at once, leased ones when their
+    // lease ends, opens in flight as they land. _retiredOpen counts those still open; a clear's waiters wait for 0.
+    private long _generation;
+    private int _retiredOpen;
+    private List<TaskCompletionSource>? _clearWaiters;
+
+    // Pause: the idle channels rest in _parked and _idle is an empty queue, so the lease fast path finds nothing without
+    // a check of its own. _idleClosed (paused or draining) keeps the release fast path from putting channels back.
+    private bool _paused;
+    private bool _idleClosed;
+    private IdleQueue<TChannel>? _parked;
+
     private bool _disposed;
     private Task? _drainTask;
     private TaskCompletionSource? _leasesReturned;
@@ -108,6 +128,9 @@ internal sealed class PoolState<TChannel>
     /// <summary>Gets whether a drain began; read without the gate.</summary>
     public bool IsDisposed => Volatile.Read(ref _disposed);
 
+    /// <summary>Gets the clear generation an open beginning now belongs to; read without the gate.</summary>
+    public long Generation => Volatile.Read(ref _generation);
+
     /// <summary>Gets the breaker's state as the pool follows it: Polly's own, or what a custom pipeline last showed.</summary>
     public BreakerState BreakerState => _breakerStateProvider is { } provider
         ? provider.CircuitState switch
@@ -127,575 +150,62 @@ internal sealed class PoolState<TChannel>
         return snapshot;
     }
 
-    // ---- Leasing: the hot path ----
-
-    /// <summary>
-    /// A new lease without waiting: a free slot on a shared channel, else idle → leased, taking an idle channel in the
-    /// configured <see cref="IdleOrder"/>. Also starts a refill when the idle count reaches the threshold.
-    /// </summary>
-    /// <returns>The claim; its <see cref="LeaseClaim.Entry"/> is <see langword="null"/> when nothing is free.</returns>
-    [MethodImpl(MethodImplOptions.AggressiveInlining)]
-    public LeaseClaim TryLease()
-    {
-        _gate.Enter();
-        if (_shared.Count > 0)
-        {
-            var joined = TryJoin_NoLock();
-            if (joined.Entry is not null)
-            {
-                return joined;
-            }
-        }
-
-        var settings = _settings;
-        if (!_idle.TryTake(settings.IdleOrder, out var entry))
-        {
-            _gate.Exit();
-            return default;
-        }
-
-        _leasedCount++;
-
-        // A new peak above an adaptive target raises it now, not at the next tick: demand is growing.
-        var risen = false;
-        if (_leasedCount > _peakDemand)
-        {
-            _peakDemand = _leasedCount;
-            risen = _leasedCount > _idleTarget && _adaptiveTarget is not null;
-        }
-
-        entry.IsBroken = false;
-        var kind = LeaseKind.Idle;
-        if (entry.Shared is { } shared)
-        {
-            shared.BusySlots = 1;
-            if (settings.MaxLeasesPerChannel > 1)
-            {
-                kind = LeaseKind.IdleShareable;
-            }
-        }
-
-        var opens = (_idle.Count <= _refillThreshold && !_refilling) || risen ? Refill_NoLock() : 0;
-        Exit(nameof(TryLease));
-        return new LeaseClaim(entry, 0, kind, opens);
-    }
-
-    /// <summary>
-    /// One lease ends: leased → idle (or back to its other leases), → the oldest waiter, or → evicted when
-    /// <paramref name="reason"/> (judged outside the gate, from the factory's verdict) or the pool's rules say it must
-    /// go. A stale or repeated release, whose <paramref name="version"/> no longer matches, changes nothing.
-    /// </summary>
-    public ReleaseOutcome Release(PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason)
-    {
-        _gate.Enter();
-        ref var lease = ref entry.SlotAt(slot);
-
-        // Of two racing releases of one lease, exactly one gets past here; a stale lease never does.
-        if (lease.Version != version)
-        {
-            _gate.Exit();
-            return default;
-        }
-
-        lease.Version = version + 1;
-        var settings = _settings;
-        if (reason is null && entry.Shared is null && settings.LeaseMode == LeaseMode.Reuse && entry.EvictAfter > _clock.Now
-            && !_disposed && _waiters.Count == 0)
-        {
-            // The common case, kept small enough to inline: a healthy channel with one lease back to idle.
-            _leasedCount--;
-            _idle.Enqueue(entry);
-            Exit(nameof(Release));
-            return new ReleaseOutcome(ReleaseKind.Kept, waiter: null, opens: 0, reason: default);
-        }
-
-        return ReleaseOther_NoLock(entry, slot, reason);
-    }
-
-    /// <summary>The rest of <see cref="Release"/>, under its gate: a shared channel, a waiter, or a channel that must go.</summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private ReleaseOutcome ReleaseOther_NoLock(PooledChannel<TChannel> entry, int slot, EvictionReason? reason)
-    {
-        var settings = _settings;
-        reason ??= settings.LeaseMode == LeaseMode.SingleUse ? EvictionReason.SingleUse
-            : entry.EvictAfter <= _clock.Now ? EvictionReason.LifetimeExpired
-            : entry.Shared?.RetireReason;
-        if (reason is null && !_disposed)
-        {
-            if (_waiters.Count == 0)
-            {
-                // Back to idle, or to its other leases.
-                if (entry.Shared is null || _shared.Release(entry, slot, settings.MaxLeasesPerChannel, _waiters))
-                {
-                    _leasedCount--;
-                    _idle.Enqueue(entry);
-                }
-
-                Exit(nameof(Release));
-                return new ReleaseOutcome(ReleaseKind.Kept, waiter: null, opens: 0, reason: default);
-            }
-
-            // Handed straight to the oldest waiter: the slot stays leased.
-            var waiter = _waiters.Dequeue();
-            Exit(nameof(Release));
-            return new ReleaseOutcome(ReleaseKind.HandedOver, waiter, opens: 0, reason: default);
-        }
-
-        var why = reason ?? EvictionReason.Shutdown;
-        var evicted = Leave_NoLock(entry, slot, why);
-        var opens = evicted ? Refill_NoLock() : 0;
-        Exit(nameof(Release));
-        return new ReleaseOutcome(evicted ? ReleaseKind.Evicted : ReleaseKind.Left, waiter: null, opens, why);
-    }
-
-    /// <summary>Leased → evicted, for a channel the lease path took but found expired or unusable. Returns opens to start.</summary>
-    public int EvictLeased(PooledChannel<TChannel> entry)
-    {
-        _gate.Enter();
-        EvictLeased_NoLock(entry);
-        var opens = Refill_NoLock();
-        Exit(nameof(EvictLeased));
-        return opens;
-    }
-
-    /// <summary>
-    /// Gives back a slot the lease path claimed on a shared channel but found unusable: the channel is retired, and
-    /// evicted if that was its last lease. Returns whether it was evicted, and opens to start.
-    /// </summary>
-    public (bool Evicted, int Opens) LeaveUnused(PooledChannel<TChannel> entry, int slot, EvictionReason reason)
-    {
-        _gate.Enter();
-        var evicted = Leave_NoLock(entry, slot, reason);
-        var opens = evicted ? Refill_NoLock() : 0;
-        Exit(nameof(LeaveUnused));
-        return (evicted, opens);
-    }
-
-    /// <summary>
-    /// Leased → leased and shared: lets <paramref name="entry"/>, just leased from idle and checked, take more leases,
-    /// first from the waiters, who are returned with their slots.
-    /// </summary>
-    public List<(Waiter<TChannel> Waiter, int Slot)>? Share(PooledChannel<TChannel> entry)
-    {
-        _gate.Enter();
-        var joiners = _disposed ? null : _shared.Share(entry, _settings.MaxLeasesPerChannel, _waiters);
-        Exit(nameof(Share));
-        return joiners;
-    }
-
-    /// <summary>
-    /// A caller with no channel starts waiting, first come first served, and opens may start for it. Or it must not
-    /// wait: the pool is disposed, or the breaker stops opens; or it need not: a lease became free since it looked.
-    /// </summary>
-    public EnqueueOutcome Enqueue(Waiter<TChannel> waiter)
-    {
-        _gate.Enter();
-        EnqueueOutcome outcome;
-        if (_disposed)
-        {
-            outcome = new EnqueueOutcome(EnqueueKind.Disposed, 0, default, null);
-        }
-        else if (_idle.Count > 0 || _shared.Count > 0)
-        {
-            outcome = new EnqueueOutcome(EnqueueKind.LeaseFree, 0, default, null);
-        }
-        else if (RefusesWaiters_NoLock())
-        {
-            outcome = new EnqueueOutcome(EnqueueKind.Refused, 0, Snapshot_NoLock(), RemainingPause_NoLock());
-        }
-        else
-        {
-            // Queued under the same gate that release takes, so a channel released from here on finds this waiter.
-            _waiters.Enqueue(waiter);
-            _peakDemand = Math.Max(_peakDemand, Demand_NoLock());
-            outcome = new EnqueueOutcome(EnqueueKind.Queued, Refill_NoLock(), default, null);
-        }
-
-        Exit(nameof(Enqueue));
-        return outcome;
-    }
-
-    /// <summary>
-    /// A caller stops waiting (timeout or cancellation) before a channel reached it. Returns the counts including the
-    /// caller and the acquire timeout, or <see langword="null"/> when a channel already reached it.
-    /// </summary>
-    public (ChannelPoolSnapshot Snapshot, TimeSpan Timeout)? Abandon(Waiter<TChannel> waiter)
-    {
-        _gate.Enter();
-        if (!waiter.IsQueued)
-        {
-            _gate.Exit();
-            return null;
-        }
-
-        var snapshot = Snapshot_NoLock();
-        _waiters.Remove(waiter);
-        var timeout = _settings.AcquireTimeout;
-        Exit(nameof(Abandon));
-        return (snapshot, timeout);
-    }
-
-    // ---- Opening ----
-
-    /// <summary>
-    /// Starts filling to PoolSize whatever the threshold says; an adaptive target rises to PoolSize for a window. Returns
-    /// opens to start, and a task to wait on when fewer than <paramref name="readyChannels"/> channels are open.
-    /// </summary>
-    /// <exception cref="ObjectDisposedException">A drain began.</exception>
-    public (int Opens, TaskCompletionSource? Done) WarmUp(int readyChannels)
-    {
-        _gate.Enter();
-        if (_disposed)
-        {
-            _gate.Exit();
-            throw new ObjectDisposedException(typeof(DefaultChannelPool<TChannel>).FullName, $"Channel pool '{_poolName}' is disposed.");
-        }
-
-        if (_adaptiveTarget is { } adaptive)
-        {
-            SetIdleTarget_NoLock(adaptive.RaiseTo(_settings.PoolSize));
-        }
-
-        var opens = Refill_NoLock(toPoolSize: true);
-        TaskCompletionSource? done = null;
-        if (_idle.Count + _leasedCount < readyChannels)
-        {
-            done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-            (_warmUpWaiters ??= []).Add((readyChannels, done));
-        }
-
-        Exit(nameof(WarmUp));
-        return (opens, done);
-    }
-
-    /// <summary>
-    /// Opening → idle; or leased by the oldest waiter (and, on a channel that takes several leases, by as many more
-    /// waiters as it can take); or evicted, when a drain began. The server answered, so the backoff ends.
-    /// </summary>
-    /// <param name="entry">The channel.</param>
-    /// <param name="openTime">How long the open took across its attempts, for the adaptive target.</param>
-    public OpenedOutcome Opened(PooledChannel<TChannel> entry, TimeSpan openTime)
-    {
-        _gate.Enter();
-        _adaptiveTarget?.RecordOpenTime(openTime);
-        _lastBreakerVerdict = BreakerState.Closed;
-        if (BreakerState == BreakerState.Closed)
-        {
-            _consecutiveOpenFailures = 0;
-            _opensPaused = false;
-        }
-
-        var settings = _settings;
-        entry.ScheduleExpiry(_clock.ToTimestampDelta(settings.ChannelLifetime), settings.LifetimeJitter, _clock.EvictionMargin(settings.ChannelLifetime));
-        _openingCount--;
-        _openedTotal++;
-        _open.Add(entry);
-        if (_disposed)
-        {
-            MarkEvicted_NoLock(entry);
-            Exit(nameof(Opened));
-            return new OpenedOutcome(Evicted: true, null, null, null, 0);
-        }
-
-        var waiter = _waiters.Dequeue();
-        List<(Waiter<TChannel> Waiter, int Slot)>? joiners = null;
-        if (waiter is null)
-        {
-            _idle.Enqueue(entry);
-        }
-        else
-        {
-            _leasedCount++;
-            if (entry.Shared is { } shared)
-            {
-                shared.BusySlots = 1;
-                joiners = _shared.Share(entry, settings.MaxLeasesPerChannel, _waiters);
-            }
-        }
-
-        var warmedUp = TakeFinishedWarmUps_NoLock();
-        var opens = Refill_NoLock();
-        Exit(nameof(Opened));
-        return new OpenedOutcome(Evicted: false, waiter, joiners, warmedUp, opens);
-    }
-
-    /// <summary>
-    /// Opening → nothing. Turned away by the breaker, opens pause for the break it names; given up on by the pipeline
-    /// while the breaker stays closed, they pause with exponential backoff. Either way the refill keeps going once
-    /// opens resume.
-    /// </summary>
-    public OpenFailedOutcome OpenFailed(Exception error)
-    {
-        _gate.Enter();
-        _openingCount--;
-        if (_disposed)
-        {
-            Exit(nameof(OpenFailed));
-            return default;
-        }
-
-        TimeSpan? pause = null;
-        var turnedAway = false;
-        var failures = 0;
-        if (error is BrokenCircuitException or IsolatedCircuitException)
-        {
-            turnedAway = true;
-            _lastBreakerVerdict = error is IsolatedCircuitException ? BreakerState.Isolated : BreakerState.Open;
-            pause = PauseOpens_NoLock((error as BrokenCircuitException)?.RetryAfter ?? _settings.BreakDuration);
-        }
-        else if (!_opensPaused && BreakerState == BreakerState.Closed)
-        {
-            // Without a pause the refill would start the next open at once, in a tight loop, for as long as the
-            // breaker's minimum throughput is not reached.
-            failures = ++_consecutiveOpenFailures;
-            var backoff = _settings.RetryBaseDelay * Math.Pow(2, Math.Min(failures - 1, 10));
-            backoff = backoff < MinOpenBackoff ? MinOpenBackoff : backoff > MaxOpenBackoff ? MaxOpenBackoff : backoff;
-            pause = PauseOpens_NoLock(backoff);
-        }
-
-        var opens = Refill_NoLock(toPoolSize: true);
-        Exit(nameof(OpenFailed));
-        return new OpenFailedOutcome(pause, turnedAway, failures, opens);
-    }
-
-    // ---- Following the breaker ----
-
-    /// <summary>
-    /// The breaker opened: opens pause for <paramref name="breakDuration"/>, and the fill resumes after it. Returns the
-    /// pause to arm the resume timer with, or <see langword="null"/> when a drain began.
-    /// </summary>
-    public TimeSpan? BreakerOpened(TimeSpan breakDuration)
-    {
-        _gate.Enter();
-        if (_disposed)
-        {
-            _gate.Exit();
-            return null;
-        }
-
-        var pause = PauseOpens_NoLock(breakDuration);
-
-        // Nothing starts while paused; this only marks the fill that resumes after the break.
-        _ = Refill_NoLock(toPoolSize: true);
-        Exit(nameof(BreakerOpened));
-        return pause;
-    }
-
-    /// <summary>
-    /// Waiting callers (when nothing is idle) and pending warm-ups stop waiting, to be failed fast while the breaker
-    /// stops opens, rather than each sitting out its timeout. Returns them with the counts to report.
-    /// </summary>
-    public (List<Waiter<TChannel>>? Waiters, List<(int Ready, TaskCompletionSource Done)>? WarmUps, ChannelPoolSnapshot Snapshot) TakeWaitersRefusedByBreaker()
-    {
-        _gate.Enter();
-        var waiters = _idle.Count == 0 && _waiters.Count > 0 ? _waiters.DequeueAll() : null;
-        var warmUps = _warmUpWaiters;
-        _warmUpWaiters = null;
-        var snapshot = Snapshot_NoLock();
-        Exit(nameof(TakeWaitersRefusedByBreaker));
-        return (waiters, warmUps, snapshot);
-    }
-
-    /// <summary>
-    /// The resume timer fired: lifts a pause that is over and refills. If the breaker is open, the next open reaches
-    /// Polly after the break, and Polly half-opens and lets it through as its probe.
-    /// </summary>
-    /// <returns>What happened: nothing to do, resumed with opens to start, or the pause runs on for a while yet.</returns>
-    public (bool Resumed, int Opens, TimeSpan? RunsOnFor) Resume()
-    {
-        _gate.Enter();
-        if (_disposed || !_opensPaused)
-        {
-            _gate.Exit();
-            return (false, 0, null);
-        }
-
-        // A later pause may have pushed the resume time out after this timer was armed.
-        if (RemainingPause_NoLock() is { } remaining && remaining > TimeSpan.Zero)
-        {
-            _gate.Exit();
-            return (false, 0, remaining);
-        }
-
-        _opensPaused = false;
-        var opens = Refill_NoLock();
-        Exit(nameof(Resume));
-        return (true, opens, null);
-    }
-
-    // ---- The idle target ----
-
-    /// <summary>
-    /// The adaptive target's tick: the demand seen since the last one closes a bucket of its window, the target moves
-    /// (up at once, down by its half-life; held while the breaker or a backoff stops opens), and the refill follows the
-    /// new threshold. Returns the move and opens to start; nothing when the target is fixed or a drain began.
-    /// </summary>
-    public IdleTargetMove FollowDemand()
-    {
-        _gate.Enter();
-        if (_disposed || _adaptiveTarget is not { } adaptive)
-        {
-            _gate.Exit();
-            return default;
-        }
-
-        var from = _idleTarget;
-        var hold = _opensPaused || BreakerState != BreakerState.Closed;
-        SetIdleTarget_NoLock(adaptive.Tick(_peakDemand, _usedUp, hold));
-        _peakDemand = Demand_NoLock();
-        _usedUp = 0;
-        var move = new IdleTargetMove(from, _idleTarget, adaptive.WindowPeak, adaptive.Flow, Refill_NoLock());
-        Exit(nameof(FollowDemand));
-        return move;
-    }
-
-    // ---- Eviction ----
-
-    /// <summary>Copies the idle channels out, oldest first, for the cleanup timer to inspect outside the gate.</summary>
-    /// <returns>The idle channels, or <see langword="null"/> when there are none or a drain began.</returns>
-    public PooledChannel<TChannel>[]? IdleChannels()
-    {
-        _gate.Enter();
-        var idle = _disposed || _idle.Count == 0 ? null : _idle.ToArray();
-        _gate.Exit();
-        return idle;
-    }
-
-    /// <summary>Idle → evicted for the idle channels <paramref name="evict"/> picks. Returns them, and opens to start.</summary>
-    public (List<PooledChannel<TChannel>> Evicted, int Opens) EvictIdle(Func<PooledChannel<TChannel>, bool> evict)
-    {
-        _gate.Enter();
-
-        // Only channels still idle go; one leased meanwhile is checked again on its own lease path.
-        var evicted = _idle.RemoveAll(evict);
-        evicted.ForEach(MarkEvicted_NoLock);
-        var opens = Refill_NoLock();
-        Exit(nameof(EvictIdle));
-        return (evicted, opens);
-    }
-
-    /// <summary>Evicted → gone: the close or abort finished.</summary>
-    public void Closed(PooledChannel<TChannel> entry)
-    {
-        _gate.Enter();
-        _evictedCount--;
-        _closedTotal++;
-        _open.Remove(entry);
-        Exit(nameof(Closed));
-    }
-
-    // ---- Reconfiguration and shutdown ----
-
-    /// <summary>
-    /// New settings apply: deadlines of open channels move with the lifetime, and a pool larger than its open and
-    /// opening channels refills now. Returns opens to start.
-    /// </summary>
-    /// <exception cref="ObjectDisposedException">A drain began.</exception>
-    public int Reconfigure(PoolSettings settings)
-    {
-        _gate.Enter();
-        if (_disposed)
-        {
-            _gate.Exit();
-            throw new ObjectDisposedException(typeof(DefaultChannelPool<TChannel>).FullName, $"Channel pool '{_poolName}' is disposed.");
-        }
-
-        Volatile.Write(ref _settings, settings);
-        FollowIdleTargetSettings_NoLock(settings);
-        var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
-        var margin = _clock.EvictionMargin(settings.ChannelLifetime);
-        foreach (var entry in _open)
-        {
-            entry.ScheduleExpiry(lifetime, settings.LifetimeJitter, margin);
-        }
-
-        var opens = Refill_NoLock(toPoolSize: _idle.Count + _leasedCount + _openingCount < _idleTarget);
-        Exit(nameof(Reconfigure));
-        return opens;
-    }
-
-    /// <summary>
-    /// The drain begins, once: the pool is disposed, idle channels are evicted, nobody joins a shared channel any more,
-    /// and waiters and warm-ups stop waiting. Returns them to fail and close, or <see langword="null"/> with the
-    /// existing drain's task when a drain already began.
-    /// </summary>
-    public DrainStart BeginDrain()
-    {
-        _gate.Enter();
-        if (_drainTask is not null)
-        {
-            _gate.Exit();
-            return new DrainStart(_drainTask, null, [], [], null, 0, Task.CompletedTask, Task.CompletedTask);
-        }
-
-        _disposed = true;
-        var drained = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        _drainTask = drained.Task;
-        _leasesReturned = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-        _quiescent = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-
-        var idle = _idle.RemoveAll(static _ => true);
-        idle.ForEach(MarkEvicted_NoLock);
-        _shared.StopSharing();
-        var waiters = _waiters.DequeueAll();
-        var warmUps = _warmUpWaiters;
-        _warmUpWaiters = null;
-        var start = new DrainStart(drained.Task, drained, idle, waiters, warmUps, _leasedCount, _leasesReturned.Task, _quiescent.Task);
-        Exit(nameof(BeginDrain));
-        return start;
-    }
-
-    /// <summary>
-    /// Leased → evicted for every lease still out at the end of a drain. The idle queue was emptied when the drain
-    /// began and nothing re-enters it, so an open channel not yet evicted is leased. Its leases go stale, so the
-    /// holders' later releases do nothing.
-    /// </summary>
-    public List<PooledChannel<TChannel>> EvictOutstandingLeases()
-    {
-        _gate.Enter();
-        List<PooledChannel<TChannel>> abandoned = [];
-        foreach (var entry in _open)
-        {
-            if (!entry.IsEvicted)
-            {
-                SharedLeases<TChannel>.InvalidateLeases(entry);
-                abandoned.Add(entry);
-            }
-        }
-
-        abandoned.ForEach(EvictLeased_NoLock);
-        Exit(nameof(EvictOutstandingLeases));
-        return abandoned;
-    }
-
     // ---- Under the gate ----
 
-    /// <summary>A free slot on a shared channel; leaves the gate when it found one, and holds it when not.</summary>
-    [MethodImpl(MethodImplOptions.NoInlining)]
-    private LeaseClaim TryJoin_NoLock()
-    {
-        var settings = _settings;
-        if (!_shared.TryJoin(settings.MaxLeasesPerChannel, _clock.Now, out var entry, out var slot))
-        {
-            return default;
-        }
-
-        var opens = _idle.Count <= _refillThreshold && !_refilling ? Refill_NoLock() : 0;
-        Exit(nameof(TryLease));
-        return new LeaseClaim(entry, slot, LeaseKind.Joined, opens);
-    }
-
     private ChannelPoolSnapshot Snapshot_NoLock() => new(
-        _idle.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal)
+        Resting.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal)
     {
         IdleTarget = _idleTarget,
+        IsPaused = _paused,
     };
+
+    /// <summary>Gets the queue the idle channels rest in: <c>_idle</c>, or while paused the parked ones.</summary>
+    private IdleQueue<TChannel> Resting => _parked ?? _idle;
+
+    /// <summary>
+    /// The pool's idle target: the idle count a refill fills back up to, and the idle timeout closes down to. PoolSize when
+    /// fixed; when adaptive, the controller's target, first raised to what the demand since its last tick wants, so the
+    /// target rises at the refill that needs it rather than at the next tick.
+    /// </summary>
+    private int IdleTarget_NoLock()
+    {
+        if (_adaptiveTarget is { } adaptive)
+        {
+            var target = adaptive.Raise(_peakDemand);
+            if (target != _idleTarget)
+            {
+                SetIdleTarget_NoLock(target);
+            }
+        }
+
+        return _idleTarget;
+    }
+
+    /// <summary>Leaves the gate and throws when a drain began, naming the pool and what it was asked to do.</summary>
+    private void ThrowIfDisposed_NoLock(string action)
+    {
+        if (_disposed)
+        {
+            _gate.Exit();
+            throw new ObjectDisposedException(
+                typeof(DefaultChannelPool<TChannel>).FullName,
+                $"Channel pool '{_poolName}' cannot be {action}: it is draining or drained.");
+        }
+    }
+
+    /// <summary>A channel goes idle (parked while paused), stamped for the idle timeout.</summary>
+    private void EnterIdle_NoLock(PooledChannel<TChannel> entry)
+    {
+        entry.IdleSince = _clock.Now;
+        Resting.Enqueue(entry);
+    }
 
     /// <summary>
     /// Nothing → opening: decides how many opens to start now and counts them. The rule: once the idle count falls to
     /// the refill threshold, fill back up to the idle target (<see cref="IdleTarget_NoLock"/>) plus one channel per
-    /// waiting caller; waiting callers alone also get opens. Never above MaxChannels and never more than
-    /// MaxConcurrentOpens in flight. Nothing while opens are paused, and one at a time while the breaker is not closed:
+    /// waiting caller; waiting callers alone also
+    /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
+    /// paused (by the breaker, a backoff, or the pool's own pause), and one at a time while the breaker is not closed:
     /// Polly lets it through as its probe once the break is over, or turns it away.
     /// </summary>
     /// <param name="toPoolSize">Fill to the idle target whatever the threshold says (a warm-up, a reload, a failed open).</param>
@@ -706,7 +216,7 @@ internal sealed class PoolState<TChannel>
             _refilling = true;
         }
 
-        if (_disposed || _opensPaused)
+        if (_disposed || _opensPaused || _paused)
         {
             return 0;
         }
@@ -743,58 +253,6 @@ internal sealed class PoolState<TChannel>
     }
 
     /// <summary>
-    /// The pool's idle target: the idle count a refill fills back up to, and what the pool keeps idle when nothing else
-    /// asks for more. PoolSize when fixed; when adaptive, the controller's target, first raised to what the demand since
-    /// its last tick wants, so the target rises at the refill that needs it rather than at the next tick.
-    /// </summary>
-    private int IdleTarget_NoLock()
-    {
-        if (_adaptiveTarget is { } adaptive)
-        {
-            var target = adaptive.Raise(_peakDemand);
-            if (target != _idleTarget)
-            {
-                SetIdleTarget_NoLock(target);
-            }
-        }
-
-        return _idleTarget;
-    }
-
-    /// <summary>Channels in use: leased, and enough for the waiting callers, several to a channel when leases share.</summary>
-    private int Demand_NoLock()
-    {
-        var perChannel = _settings.MaxLeasesPerChannel;
-        return _leasedCount + ((_waiters.Count + perChannel - 1) / perChannel);
-    }
-
-    private void SetIdleTarget_NoLock(int target)
-    {
-        Volatile.Write(ref _idleTarget, target);
-        Volatile.Write(ref _refillThreshold, _settings.RefillThresholdFor(target));
-    }
-
-    /// <summary>Follows the idle target's settings: PoolSize when fixed; a controller, kept across reloads, when adaptive.</summary>
-    private void FollowIdleTargetSettings_NoLock(PoolSettings settings)
-    {
-        if (settings.IdleTarget.Mode == IdleTargetMode.Fixed)
-        {
-            _adaptiveTarget = null;
-            SetIdleTarget_NoLock(settings.PoolSize);
-            return;
-        }
-
-        var target = _adaptiveTarget?.Reconfigure(settings.IdleTarget, settings.MaxChannels);
-        if (target is null)
-        {
-            _adaptiveTarget = new IdleTargetController(settings.IdleTarget, settings.MaxChannels, settings.PoolSize, _timeProvider);
-            target = _adaptiveTarget.Target;
-        }
-
-        SetIdleTarget_NoLock(target.Value);
-    }
-
-    /// <summary>
     /// One lease ends on a channel that must go: the channel is evicted when it was the last lease, or retired, taking no
     /// more, while others still hold it. Returns whether it was evicted.
     /// </summary>
@@ -809,12 +267,19 @@ internal sealed class PoolState<TChannel>
         return true;
     }
 
-    /// <summary>Leased → evicted, whatever leases it still carried: a channel a lease used up.</summary>
+    /// <summary>Leased → evicted, whatever leases it still carried: a channel a lease used up, unless a clear retired it.</summary>
     private void EvictLeased_NoLock(PooledChannel<TChannel> entry)
     {
         _shared.Evict(entry);
         _leasedCount--;
-        _usedUp++;
+
+        // A clear retires channels that demand did not use up; counting them would read a clear as churn and raise the
+        // adaptive target for a window.
+        if (!entry.IsRetired)
+        {
+            _usedUp++;
+        }
+
         MarkEvicted_NoLock(entry);
     }
 
@@ -822,59 +287,6 @@ internal sealed class PoolState<TChannel>
     {
         entry.IsEvicted = true;
         _evictedCount++;
-    }
-
-    private List<TaskCompletionSource>? TakeFinishedWarmUps_NoLock()
-    {
-        if (_warmUpWaiters is null)
-        {
-            return null;
-        }
-
-        var open = _idle.Count + _leasedCount;
-        List<TaskCompletionSource>? finished = null;
-        _warmUpWaiters.RemoveAll(warmUp =>
-        {
-            if (warmUp.Ready > open)
-            {
-                return false;
-            }
-
-            (finished ??= []).Add(warmUp.Done);
-            return true;
-        });
-        return finished;
-    }
-
-    /// <summary>
-    /// Whether a caller finding no idle channel is refused at once rather than queued: the breaker stops opens and the
-    /// break is not over. Once it is, the probe is about to go out, and the caller may wait for it.
-    /// </summary>
-    private bool RefusesWaiters_NoLock() => BreakerState switch
-    {
-        BreakerState.Isolated => true,
-        BreakerState.Open => _opensPaused,
-        _ => false,
-    };
-
-    /// <summary>Stops new opens until <paramref name="delay"/> from now; returns the delay to arm the resume timer with.</summary>
-    private TimeSpan PauseOpens_NoLock(TimeSpan delay)
-    {
-        var resumeAt = _timeProvider.GetTimestamp() + _clock.ToTimestampDelta(delay);
-        _resumeAt = _opensPaused ? Math.Max(_resumeAt, resumeAt) : resumeAt;
-        _opensPaused = true;
-        return RemainingPause_NoLock() ?? TimeSpan.Zero;
-    }
-
-    private TimeSpan? RemainingPause_NoLock()
-    {
-        if (!_opensPaused)
-        {
-            return null;
-        }
-
-        var remaining = _timeProvider.GetElapsedTime(_timeProvider.GetTimestamp(), _resumeAt);
-        return remaining > TimeSpan.Zero ? remaining : TimeSpan.Zero;
     }
 
     /// <summary>
@@ -911,18 +323,6 @@ internal sealed class PoolState<TChannel>
         }
     }
 
-    private void UpdateDrainProgress_NoLock()
-    {
-        if (_leasedCount == 0)
-        {
-            _leasesReturned?.TrySetResult();
-            if (_openingCount == 0 && _evictedCount == 0)
-            {
-                _quiescent?.TrySetResult();
-            }
-        }
-    }
-
     private string? FindViolation_NoLock()
     {
         if (_leasedCount < 0 || _openingCount < 0 || _evictedCount < 0)
@@ -930,9 +330,9 @@ internal sealed class PoolState<TChannel>
             return $"a count is negative ({Snapshot_NoLock()})";
         }
 
-        if (_open.Count != _idle.Count + _leasedCount + _evictedCount)
+        if (_open.Count != Resting.Count + _leasedCount + _evictedCount)
         {
-            return $"open ({_open.Count}) != idle ({_idle.Count}) + leased ({_leasedCount}) + evicted ({_evictedCount})";
+            return $"open ({_open.Count}) != idle ({Resting.Count}) + leased ({_leasedCount}) + evicted ({_evictedCount})";
         }
 
         if (_openedTotal - _closedTotal != _open.Count)
@@ -945,132 +345,27 @@ internal sealed class PoolState<TChannel>
             return $"{_waiters.Count} caller(s) wait while {_idle.Count} channel(s) idle and {_shared.Count} shared channel(s) have room";
         }
 
-        if (_disposed && (_idle.Count > 0 || _shared.Count > 0 || _warmUpWaiters is not null))
+        if (_disposed && (Resting.Count > 0 || _shared.Count > 0 || _warmUpWaiters is not null))
         {
             return "a channel idles, a shared channel takes leases or a warm-up waits after the drain began";
         }
 
+        if (_paused != (_parked is not null) || (_paused && (_idle.Count > 0 || _shared.Count > 0)) || _idleClosed != (_paused || _disposed))
+        {
+            return $"a paused pool ({_paused}) has a lease to hand out, or its idle channels are not parked";
+        }
+
+        var retired = 0;
+        foreach (var entry in _open)
+        {
+            retired += entry.Generation < _generation ? 1 : 0;
+        }
+
+        if (_retiredOpen != retired || Resting.Any(static (entry, generation) => entry.Generation < generation, _generation))
+        {
+            return $"{retired} open channel(s) belong to a cleared generation but {_retiredOpen} are counted, or one idles";
+        }
+
         return null;
     }
-
-    /// <summary>What <see cref="TryLease"/> claimed: a channel and slot, and the opens it started.</summary>
-    internal readonly struct LeaseClaim(PooledChannel<TChannel>? entry, int slot, LeaseKind kind, int opens)
-    {
-        // Laid out to fit two registers, so the hot path returns it without going through memory.
-        public readonly PooledChannel<TChannel>? Entry = entry;
-        public readonly int Opens = opens;
-        public readonly byte Slot = (byte)slot;
-        public readonly LeaseKind Kind = kind;
-    }
-
-    /// <summary>What <see cref="Release"/> decided.</summary>
-    internal readonly struct ReleaseOutcome(ReleaseKind kind, Waiter<TChannel>? waiter, int opens, EvictionReason reason)
-    {
-        /// <summary>The waiter the slot went to, for <see cref="ReleaseKind.HandedOver"/>.</summary>
-        public readonly Waiter<TChannel>? Waiter = waiter;
-        public readonly int Opens = opens;
-        public readonly ReleaseKind Kind = kind;
-        private readonly byte _reason = (byte)reason;
-
-        /// <summary>Gets why the channel goes, for <see cref="ReleaseKind.Evicted"/> and <see cref="ReleaseKind.Left"/>.</summary>
-        public EvictionReason Reason => (EvictionReason)_reason;
-    }
-
-    /// <summary>What <see cref="Opened"/> decided: the waiter and joiners to complete, warm-ups that are done, opens.</summary>
-    internal readonly record struct OpenedOutcome(
-        bool Evicted,
-        Waiter<TChannel>? Waiter,
-        List<(Waiter<TChannel> Waiter, int Slot)>? Joiners,
-        List<TaskCompletionSource>? WarmedUp,
-        int Opens);
-
-    /// <summary>
-    /// What <see cref="BeginDrain"/> handed over: what to fail and close, and the tasks to wait on. Its
-    /// <c>Drained</c> source completes the drain, and is <see langword="null"/> when a drain had already begun.
-    /// </summary>
-    internal sealed record DrainStart(
-        Task Drain,
-        TaskCompletionSource? Drained,
-        List<PooledChannel<TChannel>> Idle,
-        List<Waiter<TChannel>> Waiters,
-        List<(int Ready, TaskCompletionSource Done)>? WarmUps,
-        int Leased,
-        Task LeasesReturned,
-        Task Quiescent);
 }
-
-/// <summary>
-/// Says whether <see cref="PoolState{TChannel}"/> checks its invariant after every transition. Debug builds always do;
-/// a release build does when the <c>ChannelPool.CheckInvariants</c> <see cref="AppContext"/> switch is on, as the
-/// engine's tests turn it on, so the check runs in the Release build CI tests. Off, the JIT folds it away.
-/// </summary>
-internal static class PoolInvariant
-{
-    public const string SwitchName = "ChannelPool.CheckInvariants";
-
-#if DEBUG
-    public static readonly bool IsChecked = true;
-#else
-    public static readonly bool IsChecked = AppContext.TryGetSwitch(SwitchName, out var on) && on;
-#endif
-}
-
-/// <summary>How a lease was claimed.</summary>
-internal enum LeaseKind : byte
-{
-    /// <summary>Nothing was free.</summary>
-    None,
-
-    /// <summary>An idle channel, now leased on its slot 0.</summary>
-    Idle,
-
-    /// <summary>An idle channel that may take more leases once it is checked (see <see cref="PoolState{TChannel}.Share"/>).</summary>
-    IdleShareable,
-
-    /// <summary>A free slot on a channel other leases hold.</summary>
-    Joined,
-}
-
-/// <summary>How a release ended.</summary>
-internal enum ReleaseKind : byte
-{
-    /// <summary>The lease was already released; nothing changed.</summary>
-    Stale,
-
-    /// <summary>The channel went back to idle, or stays with its other leases.</summary>
-    Kept,
-
-    /// <summary>The slot went to a waiter, to be completed.</summary>
-    HandedOver,
-
-    /// <summary>The channel was evicted, to be closed.</summary>
-    Evicted,
-
-    /// <summary>The channel must go, but other leases still hold it: it takes no more, and their last release evicts it.</summary>
-    Left,
-}
-
-/// <summary>How a caller's attempt to wait ended.</summary>
-internal enum EnqueueKind
-{
-    /// <summary>It waits.</summary>
-    Queued,
-
-    /// <summary>A lease became free since it looked: it takes that instead.</summary>
-    LeaseFree,
-
-    /// <summary>The pool is disposed.</summary>
-    Disposed,
-
-    /// <summary>The breaker stops opens: it fails fast.</summary>
-    Refused,
-}
-
-/// <summary>What <see cref="PoolState{TChannel}.Enqueue"/> decided, with the counts and pause for a refusal.</summary>
-internal readonly record struct EnqueueOutcome(EnqueueKind Kind, int Opens, ChannelPoolSnapshot Snapshot, TimeSpan? RetryAfter);
-
-/// <summary>What <see cref="PoolState{TChannel}.FollowDemand"/> decided: the target before and after, what it followed, and opens.</summary>
-internal readonly record struct IdleTargetMove(int From, int To, int WindowPeak, double Flow, int Opens);
-
-/// <summary>What <see cref="PoolState{TChannel}.OpenFailed"/> decided: a pause to arm, whether waiters are failed fast, and opens.</summary>
-internal readonly record struct OpenFailedOutcome(TimeSpan? Pause, bool TurnedAway, int Failures, int Opens);

@@ -35,7 +35,7 @@ internal sealed class SharedLeases<TChannel>
             var candidate = _shareable[0];
             if (candidate.IsBroken || candidate.EvictAfter <= now)
             {
-                Retire(candidate, candidate.IsBroken ? EvictionReason.Broken : EvictionReason.LifetimeExpired);
+                Retire(candidate, candidate.IsBroken ? EvictionReason.Broken : candidate.ExpiredReason);
                 continue;
             }
 
@@ -55,7 +55,8 @@ internal sealed class SharedLeases<TChannel>
     /// </summary>
     public List<(Waiter<TChannel> Waiter, int Slot)>? Share(PooledChannel<TChannel> entry, int maxLeases, WaiterQueue<TChannel> waiters)
     {
-        if (entry.Shared is not { } shared || maxLeases == 1 || entry.IsEvicted || shared.RetireReason is not null || entry.IsBroken)
+        // A channel a clear retired between its lease and this call takes no one else.
+        if (entry.Shared is not { } shared || maxLeases == 1 || entry.IsEvicted || entry.IsRetired || shared.RetireReason is not null || entry.IsBroken)
         {
             return null;
         }
@@ -135,6 +136,23 @@ internal sealed class SharedLeases<TChannel>
         foreach (var entry in _shareable)
         {
             entry.Shared!.IsShareable = false;
+        }
+
+        _shareable.Clear();
+        Count = 0;
+    }
+
+    /// <summary>
+    /// Every channel that takes more leases stops taking them, for <paramref name="reason"/>: a clear retired it, and its
+    /// last release evicts it.
+    /// </summary>
+    public void RetireAll(EvictionReason reason)
+    {
+        foreach (var entry in _shareable)
+        {
+            var shared = entry.Shared!;
+            shared.RetireReason ??= reason;
+            shared.IsShareable = false;
         }
 
         _shareable.Clear();

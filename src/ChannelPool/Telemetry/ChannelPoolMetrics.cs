@@ -21,6 +21,8 @@ internal sealed class ChannelPoolMetrics : IDisposable
     private readonly Counter<long> _timeouts;
     private readonly Counter<long> _evictions;
     private readonly Counter<long> _openFailures;
+    private readonly Counter<long> _leaks;
+    private readonly Counter<long> _clears;
     private readonly Counter<long> _awaitedOpens;
 
     public ChannelPoolMetrics(string poolName, Func<ChannelPoolSnapshot> snapshot, Func<(int IdleTarget, int RefillThreshold, int MaxChannels)> limits, IMeterFactory? meterFactory)
@@ -74,12 +76,22 @@ internal sealed class ChannelPoolMetrics : IDisposable
             unit: "{request}",
             description: "The number of callers waiting for a channel.");
 
+        _meter.CreateObservableUpDownCounter<int>(
+            "channelpool.pool.paused",
+            () => new Measurement<int>(snapshot().IsPaused ? 1 : 0, poolTag),
+            unit: "{pool}",
+            description: "1 while the pool is paused (it opens and hands out nothing), else 0.");
+
         _timeouts = _meter.CreateCounter<long>(
             "channelpool.channel.timeouts", unit: "{timeout}", description: "Acquires that timed out waiting for a channel.");
         _evictions = _meter.CreateCounter<long>(
             "channelpool.channel.evictions", unit: "{channel}", description: "Channels the pool closed, by reason.");
         _openFailures = _meter.CreateCounter<long>(
             "channelpool.channel.open_failures", unit: "{failure}", description: "Channel open attempts that failed, by error type.");
+        _leaks = _meter.CreateCounter<long>(
+            "channelpool.channel.leaks", unit: "{lease}", description: "Leases held longer than LeakDetectionThreshold, each counted once, when found.");
+        _clears = _meter.CreateCounter<long>(
+            "channelpool.pool.clears", unit: "{clear}", description: "Times the pool retired every channel opened so far, by reason: requested or fatal_error.");
         _awaitedOpens = _meter.CreateCounter<long>(
             "channelpool.channel.awaited_opens",
             unit: "{lease}",
@@ -113,6 +125,11 @@ internal sealed class ChannelPoolMetrics : IDisposable
 
     public void OpenFailed(Exception error) =>
         _openFailures.Add(1, _poolTag, new(ChannelPoolTelemetry.ErrorTypeTag, error.GetType().FullName));
+
+    public void LeakFound() => _leaks.Add(1, _poolTag);
+
+    public void Cleared(bool fatalError) =>
+        _clears.Add(1, _poolTag, new(ChannelPoolTelemetry.ClearReasonTag, fatalError ? "fatal_error" : "requested"));
 
     public void Dispose()
     {

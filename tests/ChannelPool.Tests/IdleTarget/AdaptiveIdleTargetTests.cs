@@ -8,7 +8,7 @@ namespace ChannelPool.Tests.IdleTarget;
 /// The adaptive idle target driving a pool, on fake time: a window of 8 s (a tick a second), a half-life of 2 s, a
 /// minimum of 2. Each test first lets the target forget the pool size it starts at, as quiet hours would.
 /// </summary>
-public class AdaptiveIdleTargetTests : PoolTestBase
+public partial class AdaptiveIdleTargetTests : PoolTestBase
 {
     private static readonly TimeSpan Tick = TimeSpan.FromSeconds(1);
 

@@ -43,6 +43,13 @@ public class ChannelPoolOptionsTests
         yield return Case("blank Name", o => o.Name = "  ", "Name must not be empty or white space when it is set; it was '  '.");
         yield return Case("undefined LeaseMode", o => o.LeaseMode = (LeaseMode)7, "LeaseMode must be Reuse or SingleUse; it was 7.");
         yield return Case("undefined IdleOrder", o => o.IdleOrder = (IdleOrder)7, "IdleOrder must be MostRecentlyUsed or LeastRecentlyUsed; it was 7.");
+        yield return Case("zero IdleTimeout", o => o.IdleTimeout = TimeSpan.Zero, "IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was 00:00:00.");
+        yield return Case("negative IdleTimeout", o => o.IdleTimeout = TimeSpan.FromSeconds(-1), "IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was -00:00:01.");
+        yield return Case("IdleTimeout longer than the lifetime", o => o.IdleTimeout = TimeSpan.FromSeconds(91), "IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was 00:01:31.");
+        yield return Case("zero LeakDetectionThreshold", o => o.LeakDetectionThreshold = TimeSpan.Zero, "LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was 00:00:00.");
+        yield return Case("negative LeakDetectionThreshold", o => o.LeakDetectionThreshold = TimeSpan.FromSeconds(-30), "LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was -00:00:30.");
+        yield return Case("infinite LeakDetectionThreshold", o => o.LeakDetectionThreshold = Timeout.InfiniteTimeSpan, "LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was -00:00:00.0010000.");
+        yield return Case("undefined AcquireWhilePaused", o => o.AcquireWhilePaused = (PausedAcquireMode)7, "AcquireWhilePaused must be Fail or Wait; it was 7.");
         yield return Case("null IdleTarget", o => o.IdleTarget = null!, "The IdleTarget field is required.");
         yield return Case("undefined IdleTarget.Mode", o => o.IdleTarget.Mode = (IdleTargetMode)7, "IdleTarget.Mode must be Fixed or Adaptive; it was 7.");
         yield return Case("IdleTarget.Minimum of zero", o => o.IdleTarget.Minimum = 0, "IdleTarget.Minimum must be between 1 and 2147483647; it was 0.");
@@ -117,9 +124,29 @@ public class ChannelPoolOptionsTests
         Assert.That(settings.RefillThreshold, Is.EqualTo(25));
         Assert.That(settings.CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(43)));
         Assert.That(settings.LeaseMode, Is.EqualTo(LeaseMode.Reuse));
+        Assert.That(settings.IdleTimeout, Is.EqualTo(TimeSpan.FromSeconds(45)), "half the lifetime");
+        Assert.That((options.LeakDetectionThreshold, options.AcquireWhilePaused, options.IsFatalError), Is.EqualTo(((TimeSpan?)null, PausedAcquireMode.Fail, (Func<Exception, bool>?)null)), "leak detection off, fail while paused, no fatal-error rule");
         Assert.That(options.IdleTarget.Mode, Is.EqualTo(IdleTargetMode.Fixed), "the original's fixed 50 stays the default (docs/configuration.md says why)");
         Assert.That(settings.IdleTarget, Is.EqualTo(new IdleTargetSettings(IdleTargetMode.Fixed, 2, TimeSpan.FromSeconds(90), TimeSpan.FromSeconds(30))));
         Assert.That(new ChannelPoolOptionsValidator().Validate(null, options).Succeeded, Is.True);
+    }
+
+    [Test]
+    public void IdleTimeout_FollowsChannelLifetime_AndAnUnsetCleanupIntervalFollowsTheIdleTimeout()
+    {
+        var options = new ChannelPoolOptions { ChannelLifetime = TimeSpan.FromSeconds(600) };
+        Assert.That(PoolSettings.From(options).IdleTimeout, Is.EqualTo(TimeSpan.FromSeconds(300)));
+        Assert.That(PoolSettings.From(options).CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(298)), "half the lifetime less 2 s is shorter still");
+
+        options.IdleTimeout = TimeSpan.FromSeconds(20);
+        Assert.That(PoolSettings.From(options).CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(20)), "a cleanup at least once per idle timeout");
+
+        options.IdleTimeout = Timeout.InfiniteTimeSpan;
+        Assert.That(PoolSettings.From(options).CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(298)), "an idle timeout that is off does not shorten it");
+
+        options.IdleTimeout = TimeSpan.FromSeconds(20);
+        options.CleanupInterval = TimeSpan.FromSeconds(60);
+        Assert.That(PoolSettings.From(options).CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(60)), "a CleanupInterval that is set wins");
     }
 
     [Test]
@@ -194,6 +221,10 @@ public class ChannelPoolOptionsTests
             MaxConcurrentOpens = 5,
             CloseTimeout = TimeSpan.FromSeconds(13),
             DrainTimeout = TimeSpan.FromSeconds(14),
+            IdleTimeout = TimeSpan.FromSeconds(15),
+            LeakDetectionThreshold = TimeSpan.FromSeconds(16),
+            AcquireWhilePaused = PausedAcquireMode.Wait,
+            IsFatalError = static _ => true,
             OpenPipeline = Polly.ResiliencePipeline.Empty,
         };
 
