@@ -47,6 +47,12 @@ public enum DuplexSessionEndReason
 
     /// <summary>The server is shutting down.</summary>
     ServerShutdown = 4,
+
+    /// <summary>
+    /// It had never polled, and a new session took its place at <see cref="PollingDuplexOptions.MaxPendingSessions"/>:
+    /// the oldest never-polled session gives way, so opens that never poll cannot lock out a client that polls.
+    /// </summary>
+    Evicted = 5,
 }
 
 /// <summary>What happened to a message handed to <see cref="DuplexSession.Send"/>.</summary>

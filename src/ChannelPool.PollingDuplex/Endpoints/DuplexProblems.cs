@@ -18,6 +18,7 @@ internal static class DuplexProblems
     {
         DuplexLookupStatus.InvalidToken => WriteProblemAsync(context, 403, DuplexWire.Codes.InvalidToken, "Invalid token", $"The token does not belong to session {id}."),
         DuplexLookupStatus.Ended => WriteEndedAsync(context, id, lookup.EndReason ?? DuplexSessionEndReason.ClosedByServer),
+        DuplexLookupStatus.WrongUser => WriteProblemAsync(context, 403, "wrong-user", "Wrong user", $"Session {id} belongs to another user; the request's identity must be the one that opened it."),
         _ => WriteProblemAsync(context, 404, DuplexWire.Codes.UnknownSession, "Unknown session", $"There is no session {id}. Open a new one."),
     };
 

@@ -30,7 +30,7 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
             using (var activity = PollingDuplexTelemetry.ActivitySource.StartActivity("pollingduplex.session.open"))
             {
                 activity?.SetTag(PollingDuplexTelemetry.EndpointTag, store.Endpoint);
-                opened = await store.OpenAsync(encoding, mode, context.RequestAborted);
+                opened = await store.OpenAsync(encoding, mode, UserId(context), context.RequestAborted);
                 activity?.SetTag("pollingduplex.session.id", opened.SessionId);
             }
 
@@ -68,7 +68,7 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
     {
         try
         {
-            var lookup = await store.FindAsync(id, token, context.RequestAborted);
+            var lookup = await store.FindAsync(id, token, UserId(context), context.RequestAborted);
             if (lookup.Session is not { } session)
             {
                 await DuplexProblems.WriteLookupFailureAsync(context, id, lookup);
@@ -96,12 +96,12 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
             if (!DuplexRequestReader.TryReadAck(context, out var ack))
             {
                 // A session that fails its lookup says so before its ack is judged.
-                var found = await store.FindAsync(id, token, context.RequestAborted);
+                var found = await store.FindAsync(id, token, UserId(context), context.RequestAborted);
                 await (found.Status == DuplexLookupStatus.Found ? DuplexProblems.WriteBadAckAsync(context) : DuplexProblems.WriteLookupFailureAsync(context, id, found));
                 return;
             }
 
-            var start = await store.BeginPollAsync(id, token, ack, context.RequestAborted);
+            var start = await store.BeginPollAsync(id, token, UserId(context), ack, context.RequestAborted);
             if (start.Poll is not { } poll)
             {
                 await (start.AckBeyondSent ? DuplexProblems.WriteAckBeyondSentAsync(context, id, ack) : DuplexProblems.WriteLookupFailureAsync(context, id, start.Lookup));
@@ -132,7 +132,7 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
     {
         try
         {
-            var lookup = await store.CloseAsync(id, token, context.RequestAborted);
+            var lookup = await store.CloseAsync(id, token, UserId(context), context.RequestAborted);
             if (lookup.Status == DuplexLookupStatus.Found || lookup is { Status: DuplexLookupStatus.Ended, EndReason: DuplexSessionEndReason.ClosedByClient })
             {
                 context.Response.StatusCode = StatusCodes.Status204NoContent;
@@ -161,6 +161,11 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
         };
         return DuplexProblems.WriteNotFoundOrWrongMethodAsync(context, allow);
     }
+
+    /// <summary>The id of the request's authenticated user (its name identifier, else its name), or null when anonymous.</summary>
+    private static string? UserId(HttpContext context) => context.User.Identity is { IsAuthenticated: true } identity
+        ? context.User.FindFirst(System.Security.Claims.ClaimTypes.NameIdentifier)?.Value ?? identity.Name
+        : null;
 
     /// <summary>
     /// Hands a send's new frames to the store, one by one. Frames the session already received are skipped, so a retried

@@ -58,6 +58,9 @@ public sealed class DuplexSession
     /// <summary>Gets how many frames a poll response carries.</summary>
     public PollingDuplexMode Mode { get; }
 
+    /// <summary>Gets the id of the user who opened the session, or null for an anonymous one.</summary>
+    internal string? UserId { get; init; }
+
     /// <summary>Gets why the session ended, or <see langword="null"/> while it is active.</summary>
     public DuplexSessionEndReason? EndReason
     {

@@ -1,5 +1,6 @@
 using System.Collections.Concurrent;
 using System.Security.Cryptography;
+using ChannelPool.PollingDuplex.PubSub;
 using ChannelPool.PollingDuplex.Stores;
 using Microsoft.Extensions.Logging;
 
@@ -32,6 +33,11 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         : base(endpoint, options, timeProvider)
     {
         Handler = handler;
+        if (handler is AsyncPollingDuplexHandler sendsThroughStore)
+        {
+            AttachHandler(sendsThroughStore);
+        }
+
         _logger = logger;
         var shortest = FirstPollTimeout.Ticks;
         var period = TimeSpan.FromTicks(Math.Clamp(shortest / 4, TimeSpan.TicksPerMillisecond * 10, TimeSpan.TicksPerSecond * 5));
@@ -39,6 +45,9 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     }
 
     public PollingDuplexHandler Handler { get; }
+
+    private PubSubHandler PubSub => Handler as PubSubHandler
+        ?? throw new InvalidOperationException($"The endpoint '{Endpoint}' is not a pub/sub endpoint: its handler is {Handler.GetType().Name}, which has no topics.");
 
     public int SessionCount => Volatile.Read(ref _sessionCount);
 
@@ -49,7 +58,7 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         (Volatile.Read(ref _pendingCount), Volatile.Read(ref _sessionCount) - Volatile.Read(ref _pendingCount));
 
     /// <inheritdoc />
-    protected internal override async ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, CancellationToken cancellationToken)
+    protected internal override async ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, CancellationToken cancellationToken)
     {
         if (TryReserve() is { } refusal)
         {
@@ -60,7 +69,7 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         string token;
         try
         {
-            (session, token) = Create(encoding, mode);
+            (session, token) = Create(encoding, mode, userId);
         }
         catch
         {
@@ -82,9 +91,9 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     }
 
     /// <inheritdoc />
-    protected internal override ValueTask<DuplexSessionLookup> FindAsync(string sessionId, string token, CancellationToken cancellationToken)
+    protected internal override ValueTask<DuplexSessionLookup> FindAsync(string sessionId, string token, string? userId, CancellationToken cancellationToken)
     {
-        var lookup = Find(sessionId, token, out var session);
+        var lookup = Find(sessionId, token, userId, out var session);
         session?.Touch();
         return new(lookup);
     }
@@ -137,9 +146,9 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     }
 
     /// <inheritdoc />
-    protected internal override ValueTask<DuplexPollStart> BeginPollAsync(string sessionId, string token, long ack, CancellationToken cancellationToken)
+    protected internal override ValueTask<DuplexPollStart> BeginPollAsync(string sessionId, string token, string? userId, long ack, CancellationToken cancellationToken)
     {
-        var lookup = Find(sessionId, token, out var session);
+        var lookup = Find(sessionId, token, userId, out var session);
         if (session is null)
         {
             return new(DuplexPollStart.LookupFailed(lookup));
@@ -160,9 +169,9 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     }
 
     /// <inheritdoc />
-    protected internal override ValueTask<DuplexSessionLookup> CloseAsync(string sessionId, string token, CancellationToken cancellationToken)
+    protected internal override ValueTask<DuplexSessionLookup> CloseAsync(string sessionId, string token, string? userId, CancellationToken cancellationToken)
     {
-        var lookup = Find(sessionId, token, out var session);
+        var lookup = Find(sessionId, token, userId, out var session);
         if (session is not null)
         {
             End(session, DuplexSessionEndReason.ClosedByClient);
@@ -170,6 +179,51 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
 
         return new(lookup);
     }
+
+    /// <inheritdoc />
+    /// <remarks>The synchronous fast path: <see cref="DuplexSession.Send"/> on the session in this process, completed at once.</remarks>
+    protected internal override ValueTask<DuplexSendResult> SendAsync(string sessionId, DuplexMessage message, CancellationToken cancellationToken) =>
+        new(_sessions.TryGetValue(sessionId, out var session) ? session.Send(message) : DuplexSendResult.SessionEnded);
+
+    /// <inheritdoc />
+    protected internal override ValueTask CloseSessionAsync(string sessionId, CancellationToken cancellationToken)
+    {
+        if (_sessions.TryGetValue(sessionId, out var session))
+        {
+            End(session, DuplexSessionEndReason.ClosedByServer);
+        }
+
+        return ValueTask.CompletedTask;
+    }
+
+    /// <inheritdoc />
+    protected internal override ValueTask PublishAsync(string topic, DuplexMessage notification, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(topic);
+        ArgumentNullException.ThrowIfNull(notification);
+        PubSub.Publish(topic, notification);
+        return ValueTask.CompletedTask;
+    }
+
+    /// <inheritdoc />
+    protected internal override ValueTask SendToUserAsync(string userId, DuplexMessage message, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(userId);
+        ArgumentNullException.ThrowIfNull(message);
+        foreach (var session in _sessions.Values)
+        {
+            if (session.UserId == userId)
+            {
+                session.Send(message);
+            }
+        }
+
+        return ValueTask.CompletedTask;
+    }
+
+    /// <inheritdoc />
+    protected internal override ValueTask<long> CountSubscribersAsync(string topic, CancellationToken cancellationToken) =>
+        new(PubSub.SubscriberCount(topic));
 
     /// <summary>Reserves room for a new session, or says which limit refuses it.</summary>
     internal DuplexOpenResult? TryReserve()
@@ -196,12 +250,12 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     }
 
     /// <summary>Creates a session in the room <see cref="TryReserve"/> made. Returns it with its token, shown only now.</summary>
-    internal (DuplexSession Session, string Token) Create(DuplexEncoding encoding, PollingDuplexMode mode)
+    internal (DuplexSession Session, string Token) Create(DuplexEncoding encoding, PollingDuplexMode mode, string? userId = null)
     {
         var token = CreateToken();
         while (true)
         {
-            var session = new DuplexSession(this, CreateSessionId(), HashToken(token), encoding, mode, TimeProvider.GetTimestamp());
+            var session = new DuplexSession(this, CreateSessionId(), HashToken(token), encoding, mode, TimeProvider.GetTimestamp()) { UserId = userId };
             if (_sessions.TryAdd(session.Id, session))
             {
                 Metrics.Opened();
@@ -267,7 +321,7 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     private static byte[] HashToken(string token) => SHA256.HashData(System.Text.Encoding.UTF8.GetBytes(token));
 
     /// <summary>Finds the session a request names and checks its token, in constant time.</summary>
-    private DuplexSessionLookup Find(string id, string token, out DuplexSession? session)
+    private DuplexSessionLookup Find(string id, string token, string? userId, out DuplexSession? session)
     {
         session = null;
         var hash = HashToken(token);
@@ -276,6 +330,11 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
             if (!found.TokenMatches(hash))
             {
                 return DuplexSessionLookup.InvalidToken;
+            }
+
+            if (!string.Equals(found.UserId, userId, StringComparison.Ordinal))
+            {
+                return DuplexSessionLookup.WrongUser;
             }
 
             session = found;

@@ -55,6 +55,23 @@ public sealed class PubSubHandler : PollingDuplexHandler
         return Fanout(topic, JsonEncodedText.Encode(topic).EncodedUtf8Bytes, value.Payload.Span, except: null, fromClient: false);
     }
 
+    /// <summary>Queues a notification made once (<see cref="PubSubCommand.CreateNotification"/>) to every subscriber of <paramref name="topic"/>.</summary>
+    internal int Publish(string topic, DuplexMessage notification)
+    {
+        if (!_topics.TryGetValue(topic, out var t))
+        {
+            return 0;
+        }
+
+        var queued = 0;
+        foreach (var subscriber in t.Subscribers)
+        {
+            queued += subscriber.Send(notification) == DuplexSendResult.Queued ? 1 : 0;
+        }
+
+        return queued;
+    }
+
     /// <inheritdoc />
     public override ValueTask OnMessageAsync(DuplexSession session, DuplexMessage message, CancellationToken cancellationToken)
     {

@@ -16,7 +16,7 @@ namespace ChannelPool.PollingDuplex.Stores;
 /// memory pays no allocation and no thread switch for the seam. docs/polling-duplex.md ("The session store") says
 /// what each operation must guarantee.
 /// </remarks>
-public abstract class DuplexSessionStore : IDisposable
+public abstract partial class DuplexSessionStore : IDisposable
 {
     /// <summary>Initializes the store of the endpoint mapped at <paramref name="endpoint"/>.</summary>
     /// <param name="endpoint">The pattern the endpoint is mapped at; it names the endpoint in telemetry.</param>
@@ -51,7 +51,7 @@ public abstract class DuplexSessionStore : IDisposable
     internal PollingDuplexMetrics Metrics { get; }
 
     /// <summary>Gets the sessions by state for the <c>pollingduplex.sessions</c> gauge, or null where the store cannot count them cheaply.</summary>
-    internal virtual (int Pending, int Active)? SessionCounts => null;
+    internal virtual (int Pending, int Active)? SessionCounts => ReportedSessionCounts;
 
     /// <inheritdoc />
     public void Dispose()
@@ -67,16 +67,18 @@ public abstract class DuplexSessionStore : IDisposable
     /// </summary>
     /// <param name="encoding">The encoding the client asked for.</param>
     /// <param name="mode">The mode the client asked for.</param>
+    /// <param name="userId">The id of the user who opens it, which every later request must carry; null for an anonymous session.</param>
     /// <param name="cancellationToken">Cancelled when the client goes away.</param>
     /// <returns>The new session's id and token, or which limit refused it, or that the application failed to open it.</returns>
-    protected internal abstract ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, CancellationToken cancellationToken);
+    protected internal abstract ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, CancellationToken cancellationToken);
 
     /// <summary>Finds the session a send request names, checking its token in constant time, and counts the request as activity.</summary>
     /// <param name="sessionId">The session id from the request's path.</param>
     /// <param name="token">The token the request carried.</param>
+    /// <param name="userId">The request's user id, checked with the token: another user gets <see cref="DuplexLookupStatus.WrongUser"/>.</param>
     /// <param name="cancellationToken">Cancelled when the client goes away.</param>
     /// <returns>The session, or why there is none.</returns>
-    protected internal abstract ValueTask<DuplexSessionLookup> FindAsync(string sessionId, string token, CancellationToken cancellationToken);
+    protected internal abstract ValueTask<DuplexSessionLookup> FindAsync(string sessionId, string token, string? userId, CancellationToken cancellationToken);
 
     /// <summary>
     /// Receives one client message, if <paramref name="sequence"/> is the next the session expects: does what it means
@@ -97,17 +99,55 @@ public abstract class DuplexSessionStore : IDisposable
     /// </summary>
     /// <param name="sessionId">The session id from the request's path.</param>
     /// <param name="token">The token the request carried.</param>
+    /// <param name="userId">The request's user id, checked with the token: another user changes nothing.</param>
     /// <param name="ack">The highest sequence number the client has received.</param>
     /// <param name="cancellationToken">Cancelled when the client goes away.</param>
     /// <returns>The poll, or why it could not start.</returns>
-    protected internal abstract ValueTask<DuplexPollStart> BeginPollAsync(string sessionId, string token, long ack, CancellationToken cancellationToken);
+    protected internal abstract ValueTask<DuplexPollStart> BeginPollAsync(string sessionId, string token, string? userId, long ack, CancellationToken cancellationToken);
 
     /// <summary>Ends a session because its client closed it. Returns <see cref="DuplexLookupStatus.Ended"/> with the reason when it had already ended.</summary>
     /// <param name="sessionId">The session id from the request's path.</param>
     /// <param name="token">The token the request carried.</param>
+    /// <param name="userId">The request's user id, checked with the token: another user changes nothing.</param>
     /// <param name="cancellationToken">Cancelled when the client goes away.</param>
     /// <returns>Found when this request closed it, or why not.</returns>
-    protected internal abstract ValueTask<DuplexSessionLookup> CloseAsync(string sessionId, string token, CancellationToken cancellationToken);
+    protected internal abstract ValueTask<DuplexSessionLookup> CloseAsync(string sessionId, string token, string? userId, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Queues <paramref name="message"/> for the session <paramref name="sessionId"/>, from the server side, on any node:
+    /// within the session's limits (<see cref="PollingDuplexOptions.MaxPendingMessagesPerSession"/>,
+    /// <see cref="PollingDuplexOptions.MaxPendingBytesPerSession"/>, the overflow policy), as
+    /// <see cref="DuplexSession.Send"/> queues in memory. Never counts as the session's activity.
+    /// </summary>
+    /// <param name="sessionId">The session.</param>
+    /// <param name="message">The message; a text session takes JSON messages only.</param>
+    /// <param name="cancellationToken">Stops waiting for the store.</param>
+    /// <returns>What happened to the message.</returns>
+    /// <exception cref="ArgumentException">A raw-bytes message for a text session, or one larger than <see cref="PollingDuplexOptions.MaxMessageSize"/>.</exception>
+    protected internal abstract ValueTask<DuplexSendResult> SendAsync(string sessionId, DuplexMessage message, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Publishes a pub/sub notification (<see cref="PubSub.PubSubCommand.CreateNotification"/>) to every subscriber of
+    /// <paramref name="topic"/>, serialized once, on any node.
+    /// </summary>
+    /// <param name="topic">The topic.</param>
+    /// <param name="notification">The notification, the same bytes for every subscriber.</param>
+    /// <param name="cancellationToken">Stops waiting for the store.</param>
+    /// <returns>A task that completes when the notification is published.</returns>
+    protected internal abstract ValueTask PublishAsync(string topic, DuplexMessage notification, CancellationToken cancellationToken);
+
+    /// <summary>Sends <paramref name="message"/> to every live session of the user <paramref name="userId"/>, exactly once each, in order per sender.</summary>
+    /// <param name="userId">The user's id, as sessions recorded it when they opened.</param>
+    /// <param name="message">The message.</param>
+    /// <param name="cancellationToken">Stops waiting for the store.</param>
+    /// <returns>A task that completes when the message is queued.</returns>
+    protected internal abstract ValueTask SendToUserAsync(string userId, DuplexMessage message, CancellationToken cancellationToken);
+
+    /// <summary>Counts the subscribers of <paramref name="topic"/>: every node's, on a shared store.</summary>
+    /// <param name="topic">The topic.</param>
+    /// <param name="cancellationToken">Stops waiting for the store.</param>
+    /// <returns>How many live sessions are subscribed.</returns>
+    protected internal abstract ValueTask<long> CountSubscribersAsync(string topic, CancellationToken cancellationToken);
 
     /// <summary>Creates a session id: 128 random bits, base64url. Not a secret; the token is.</summary>
     /// <returns>The id.</returns>

@@ -14,6 +14,12 @@ public enum DuplexLookupStatus
 
     /// <summary>No such session, or it ended too long ago to remember: <c>404 unknown-session</c>.</summary>
     Unknown = 3,
+
+    /// <summary>
+    /// The token is the session's, but the request's user is not the one who opened it (including a request with no
+    /// user on a session that has one, and the reverse): <c>403</c>. Nothing about the session changed.
+    /// </summary>
+    WrongUser = 4,
 }
 
 /// <summary>What a session id and token found: the session, or why the request cannot reach it.</summary>
@@ -31,6 +37,9 @@ public readonly struct DuplexSessionLookup
 
     /// <summary>Gets a lookup of a session nobody knows.</summary>
     public static DuplexSessionLookup Unknown => new(DuplexLookupStatus.Unknown, null, null);
+
+    /// <summary>Gets a lookup whose token is the session's, but whose user is not.</summary>
+    public static DuplexSessionLookup WrongUser => new(DuplexLookupStatus.WrongUser, null, null);
 
     /// <summary>Gets what the lookup found.</summary>
     public DuplexLookupStatus Status { get; }
