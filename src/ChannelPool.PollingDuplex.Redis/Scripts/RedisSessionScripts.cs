@@ -357,7 +357,7 @@ internal static class RedisSessionScripts
                 cur[i] = cur[i] + 1
                 if ARGV[b + 2] ~= id then
                   local ts = tonumber(ARGV[b + 1])
-                  local unpolled = ts > ws and ts <= we
+                  local unpolled = ts >= ws and ts <= we
                   if text and string.sub(entry, 1, 1) == 'b' then
                     drop(1)
                   elseif unpolled and wn >= maxMessages then

@@ -152,7 +152,7 @@ public sealed class DuplexCluster : IAsyncDisposable
                 nodes.Add(await DuplexNode.StartAsync(i, PubSubPath, options, served));
             }
 
-            var balancer = nodes.Count > 1 ? await StartBalancerAsync(nodes) : null;
+            var balancer = nodes.Count > 1 ? await StartBalancerAsync([.. nodes.Where(n => options.BalancedNodes?.Contains(n.Index) ?? true)]) : null;
             return new DuplexCluster(nodes, balancer, ownedRedis, served);
         }
         catch

@@ -21,6 +21,9 @@ public sealed class DuplexClusterOptions
     /// </summary>
     public string KeyPrefix { get; init; } = "test-" + Guid.NewGuid().ToString("N")[..12];
 
+    /// <summary>Gets the nodes (by index) the balancer spreads requests over; every node when null.</summary>
+    public IReadOnlyList<int>? BalancedNodes { get; init; }
+
     /// <summary>Gets what adds services to a node (by its index) before it is built: a background publisher on one node, say.</summary>
     public Action<int, WebApplicationBuilder>? ConfigureNode { get; init; }
 
