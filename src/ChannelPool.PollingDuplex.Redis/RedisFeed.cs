@@ -172,7 +172,7 @@ internal sealed class RedisFeed
             entries[i] = RedisLogEntry.Parse(from + i, read[4 + i]);
         }
 
-        return new RedisOffer(Source, logEpoch, from, (long)read[2], entries);
+        return new RedisOffer(Source, logEpoch, from, (long)read[2], entries, More: from + entries.Length - 1 < (long)read[1]);
     }
 
     public static (string Epoch, long After) ParseCursor(string cursor)
@@ -187,7 +187,7 @@ internal sealed class RedisFeed
     {
         var start = (int)(from - _entries[0].Id);
         var count = Math.Min(max, _entries.Count - start);
-        return new RedisOffer(Source, _epoch!, from, _logStart, _entries.GetRange(start, count));
+        return new RedisOffer(Source, _epoch!, from, _logStart, _entries.GetRange(start, count), More: start + count < _entries.Count || _through < _last);
     }
 
     private async Task ReadNewAsync()

@@ -66,4 +66,5 @@ internal sealed class RedisLogEntry
 /// <param name="FirstId">The first entry's id.</param>
 /// <param name="LogStart">The log's first id when it was read: a cursor before it missed what lies between.</param>
 /// <param name="Entries">The entries, contiguous.</param>
-internal sealed record RedisOffer(string Source, string Epoch, long FirstId, long LogStart, IReadOnlyList<RedisLogEntry> Entries);
+/// <param name="More">Whether the log had more after them than the offer could carry.</param>
+internal sealed record RedisOffer(string Source, string Epoch, long FirstId, long LogStart, IReadOnlyList<RedisLogEntry> Entries, bool More = false);

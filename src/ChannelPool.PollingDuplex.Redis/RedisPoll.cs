@@ -71,13 +71,16 @@ internal sealed class RedisPoll : DuplexPoll
             ready.RemoveRange(0, count);
             _ready = ready.Count > 0 ? ready : null;
             _cursor = frames[^1].Sequence;
+
+            // The poll's start looked at the queue only: the response's next take looks at the logs too.
+            signal.TrySetResult();
             return DuplexTakeResult.Frames;
         }
 
         var looked = Interlocked.Exchange(ref _sessionWoken, 0) == 1;
         for (var attempt = 0; attempt < 3; attempt++)
         {
-            var offers = await OffersAsync(maxFrames).ConfigureAwait(false);
+            var offers = await OffersAsync(_store.OfferCap(maxFrames)).ConfigureAwait(false);
             if (offers.Count == 0 && !looked)
             {
                 return DuplexTakeResult.Waiting(signal.Task);

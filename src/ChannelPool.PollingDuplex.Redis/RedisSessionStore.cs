@@ -242,9 +242,11 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
 
         // Across sources, in publish order as far as this node can see it; within a source, always in log order.
         entries.Sort(static (a, b) => a.Entry.Published != b.Entry.Published ? a.Entry.Published.CompareTo(b.Entry.Published) : a.Source != b.Source ? a.Source.CompareTo(b.Source) : a.Entry.Id.CompareTo(b.Entry.Id));
-        if (entries.Count > limit)
+        var more = offers.Any(o => o.More);
+        if (entries.Count > OfferCap(limit))
         {
-            entries.RemoveRange(limit, entries.Count - limit);
+            entries.RemoveRange(OfferCap(limit), entries.Count - OfferCap(limit));
+            more = true;
         }
 
         args.Add(entries.Count);
@@ -272,8 +274,20 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
         var at = ReadFrames(r, 1, frames, entries);
         poll.SetCursors(ReadCursors(r, ref at));
         RecordMessagesDropped((long)r[at]);
+        if (more)
+        {
+            // The logs hold more than this take could carry: the response's next take looks at once, not at the next wake.
+            poll.Wake();
+        }
+
         return DuplexTakeResult.Frames;
     }
+
+    /// <summary>
+    /// How many entries a take is offered for <paramref name="limit"/> frames: beyond the frames, as many again, so
+    /// entries dropped by the overflow policy join one gap rather than one per response.
+    /// </summary>
+    internal int OfferCap(int limit) => limit + Options.MaxPendingMessagesPerSession;
 
     internal Task EndPollAsync(RedisPoll poll) => EvalSessionAsync(RedisSessionScripts.EndPoll, poll.SessionId, poll.TokenHash, poll.UserId, poll.Number);
 

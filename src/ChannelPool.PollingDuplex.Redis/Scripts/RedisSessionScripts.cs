@@ -12,8 +12,9 @@ namespace ChannelPool.PollingDuplex.Redis;
 /// beyond what was sent, -5 superseded, -6 wrong user.
 /// The hash holds th (token hash), uid, enc, mode, recv, acked, hs (highest sequence sent), next (next sequence),
 /// pb (bytes held), uo (frames queued directly while no poll was outstanding), pn (poll number), pu (the outstanding
-/// poll ends by, Unix ms), fpd (first-poll deadline; 0 once polled), ws/we/wn (the window without a poll before the
-/// current one, and how many frames of it were taken), mr (memberships renewed at), rc (a handler's claim on a message).
+/// poll ends by, Unix ms), fpd (first-poll deadline; 0 once polled), wins (the last 16 stretches without a poll, as
+/// 'from,to,counted;...': what a session may fall behind by is counted in them), mr (memberships renewed at), rc (a
+/// handler's claim on a message).
 /// Queue entries: 'j' + JSON, 'b' + bytes, or 'g' + how many messages a gap stands for. Cursors: source → 'epoch:id'.
 /// </remarks>
 internal static class RedisSessionScripts
@@ -99,7 +100,7 @@ internal static class RedisSessionScripts
     public const string Create = Prelude + """
         if redis.call('EXISTS', sk) == 1 or redis.call('EXISTS', xk) == 1 then return {3} end
         redis.call('HSET', sk, 'th', th, 'uid', uid, 'enc', ARGV[7], 'mode', ARGV[8], 'recv', 0, 'acked', 0, 'hs', 0, 'next', 1,
-          'pb', 0, 'uo', 0, 'pn', 0, 'pu', ARGV[4], 'fpd', ARGV[9], 'ws', 0, 'we', 0, 'wn', 0, 'mr', ARGV[4])
+          'pb', 0, 'uo', 0, 'pn', 0, 'pu', ARGV[4], 'fpd', ARGV[9], 'wins', '', 'mr', ARGV[4])
         if ARGV[10] ~= '' then redis.call('HSET', ck, ARGV[10], ARGV[11]) end
         redis.call('SET', xk, '|' .. th .. '|' .. uid)
         touch()
@@ -236,7 +237,7 @@ internal static class RedisSessionScripts
         local st, reason = lookup()
         if st ~= 0 then return {st, reason} end
         local ack = tonumber(ARGV[7])
-        local f = redis.call('HMGET', sk, 'acked', 'hs', 'pu', 'fpd', 'enc', 'mode', 'uo', 'mr')
+        local f = redis.call('HMGET', sk, 'acked', 'hs', 'pu', 'fpd', 'enc', 'mode', 'uo', 'mr', 'wins')
         local acked, hs = tonumber(f[1]), tonumber(f[2])
         if ack > hs then return {-4, 0} end
         if ack > acked then
@@ -253,8 +254,12 @@ internal static class RedisSessionScripts
         local first = 0
         if f[4] ~= '0' then first = 1 end
         -- What arrived between the last poll's end and now, with no poll outstanding, counts against
-        -- MaxPendingMessagesPerSession: the direct sends are counted (uo); the log entries are counted as they are taken.
-        redis.call('HSET', sk, 'acked', acked, 'ws', math.min(pu, now), 'we', ARGV[4], 'wn', f[7], 'uo', 0, 'pu', ARGV[8], 'fpd', 0)
+        -- MaxPendingMessagesPerSession: the direct sends are counted already (uo); a log entry is counted in the stretch
+        -- its publish time falls in whenever a take reaches it, so a response's frame limit never lets one slip by.
+        local wins = f[9] .. math.min(pu, now) .. ',' .. ARGV[4] .. ',' .. f[7] .. ';'
+        local _, stretches = string.gsub(wins, ';', '')
+        if stretches > 16 then wins = string.sub(wins, string.find(wins, ';', 1, true) + 1) end
+        redis.call('HSET', sk, 'acked', acked, 'wins', wins, 'uo', 0, 'pu', ARGV[8], 'fpd', 0)
         touch()
         if pu > now then redis.call('PUBLISH', wake, 's ' .. id) end
         local out = {0, pn, acked, tonumber(f[5]), tonumber(f[6]), first, tonumber(f[8]), hs, 0}
@@ -283,10 +288,16 @@ internal static class RedisSessionScripts
     public const string Take = Prelude + """
         local st, reason = lookup()
         if st ~= 0 then return {st, reason} end
-        local f = redis.call('HMGET', sk, 'pn', 'acked', 'hs', 'next', 'pb', 'ws', 'we', 'wn', 'enc')
+        local f = redis.call('HMGET', sk, 'pn', 'acked', 'hs', 'next', 'pb', 'wins', 'enc')
         if f[1] ~= ARGV[7] then return {-5, 0} end
-        local acked, hs, nxt, pb = tonumber(f[2]), tonumber(f[3]), tonumber(f[4]), tonumber(f[5])
-        local ws, we, wn, text = tonumber(f[6]), tonumber(f[7]), tonumber(f[8]), f[9] == '0'
+        local acked, hs, nxt, pb, text = tonumber(f[2]), tonumber(f[3]), tonumber(f[4]), tonumber(f[5]), f[7] == '0'
+        local ws, we, wn = {}, {}, {}
+        for a, b, n in string.gmatch(f[6], '(%d+),(%d+),(%d+);') do
+          ws[#ws + 1] = tonumber(a)
+          we[#we + 1] = tonumber(b)
+          wn[#wn + 1] = tonumber(n)
+        end
+        local counted = false
         local limit, maxMessages, maxBytes, fault = tonumber(ARGV[9]), tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13] == 'fault'
         local out = {1, hs, 0}
         local start = math.max(0, tonumber(ARGV[8]) - acked)
@@ -320,20 +331,27 @@ internal static class RedisSessionScripts
               end
             end
           end
-          local gapAt = nil
+          -- Consecutive drops share one gap frame: in this response while it has room, else queued for the next.
+          local gapAt, gapQueued = nil, false
           local function drop(n)
             dropped = dropped + n
             if gapAt then
               out[gapAt] = out[gapAt] + n
               redis.call('LSET', qk, -1, 'g' .. out[gapAt])
+            elseif gapQueued then
+              redis.call('LSET', qk, -1, 'g' .. (tonumber(string.sub(redis.call('LINDEX', qk, -1), 2)) + n))
             else
               redis.call('RPUSH', qk, 'g' .. n)
-              out[#out + 1] = nxt
-              out[#out + 1] = 'g'
-              out[#out + 1] = n
-              gapAt = #out
+              if taken < limit then
+                out[#out + 1] = nxt
+                out[#out + 1] = 'g'
+                out[#out + 1] = n
+                gapAt = #out
+                taken = taken + 1
+              else
+                gapQueued = true
+              end
               nxt = nxt + 1
-              taken = taken + 1
             end
           end
           local overflow = false
@@ -341,39 +359,46 @@ internal static class RedisSessionScripts
           for j = 1, tonumber(ARGV[eb]) do
             local b = eb + 1 + (j - 1) * 4
             local i = tonumber(ARGV[b])
-            if usable[i] and taken >= limit then usable[i] = false end
+            if usable[i] and missed[i] then
+              if fault then overflow = true; break end
+              drop(missed[i])
+              missed[i] = nil
+            end
             if usable[i] then
-              if missed[i] then
-                if fault then overflow = true; break end
-                drop(missed[i])
-                missed[i] = nil
-              end
               local entry = ARGV[b + 3]
+              local ts = tonumber(ARGV[b + 1])
+              local fate, w = 'take', nil
+              if ARGV[b + 2] == id then
+                fate = 'skip'
+              elseif text and string.sub(entry, 1, 1) == 'b' then
+                fate = 'drop'
+              else
+                for k = #ws, 1, -1 do
+                  if ts >= ws[k] and ts <= we[k] then w = k; break end
+                end
+                if w and wn[w] >= maxMessages then
+                  if fault then overflow = true; break end
+                  fate = 'drop'
+                end
+              end
               local size = #entry - 1 + 64
-              if pb + size > maxBytes then
-                -- Full of frames not yet acknowledged: the rest waits for the client's next ack.
+              if fate == 'take' and (taken >= limit or pb + size > maxBytes) then
+                -- The response is full, or the session holds all it may until the client acknowledges: a later take.
                 usable[i] = false
               else
                 cur[i] = cur[i] + 1
-                if ARGV[b + 2] ~= id then
-                  local ts = tonumber(ARGV[b + 1])
-                  local unpolled = ts >= ws and ts <= we
-                  if text and string.sub(entry, 1, 1) == 'b' then
-                    drop(1)
-                  elseif unpolled and wn >= maxMessages then
-                    if fault then overflow = true; break end
-                    drop(1)
-                  else
-                    if unpolled then wn = wn + 1 end
-                    redis.call('RPUSH', qk, entry)
-                    out[#out + 1] = nxt
-                    out[#out + 1] = 'o'
-                    out[#out + 1] = j
-                    nxt = nxt + 1
-                    pb = pb + size
-                    taken = taken + 1
-                    gapAt = nil
-                  end
+                if fate == 'drop' then
+                  drop(1)
+                elseif fate == 'take' then
+                  if w then wn[w] = wn[w] + 1; counted = true end
+                  redis.call('RPUSH', qk, entry)
+                  out[#out + 1] = nxt
+                  out[#out + 1] = 'o'
+                  out[#out + 1] = j
+                  nxt = nxt + 1
+                  pb = pb + size
+                  taken = taken + 1
+                  gapAt = nil
                 end
               end
             end
@@ -386,11 +411,16 @@ internal static class RedisSessionScripts
           for i = 1, ns do
             if cur[i] then redis.call('HSET', ck, ARGV[16 + (i - 1) * 4], ep[i] .. ':' .. cur[i]) end
           end
-          redis.call('HSET', sk, 'next', nxt, 'pb', pb, 'wn', wn)
+          redis.call('HSET', sk, 'next', nxt, 'pb', pb)
+          if counted then
+            local wins = ''
+            for k = 1, #ws do wins = wins .. ws[k] .. ',' .. we[k] .. ',' .. wn[k] .. ';' end
+            redis.call('HSET', sk, 'wins', wins)
+          end
           keep(qk)
         end
-        out[3] = taken
-        if taken > 0 then
+        out[3] = (#out - 3) / 3
+        if out[3] > 0 then
           local last = out[#out - 2]
           if last > hs then redis.call('HSET', sk, 'hs', last) end
           -- The poll ends with these frames, or within the batch window after them: from then, what arrives counts.
