@@ -4,7 +4,7 @@ using Microsoft.Extensions.Options;
 
 namespace ChannelPool.PollingDuplex.Tests.Redis;
 
-/// <summary>Mapping an endpoint on Redis: what it needs, and the options it refuses.</summary>
+/// <summary>Mapping an endpoint on Redis: what it needs, the options it refuses, and nodes that must agree on the endpoint's options.</summary>
 public class RedisMappingTests
 {
     [Test]
@@ -14,6 +14,42 @@ public class RedisMappingTests
         using var app = builder.Build();
         var error = Assert.Throws<InvalidOperationException>(() => app.MapPollingDuplexPubSubOnRedis("/pubsub"));
         Assert.That(error!.Message, Does.Contain("AddPollingDuplexRedis"));
+    }
+
+    [Test]
+    public async Task ANodeWhoseOptionsDifferFromALiveNodes_FailsToStart_NamingEachDifference_UntilTheOldNodesStop()
+    {
+        var redis = await RedisServers.ConfigurationAsync(RedisKind.OneServer);
+        var prefix = "agree-" + Guid.NewGuid().ToString("N")[..8];
+        DuplexClusterOptions Options(TimeSpan poll, int pending) => new()
+        {
+            Redis = redis,
+            KeyPrefix = prefix,
+            Configure = o =>
+            {
+                o.ServerPollTimeout = poll;
+                o.MaxPendingSessions = pending;
+            },
+        };
+
+        var old = await DuplexCluster.StartAsync(Options(TimeSpan.FromSeconds(10), 1024));
+        await using (var same = await DuplexCluster.StartAsync(Options(TimeSpan.FromSeconds(10), 1024)))
+        {
+            Assert.That(same.Nodes, Has.Count.EqualTo(1), "a node with the same options joins");
+        }
+
+        var refused = Assert.CatchAsync(() => DuplexCluster.StartAsync(Options(TimeSpan.FromSeconds(5), 7)));
+        var message = refused is AggregateException all ? string.Join(" ", all.InnerExceptions.Select(e => e.Message)) : refused!.Message;
+        Assert.That(message, Does.Contain("ServerPollTimeout is 00:00:05 here but 00:00:10 on node")
+            .And.Contain("MaxPendingSessions is 7 here but 1024")
+            .And.Contain(prefix)
+            .And.Contain("stop every node that uses the old ones"));
+        Assert.That(message, Does.Not.Contain("MaxMessageSize"), "only what differs is named");
+
+        // Stopped gracefully, the old node leaves: the new options start.
+        await old.DisposeAsync();
+        await using var renewed = await DuplexCluster.StartAsync(Options(TimeSpan.FromSeconds(5), 7));
+        Assert.That(renewed.Nodes, Has.Count.EqualTo(1));
     }
 
     [TestCase("", "Configuration is required")]

@@ -88,6 +88,49 @@ public class RedisOutageTests
         Assert.That(started.Elapsed, Is.LessThan(TimeSpan.FromSeconds(7)), "the wake subscription made while Redis was down was sent once it came up");
     }
 
+    [Test]
+    public async Task AShardOfTheRedisCluster_KilledAndStartedAgain_LosesNothing_AndTheOtherShardsServeMeanwhile()
+    {
+        const int Messages = 100;
+        await using var redis = await RedisClusterProcess.StartAsync(persistent: true);
+        await using var cluster = await DuplexCluster.StartAsync(
+            configure: o =>
+            {
+                o.ServerPollTimeout = TimeSpan.FromSeconds(2);
+                o.MaxPendingMessagesPerSession = Messages + 10;
+            },
+            redis: redis.Configuration);
+        Unavailable? unavailable = null;
+        using var http = DuplexCluster.CreateHttpClient(inner => unavailable = new Unavailable(inner));
+        var options = new PollingDuplexClientOptions { MaxRetryAttempts = 100, RetryBaseDelay = TimeSpan.FromMilliseconds(50), RetryMaxDelay = TimeSpan.FromMilliseconds(300) };
+        var client = new PollingDuplexClient(http, cluster.PubSub, options);
+        var subscribers = await Task.WhenAll(Enumerable.Range(0, 6).Select(async i =>
+        {
+            var session = await client.OpenSessionAsync();
+            await session.SendAsync(DuplexMessage.FromJson(new { op = "subscribe", topic = $"feed-{i % 3}" }));
+            return (Session: session, Topic: i % 3);
+        })).Within();
+        var reading = subscribers.Select(s => DeliveryTests.ReadAsync(s.Session, Messages, TimeSpan.FromMinutes(2))).ToList();
+        await using var publisher = await client.OpenSessionAsync();
+        for (var i = 1; i <= Messages; i++)
+        {
+            if (i == (Messages / 2) + 1)
+            {
+                await redis.Shards[1].KillAsync();
+                _ = Task.Delay(1000).ContinueWith(async _ => await redis.Shards[1].StartAgainAsync(), TaskScheduler.Default).Unwrap();
+            }
+
+            // One message to each of the three topics, spread over the shards by their names.
+            await publisher.SendAsync([.. Enumerable.Range(0, 3).Select(t => DuplexMessage.FromJson(new { op = "publish", topic = $"feed-{t}", data = i }))]);
+        }
+
+        var received = await Task.WhenAll(reading);
+        Assert.That(received.Select(r => r.Select(d => RedisScaleOutTests.Data(d.Message!))), Has.All.EqualTo(Enumerable.Range(1, Messages)));
+        Assert.That(unavailable!.Count, Is.GreaterThan(0), "requests that reached the stopped shard were answered 503, and retried");
+        await redis.WaitUntilServedAsync();
+        await Task.WhenAll(subscribers.Select(s => s.Session.DisposeAsync().AsTask())).Within();
+    }
+
     /// <summary>Opens a session, retrying the 503s a node answers until its connection to Redis is back.</summary>
     private static async Task<RawSession> OpenOnceRedisIsBackAsync(HttpClient http, Uri endpoint)
     {
@@ -104,6 +147,25 @@ public class RedisOutageTests
             Assert.That(response.StatusCode, Is.EqualTo(HttpStatusCode.ServiceUnavailable));
             Assert.That(waited.Elapsed, Is.LessThan(Eventually.Limit), "the node did not reconnect to Redis");
             await Task.Delay(100);
+        }
+    }
+
+    /// <summary>Counts the 503 answers a client got.</summary>
+    private sealed class Unavailable(HttpMessageHandler inner) : DelegatingHandler(inner)
+    {
+        private int _count;
+
+        public int Count => _count;
+
+        protected override async Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)
+        {
+            var response = await base.SendAsync(request, cancellationToken);
+            if (response.StatusCode == HttpStatusCode.ServiceUnavailable)
+            {
+                Interlocked.Increment(ref _count);
+            }
+
+            return response;
         }
     }
 }
