@@ -112,12 +112,7 @@ internal sealed class RedisFeed
     {
         using (_lock.EnterScope())
         {
-            if (_reading is { IsCompleted: false } reading)
-            {
-                return reading;
-            }
-
-            return _reading = ReadNewAsync();
+            return _reading ??= ReadNewAsync();
         }
     }
 
@@ -193,9 +188,12 @@ internal sealed class RedisFeed
     private async Task ReadNewAsync()
     {
         await Task.Yield();
+        var done = false;
         try
         {
-            while (true)
+            // A wake that came while a read was under way may announce an entry that read started too early to see:
+            // read again until the feed has what was announced (a few times at most, should an announcement be wrong).
+            for (var empty = 0; !done;)
             {
                 long from;
                 using (_lock.EnterScope())
@@ -205,27 +203,40 @@ internal sealed class RedisFeed
                 }
 
                 var read = await _store.ReadLogAsync(Keys, from, _capacity).ConfigureAwait(false);
-                bool again;
                 using (_lock.EnterScope())
                 {
-                    again = Apply(read);
+                    var again = Apply(read);
+                    empty = again is true ? 0 : empty + 1;
+
+                    // Decided under the lock a wake takes too: a wake after this starts a read of its own.
+                    done = again is null || empty >= 3;
+                    if (done)
+                    {
+                        _reading = null;
+                    }
                 }
 
                 WakeWaiting();
-                if (!again)
-                {
-                    return;
-                }
             }
         }
         catch (Exception ex) when (ex is Stores.DuplexStoreUnavailableException)
         {
             // Polls waiting here answer at their timeout; the next poll reads again.
         }
+        finally
+        {
+            if (!done)
+            {
+                using (_lock.EnterScope())
+                {
+                    _reading = null;
+                }
+            }
+        }
     }
 
-    /// <summary>Takes in a read; returns whether there is more to read.</summary>
-    private bool Apply(RedisResult[] read)
+    /// <summary>Takes in a read; returns null when the feed has all that was announced, else whether this read brought anything.</summary>
+    private bool? Apply(RedisResult[] read)
     {
         var epoch = (string)read[0]!;
         var last = (long)read[1];
@@ -256,7 +267,7 @@ internal sealed class RedisFeed
         _through += count;
         _last = Math.Max(_last, last);
         Volatile.Write(ref _readAt, _store.TimeProvider.GetTimestamp());
-        return count > 0 && _through < _last;
+        return _through < _last ? count > 0 : null;
     }
 
     private void WakeWaiting()

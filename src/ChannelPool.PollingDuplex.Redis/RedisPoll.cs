@@ -88,6 +88,7 @@ internal sealed class RedisPoll : DuplexPoll
 
             looked = false;
             var before = frames.Count;
+            var sources = _cursors.Count;
             var take = await _store.TakeAsync(this, _cursor, offers, maxFrames, frames).ConfigureAwait(false);
             if (take.Status != DuplexTakeStatus.Frames)
             {
@@ -101,13 +102,14 @@ internal sealed class RedisPoll : DuplexPoll
                 return DuplexTakeResult.Frames;
             }
 
-            if (offers.Count == 0)
+            // Nothing taken: the session's cursors had moved, or it has new sources (a subscribe), or its held bytes are
+            // full. The script returned its cursors: wait on every source it reads now, and look once more if they changed.
+            var watched = _watching.Count;
+            WatchFeeds();
+            if (offers.Count == 0 && _watching.Count == watched && _cursors.Count == sources)
             {
                 break;
             }
-
-            // Offers and nothing taken: the session's cursors had moved (now known), or its held bytes are full.
-            WatchFeeds();
         }
 
         return DuplexTakeResult.Waiting(signal.Task);

@@ -78,12 +78,14 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
         while (true)
         {
             var id = CreateSessionId();
-            var now = Now();
+            var clock = TimeProvider.GetUtcNow();
+            var now = clock.ToUnixTimeMilliseconds();
             var deadline = now + (long)FirstPollTimeout.TotalMilliseconds;
+            var ordered = deadline + ((clock.Ticks % TimeSpan.TicksPerMillisecond) / (double)TimeSpan.TicksPerMillisecond);
             var reserved = await EvalAsync(
                 RedisEndpointScripts.Reserve,
                 _endpointKeys,
-                [now, Options.MaxConcurrentSessions, Options.MaxPendingSessions, id, deadline, Info(encoding, mode, userId)]);
+                [now, Options.MaxConcurrentSessions, Options.MaxPendingSessions, id, deadline, Info(encoding, mode, userId), ordered]);
             if ((long)reserved[0] == 1)
             {
                 return DuplexOpenResult.TooManySessions;

@@ -9,8 +9,9 @@ namespace ChannelPool.PollingDuplex.Redis;
 internal static class RedisEndpointScripts
 {
     /// <summary>
-    /// Makes room for a new session: ARGV 1-6 = now, MaxConcurrentSessions, MaxPendingSessions, its id, its first-poll
-    /// deadline, its info. At the pending cap, the oldest never-polled session gives way rather than the newcomer.
+    /// Makes room for a new session: ARGV 1-7 = now, MaxConcurrentSessions, MaxPendingSessions, its id, its first-poll
+    /// deadline, its info, and the same deadline to the microsecond (so two opens in one millisecond keep their order).
+    /// At the pending cap, the oldest never-polled session gives way rather than the newcomer.
     /// Returns {1} when the endpoint is full, or {0, the id to evict or ''}.
     /// </summary>
     public const string Reserve = """
@@ -23,7 +24,7 @@ internal static class RedisEndpointScripts
           redis.call('ZREM', pend, victim)
         end
         redis.call('ZADD', live, ARGV[5], ARGV[4])
-        redis.call('ZADD', pend, ARGV[5], ARGV[4])
+        redis.call('ZADD', pend, ARGV[7], ARGV[4])
         redis.call('HSET', info, ARGV[4], ARGV[6])
         return {0, victim}
         """;

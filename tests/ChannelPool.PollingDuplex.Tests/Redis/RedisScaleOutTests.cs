@@ -66,6 +66,28 @@ public class RedisScaleOutTests(RedisKind kind)
     }
 
     [Test]
+    public async Task APollHeldBeforeItsSessionSubscribes_GetsTheTopicsMessages_AtOnce()
+    {
+        await using var cluster = await StartAsync(o => o.ServerPollTimeout = TimeSpan.FromMinutes(1));
+        using var http = DuplexCluster.CreateHttpClient();
+        var subscriber = await RawSession.OpenAsync(http, cluster.Nodes[0].PubSub);
+        var held = subscriber.At(cluster.Nodes[1].PubSub).PollAsync(0);
+        await Task.Delay(200);
+        using (var subscribed = await subscriber.At(cluster.Nodes[2].PubSub).SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"late\"}}\n"))
+        {
+            Assert.That(subscribed.StatusCode, Is.EqualTo(HttpStatusCode.OK));
+        }
+
+        await Task.Delay(200);
+        var publisher = await RawSession.OpenAsync(http, cluster.Nodes[2].PubSub);
+        (await publisher.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"publish\",\"topic\":\"late\",\"data\":5}}\n")).Dispose();
+
+        // Well inside the minute-long poll timeout: the held poll learned of its new topic, and waits on it.
+        using var response = await held.WaitAsync(TimeSpan.FromSeconds(10));
+        Assert.That(await response.Content.ReadAsStringAsync(), Is.EqualTo("{\"seq\":1,\"type\":\"message\",\"data\":{\"topic\":\"late\",\"data\":5}}\n"));
+    }
+
+    [Test]
     public async Task ManySessionsOverThreeNodes_WithCutAndLostResponsesAndClientRestarts_GetEveryMessageOnceInOrder()
     {
         const int Subscribers = 24;
