@@ -23,10 +23,11 @@ internal sealed class RedisPoll : DuplexPoll
     private int _sessionWoken;
     private bool _tookFrames;
 
-    public RedisPoll(RedisSessionStore store, string sessionId, string tokenHash, string userId, long number, long acked, DuplexEncoding encoding, PollingDuplexMode mode, List<DuplexFrame> ready, Dictionary<string, string> cursors)
+    public RedisPoll(RedisSessionStore store, SessionKeys keys, string sessionId, string tokenHash, string userId, long number, long acked, DuplexEncoding encoding, PollingDuplexMode mode, List<DuplexFrame> ready, Dictionary<string, string> cursors)
         : base(sessionId, encoding, mode)
     {
         _store = store;
+        Keys = keys;
         TokenHash = tokenHash;
         _userId = userId;
         Number = number;
@@ -37,6 +38,9 @@ internal sealed class RedisPoll : DuplexPoll
     }
 
     public string TokenHash { get; }
+
+    /// <summary>Gets the session's keys, made once for the poll's every script.</summary>
+    public SessionKeys Keys { get; }
 
     public long Number { get; }
 
@@ -115,8 +119,20 @@ internal sealed class RedisPoll : DuplexPoll
         return DuplexTakeResult.Waiting(signal.Task);
     }
 
-    /// <summary>Replaces the session's cursors with those a script returned.</summary>
-    public void SetCursors(Dictionary<string, string> cursors) => _cursors = cursors;
+    /// <summary>Takes the session's cursors a script returned: all of them, or those that moved.</summary>
+    public void SetCursors(Dictionary<string, string> cursors, bool replace)
+    {
+        if (replace)
+        {
+            _cursors = cursors;
+            return;
+        }
+
+        foreach (var (source, cursor) in cursors)
+        {
+            _cursors[source] = cursor;
+        }
+    }
 
     /// <inheritdoc />
     protected override async ValueTask EndAsync(CancellationToken cancellationToken)

@@ -161,10 +161,11 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
 
         var tokenHash = Hash(token);
         var now = Now();
+        var keys = Keys.Session(sessionId);
 
         // Counted as outstanding a little beyond the poll timeout, so a poll on a node that died stops counting soon.
         var until = now + (long)Options.ServerPollTimeout.TotalMilliseconds + 5000;
-        var r = await EvalSessionAsync(RedisSessionScripts.BeginPoll, sessionId, tokenHash, userId, ack, until, Options.MaxPendingMessagesPerSession, BatchUntil(now));
+        var r = await EvalSessionAsync(RedisSessionScripts.BeginPoll, keys, sessionId, tokenHash, userId, [ack, until, Options.MaxPendingMessagesPerSession, BatchUntil(now)]);
         var status = (long)r[0];
         if (status != 0)
         {
@@ -183,7 +184,7 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
         }
 
         RenewIfDue(sessionId, (long)r[6], cursors.Keys);
-        var poll = new RedisPoll(this, sessionId, tokenHash, userId ?? string.Empty, (long)r[1], (long)r[2], encoding, mode, ready, cursors);
+        var poll = new RedisPoll(this, keys, sessionId, tokenHash, userId ?? string.Empty, (long)r[1], (long)r[2], encoding, mode, ready, cursors);
         _polls.AddOrUpdate(sessionId, poll, (_, older) =>
         {
             // The older poll on this node is superseded: its next look says so.
@@ -260,7 +261,7 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
             args.Add(entry.Stored);
         }
 
-        var r = await EvalSessionAsync(RedisSessionScripts.Take, poll.SessionId, poll.TokenHash, poll.UserId, [.. args]);
+        var r = await EvalSessionAsync(RedisSessionScripts.Take, poll.Keys, poll.SessionId, poll.TokenHash, poll.UserId, [.. args]);
         switch ((long)r[0])
         {
             case -5:
@@ -273,8 +274,12 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
                 return DuplexTakeResult.LookupFailed(Read(r));
         }
 
+        var before = frames.Count;
         var at = ReadFrames(r, 1, frames, entries);
-        poll.SetCursors(ReadCursors(r, ref at));
+
+        // With frames, the script returns only the cursors that moved; without, all of them (a subscribe or an
+        // unsubscribe shows there).
+        poll.SetCursors(ReadCursors(r, ref at), replace: frames.Count == before);
         RecordMessagesDropped((long)r[at]);
         if (more)
         {
@@ -291,7 +296,7 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
     /// </summary>
     internal int OfferCap(int limit) => limit + Options.MaxPendingMessagesPerSession;
 
-    internal Task EndPollAsync(RedisPoll poll) => EvalSessionAsync(RedisSessionScripts.EndPoll, poll.SessionId, poll.TokenHash, poll.UserId, poll.Number);
+    internal Task EndPollAsync(RedisPoll poll) => EvalSessionAsync(RedisSessionScripts.EndPoll, poll.Keys, poll.SessionId, poll.TokenHash, poll.UserId, [poll.Number]);
 
     /// <summary>Stops waking a poll that ended.</summary>
     internal void Forget(RedisPoll poll) => _polls.TryRemove(KeyValuePair.Create(poll.SessionId, poll));
@@ -335,9 +340,21 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
     /// <summary>Runs a script on one slot's keys, turning Redis's absence into <see cref="DuplexStoreUnavailableException"/>.</summary>
     internal async Task<RedisResult[]> EvalAsync(string script, RedisKey[] keys, RedisValue[] args)
     {
+        // By its SHA-1, computed once per script: a lookup by the text would hash kilobytes on every call. A server that
+        // does not have it yet (a new shard, a restart) answers NOSCRIPT, and the text loads it.
+#pragma warning disable CA5350 // Redis names a script by its SHA-1; it is an identifier here, not a security measure.
+        var hash = ScriptHashes.GetOrAdd(script, static text => SHA1.HashData(System.Text.Encoding.UTF8.GetBytes(text)));
+#pragma warning restore CA5350
         try
         {
-            return (RedisResult[])(await _db.ScriptEvaluateAsync(script, keys, args).ConfigureAwait(false))!;
+            try
+            {
+                return (RedisResult[])(await _db.ScriptEvaluateAsync(hash, keys, args).ConfigureAwait(false))!;
+            }
+            catch (RedisServerException ex) when (ex.Message.StartsWith("NOSCRIPT", StringComparison.Ordinal))
+            {
+                return (RedisResult[])(await _db.ScriptEvaluateAsync(script, keys, args).ConfigureAwait(false))!;
+            }
         }
         catch (Exception ex) when (ex is RedisException or RedisTimeoutException)
         {
@@ -345,15 +362,21 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
         }
     }
 
+    /// <summary>The scripts' SHA-1s, by the script's own string: they are constants, so the reference is the key.</summary>
+    private static readonly ConcurrentDictionary<string, byte[]> ScriptHashes = new(ReferenceEqualityComparer.Instance);
+
     private static DuplexStoreUnavailableException Unavailable(Exception ex) => new(
         $"The session store (Redis) did not answer: {ex.GetType().Name}. Each change is all or nothing, so nothing was half-done; try again.",
         ex);
 
     /// <summary>Runs a session script: KEYS are the session's, ARGV 1-6 the common head, then <paramref name="extra"/>.</summary>
-    private Task<RedisResult[]> EvalSessionAsync(string script, string id, string tokenHash, string? userId, params RedisValue[] extra)
+    private Task<RedisResult[]> EvalSessionAsync(string script, string id, string tokenHash, string? userId, params RedisValue[] extra) =>
+        EvalSessionAsync(script, Keys.Session(id), id, tokenHash, userId, extra);
+
+    private Task<RedisResult[]> EvalSessionAsync(string script, SessionKeys keys, string id, string tokenHash, string? userId, RedisValue[] extra)
     {
         RedisValue[] args = [id, tokenHash, userId ?? string.Empty, Now(), InactivityMs, _wake, .. extra];
-        return EvalAsync(script, Keys.Session(id).All, args);
+        return EvalAsync(script, keys.All, args);
     }
 
     /// <summary>

@@ -24,12 +24,13 @@ internal static class RedisSessionScripts
         local id, th, uid = ARGV[1], ARGV[2], ARGV[3]
         local now, inact, wake = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
 
-        local function lookup()
-          local f = redis.call('HMGET', sk, 'th', 'uid')
+        -- Checks the token and the user in one read, which also brings the named fields (from f[3]).
+        local function lookup(...)
+          local f = redis.call('HMGET', sk, 'th', 'uid', ...)
           if f[1] then
             if f[1] ~= th then return -2, 0 end
             if f[2] ~= uid then return -6, 0 end
-            return 0, 0
+            return 0, 0, f
           end
           local record = redis.call('GET', xk)
           if not record then return -1, 0 end
@@ -45,8 +46,8 @@ internal static class RedisSessionScripts
 
         -- Until its first poll a session lives to its first-poll deadline, which nothing but a poll moves; after it,
         -- for the inactivity timeout from each request.
-        local function touch()
-          local fpd = tonumber(redis.call('HGET', sk, 'fpd'))
+        local function touch(fpd)
+          fpd = tonumber(fpd or redis.call('HGET', sk, 'fpd'))
           for _, k in ipairs({sk, qk, ck}) do
             if fpd > 0 then redis.call('PEXPIREAT', k, fpd) else redis.call('PEXPIRE', k, inact) end
           end
@@ -109,11 +110,10 @@ internal static class RedisSessionScripts
 
     /// <summary>Finds a session for a send; counts as activity (not past the first-poll deadline). Returns {status, reason} or {0, encoding, mode, received, memberships renewed at}.</summary>
     public const string Find = Prelude + """
-        local st, reason = lookup()
+        local st, reason, f = lookup('enc', 'mode', 'recv', 'mr', 'fpd')
         if st ~= 0 then return {st, reason} end
-        touch()
-        local f = redis.call('HMGET', sk, 'enc', 'mode', 'recv', 'mr')
-        return {0, tonumber(f[1]), tonumber(f[2]), tonumber(f[3]), tonumber(f[4])}
+        touch(f[7])
+        return {0, tonumber(f[3]), tonumber(f[4]), tonumber(f[5]), tonumber(f[6])}
         """;
 
     /// <summary>
@@ -234,10 +234,10 @@ internal static class RedisSessionScripts
     /// before, frame count, frames (sequence, kind, body)..., cursor count, (source, cursor)...}.
     /// </summary>
     public const string BeginPoll = Prelude + """
-        local st, reason = lookup()
+        local st, reason, g = lookup('acked', 'hs', 'pu', 'fpd', 'enc', 'mode', 'uo', 'mr', 'wins', 'pn')
         if st ~= 0 then return {st, reason} end
+        local f = {g[3], g[4], g[5], g[6], g[7], g[8], g[9], g[10], g[11], g[12]}
         local ack = tonumber(ARGV[7])
-        local f = redis.call('HMGET', sk, 'acked', 'hs', 'pu', 'fpd', 'enc', 'mode', 'uo', 'mr', 'wins')
         local acked, hs = tonumber(f[1]), tonumber(f[2])
         if ack > hs then return {-4, 0} end
         if ack > acked then
@@ -249,7 +249,7 @@ internal static class RedisSessionScripts
           redis.call('HINCRBY', sk, 'pb', -freed)
           acked = ack
         end
-        local pn = redis.call('HINCRBY', sk, 'pn', 1)
+        local pn = tonumber(f[10]) + 1
         local pu = tonumber(f[3])
         local first = 0
         if f[4] ~= '0' then first = 1 end
@@ -259,8 +259,8 @@ internal static class RedisSessionScripts
         local wins = f[9] .. math.min(pu, now) .. ',' .. ARGV[4] .. ',' .. f[7] .. ';'
         local _, stretches = string.gsub(wins, ';', '')
         if stretches > 16 then wins = string.sub(wins, string.find(wins, ';', 1, true) + 1) end
-        redis.call('HSET', sk, 'acked', acked, 'wins', wins, 'uo', 0, 'pu', ARGV[8], 'fpd', 0)
-        touch()
+        redis.call('HSET', sk, 'acked', acked, 'wins', wins, 'uo', 0, 'pu', ARGV[8], 'fpd', 0, 'pn', pn)
+        touch(0)
         if pu > now then redis.call('PUBLISH', wake, 's ' .. id) end
         local out = {0, pn, acked, tonumber(f[5]), tonumber(f[6]), first, tonumber(f[8]), hs, 0}
         local single = f[6] == '0'
@@ -283,12 +283,12 @@ internal static class RedisSessionScripts
     /// publish time (Unix ms), publisher session ('' for everyone), the entry ('j'/'b' + payload).
     /// Returns {status, reason}; {-7, dropped, user, encoding, mode, sources...} when an overflow ended the session; or
     /// {1, highest sent before, frame count, frames (sequence, kind, body: for 'o' the offered entry's index)...,
-    /// cursor count, (source, cursor)..., dropped}.
+    /// cursor count, (source, cursor)... (with frames, only those that moved; else all), dropped}.
     /// </summary>
     public const string Take = Prelude + """
-        local st, reason = lookup()
+        local st, reason, g = lookup('pn', 'acked', 'hs', 'next', 'pb', 'wins', 'enc')
         if st ~= 0 then return {st, reason} end
-        local f = redis.call('HMGET', sk, 'pn', 'acked', 'hs', 'next', 'pb', 'wins', 'enc')
+        local f = {g[3], g[4], g[5], g[6], g[7], g[8], g[9]}
         if f[1] ~= ARGV[7] then return {-5, 0} end
         local acked, hs, nxt, pb, text = tonumber(f[2]), tonumber(f[3]), tonumber(f[4]), tonumber(f[5]), f[7] == '0'
         local ws, we, wn = {}, {}, {}
@@ -299,6 +299,7 @@ internal static class RedisSessionScripts
         end
         local counted = false
         local limit, maxMessages, maxBytes, fault = tonumber(ARGV[9]), tonumber(ARGV[11]), tonumber(ARGV[12]), ARGV[13] == 'fault'
+        local moved, set = {}, {}
         local out = {1, hs, 0}
         local start = math.max(0, tonumber(ARGV[8]) - acked)
         local taken = queued(out, acked, start, limit)
@@ -409,25 +410,47 @@ internal static class RedisSessionScripts
             return ended
           end
           for i = 1, ns do
-            if cur[i] then redis.call('HSET', ck, ARGV[16 + (i - 1) * 4], ep[i] .. ':' .. cur[i]) end
+            if cur[i] then
+              moved[#moved + 1] = ARGV[16 + (i - 1) * 4]
+              moved[#moved + 1] = ep[i] .. ':' .. cur[i]
+            end
           end
-          redis.call('HSET', sk, 'next', nxt, 'pb', pb)
+          if #moved > 0 then redis.call('HSET', ck, unpack(moved)) end
+          set[#set + 1] = 'next'
+          set[#set + 1] = nxt
+          set[#set + 1] = 'pb'
+          set[#set + 1] = pb
           if counted then
             local wins = ''
             for k = 1, #ws do wins = wins .. ws[k] .. ',' .. we[k] .. ',' .. wn[k] .. ';' end
-            redis.call('HSET', sk, 'wins', wins)
+            set[#set + 1] = 'wins'
+            set[#set + 1] = wins
           end
-          keep(qk)
+          -- A queue emptied by an acknowledgement was deleted; one made again here expires like the session.
+          if nxt > tonumber(f[4]) then redis.call('PEXPIRE', qk, inact) end
         end
-        out[3] = (#out - 3) / 3
-        if out[3] > 0 then
+        local n = (#out - 3) / 3
+        out[3] = n
+        if n > 0 then
           local last = out[#out - 2]
-          if last > hs then redis.call('HSET', sk, 'hs', last) end
+          if last > hs then
+            set[#set + 1] = 'hs'
+            set[#set + 1] = last
+          end
           -- The poll ends with these frames, or within the batch window after them: from then, what arrives counts.
-          if ARGV[10] == '1' then redis.call('HSET', sk, 'pu', ARGV[4]) else redis.call('HSET', sk, 'pu', ARGV[14]) end
-          touch()
+          -- (Its start counted as activity; frames do not renew it again.)
+          set[#set + 1] = 'pu'
+          set[#set + 1] = ARGV[10] == '1' and ARGV[4] or ARGV[14]
         end
-        cursors(out)
+        if #set > 0 then redis.call('HSET', sk, unpack(set)) end
+        if n > 0 then
+          -- The node knows the other cursors: it needs only those that moved. A source added meanwhile (a subscribe)
+          -- reaches it with the next poll, which follows these frames within the batch window.
+          out[#out + 1] = #moved / 2
+          for _, v in ipairs(moved) do out[#out + 1] = v end
+        else
+          cursors(out)
+        end
         out[#out + 1] = dropped
         return out
         """;
