@@ -98,13 +98,16 @@ internal sealed class RedisRun(PerfContext context, RedisSettings settings)
             // Broadcast's shape: every subscriber holds a poll, and one publish wakes them all. Only while the clients
             // fit this process's sockets (a held poll is a connection at both ends).
             var held = (Trips: double.NaN, Commands: double.NaN, Cpu: double.NaN);
+            var processCpu = double.NaN;
             if (n <= context.ClientCapacity)
             {
                 var polls = subscribers.Select(s => PollRawAsync(node.PubSub, s, ack: Publishes, cancellationToken)).ToList();
                 await Task.Delay(TimeSpan.FromMilliseconds(500 + (n / 10)), cancellationToken);
                 var waiting = await SnapshotAsync(server);
+                var cpu = ProcessCpu();
                 await SendRawAsync(node.PubSub, publisher, Publish(topic, Publishes + 1, Publishes + 1), cancellationToken);
                 await Task.WhenAll(polls);
+                processCpu = (ProcessCpu() - cpu).TotalMicroseconds / n;
                 held = (waiting, await SnapshotAsync(server)) is var (w, d) ? ((d.Trips - w.Trips) / (double)n, (d.Commands - w.Commands) / (double)n, (d.Cpu - w.Cpu).TotalMicroseconds / n) : held;
             }
 
@@ -119,11 +122,18 @@ internal sealed class RedisRun(PerfContext context, RedisSettings settings)
                 (taken.Cpu - published.Cpu).TotalMicroseconds / frames,
                 held.Trips,
                 held.Commands,
-                held.Cpu));
-            context.Console.MarkupLine($"  N = {n:N0}: {counts[^1].CommandsPerPublish:0} commands and {counts[^1].RoundTripsPerPublish:0.0} round trips per publish");
+                held.Cpu,
+                processCpu));
+            context.Console.MarkupLine($"  N = {n:N0}: {counts[^1].CommandsPerPublish:0} commands and {counts[^1].RoundTripsPerPublish:0.0} round trips per publish; a held poll's delivery: {held.Trips:0.00} round trips, {held.Cpu:0} µs Redis CPU, {processCpu:0} µs this process's CPU");
         }
 
         return counts;
+    }
+
+    private static TimeSpan ProcessCpu()
+    {
+        using var process = System.Diagnostics.Process.GetCurrentProcess();
+        return process.TotalProcessorTime;
     }
 
     private static string Publish(string topic, long seq, int data) => $"{{\"seq\":{seq},\"data\":{{\"op\":\"publish\",\"topic\":\"{topic}\",\"data\":{data}}}}}\n";

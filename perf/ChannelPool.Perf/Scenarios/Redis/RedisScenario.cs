@@ -19,6 +19,7 @@ internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
     private readonly Option<int> _iterations = PositiveInt("--iterations", "Collaboration iterations per row.", 3, max: 1000);
     private readonly Option<double> _delayScale = PositiveDouble("--delay-scale", "A factor on every collaboration D.", 0.1);
     private readonly Option<int[]> _subscribers = new("--subscribers") { Description = "The subscriber counts N the Redis commands are counted at. Default: 10 100 1000 10000.", DefaultValueFactory = _ => [10, 100, 1000, 10_000], AllowMultipleArgumentsPerToken = true };
+    private readonly Option<int[]> _rows = new("--rows") { Description = "Which of the original's seven collaboration rows to run, by number (1-7); none with 0. Default: all.", DefaultValueFactory = _ => [1, 2, 3, 4, 5, 6, 7], AllowMultipleArgumentsPerToken = true };
     private readonly Option<string[]> _stores = new("--stores") { Description = "The stores the node runs on: memory, redis, cluster. Default: all three.", DefaultValueFactory = _ => ["memory", "redis", "cluster"], AllowMultipleArgumentsPerToken = true };
 
     /// <summary>Initializes a new instance of the <see cref="RedisScenario"/> class.</summary>
@@ -35,6 +36,16 @@ internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
             }
         });
         _stores.AcceptOnlyFromAmong("memory", "redis", "cluster");
+        _rows.Validators.Add(r =>
+        {
+            foreach (var row in r.GetValueOrDefault<int[]>() ?? [])
+            {
+                if (row is < 0 or > 7)
+                {
+                    r.AddError($"--rows are the original's rows 1 to 7, or 0 for none; got {row}.");
+                }
+            }
+        });
     }
 
     public override string Name => "redis";
@@ -50,6 +61,7 @@ internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
         command.Add(_iterations);
         command.Add(_delayScale);
         command.Add(_subscribers);
+        command.Add(_rows);
         command.Add(_stores);
     }
 
@@ -75,7 +87,9 @@ internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
             },
             Collaboration = basis.Collaboration with
             {
-                Rows = quick ? [new CollaborationRow(4, 2, TimeSpan.FromSeconds(1))] : basis.Collaboration.Rows,
+                Rows = quick && !IsExplicit(parse, _rows)
+                    ? [new CollaborationRow(4, 2, TimeSpan.FromSeconds(1))]
+                    : [.. parse.GetValue(_rows)!.Where(r => r > 0).Distinct().Order().Select(r => CollaborationRow.Original7[r - 1])],
                 Iterations = Pick(parse, _iterations, quick, 2),
                 DelayScale = Pick(parse, _delayScale, quick, 0.5),
             },
@@ -113,11 +127,11 @@ internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
                 row.Original is { } original ? Num(original.MeanMs, "0") : string.Empty])]));
         section.Tables.Add(new ReportTable(
             "Redis work per publish and per delivery, one server",
-            ["Subscribers N", "Round trips / publish", "Commands / publish", "Redis µs / publish", "Round trips / frame (20 per poll)", "Commands / frame", "Redis µs / frame", "Round trips / delivery (held polls)", "Commands / delivery", "Redis µs / delivery"],
+            ["Subscribers N", "Round trips / publish", "Commands / publish", "Redis µs / publish", "Round trips / frame (20 per poll)", "Commands / frame", "Redis µs / frame", "Round trips / delivery (held polls)", "Commands / delivery", "Redis µs / delivery", "Process µs / delivery"],
             [.. results.Commands.Select(c => (IReadOnlyList<string>)[
                 Num(c.Subscribers), Num(c.RoundTripsPerPublish, "0.0"), Num(c.CommandsPerPublish, "0.0"), Num(c.RedisCpuMicrosPerPublish, "0"),
                 Num(c.RoundTripsPerFrame, "0.00"), Num(c.CommandsPerFrame, "0.0"), Num(c.RedisCpuMicrosPerFrame, "0.0"),
-                Num(c.RoundTripsPerHeldDelivery, "0.00"), Num(c.CommandsPerHeldDelivery, "0.0"), Num(c.RedisCpuMicrosPerHeldDelivery, "0.0")])]));
+                Num(c.RoundTripsPerHeldDelivery, "0.00"), Num(c.CommandsPerHeldDelivery, "0.0"), Num(c.RedisCpuMicrosPerHeldDelivery, "0.0"), Num(c.ProcessCpuMicrosPerHeldDelivery, "0.0")])]));
         AddTargets(section, results);
         section.Notes.Add("Process CPU is this whole process's (clients and node share it) per delivered notification; Redis CPU is every master's, from INFO cpu, over the same probe.");
         section.Notes.Add("Round trips are the scripts the node ran (EVALSHA); commands include those the scripts ran. A held-poll row is left out where N polls would not fit this process's open files.");

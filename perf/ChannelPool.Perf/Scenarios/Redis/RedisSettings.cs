@@ -56,7 +56,8 @@ internal sealed record RedisCommandCount(
     double RedisCpuMicrosPerFrame,
     double RoundTripsPerHeldDelivery,
     double CommandsPerHeldDelivery,
-    double RedisCpuMicrosPerHeldDelivery);
+    double RedisCpuMicrosPerHeldDelivery,
+    double ProcessCpuMicrosPerHeldDelivery);
 
 /// <summary>The redis scenario's results.</summary>
 /// <param name="Stores">One per store.</param>
