@@ -28,6 +28,10 @@ internal sealed class RedisFeed
     private long _readAt = long.MinValue;
     private Task? _reading;
 
+    // Counts announcements: one that comes while a read is under way may name an entry that read started too early to
+    // see, whatever the feed believed (a first read has no epoch to compare with yet), so the read runs again.
+    private long _announced;
+
     public RedisFeed(RedisSessionStore store, string source)
     {
         _store = store;
@@ -86,6 +90,7 @@ internal sealed class RedisFeed
                 return;
             }
 
+            _announced++;
             if (epoch == _epoch)
             {
                 _last = Math.Max(_last, id);
@@ -103,7 +108,12 @@ internal sealed class RedisFeed
     /// <summary>Forgets that the feed was read: a connection came back, and wakes sent meanwhile were lost.</summary>
     public void MarkStale()
     {
-        Volatile.Write(ref _readAt, long.MinValue);
+        using (_lock.EnterScope())
+        {
+            _announced++;
+            _readAt = long.MinValue;
+        }
+
         WakeWaiting();
     }
 
@@ -191,25 +201,26 @@ internal sealed class RedisFeed
         var done = false;
         try
         {
-            // A wake that came while a read was under way may announce an entry that read started too early to see:
-            // read again until the feed has what was announced (a few times at most, should an announcement be wrong).
+            // Read again while a wake came during the read, or the feed lacks what was announced (a few empty reads at
+            // most, should an announcement be wrong).
             for (var empty = 0; !done;)
             {
-                long from;
+                long from, announced;
                 using (_lock.EnterScope())
                 {
                     // A first read only learns where the log ends: a session behind it reads its own way, once.
                     from = _epoch is null ? 1L << 52 : _through + 1;
+                    announced = _announced;
                 }
 
                 var read = await _store.ReadLogAsync(Keys, from, _capacity).ConfigureAwait(false);
                 using (_lock.EnterScope())
                 {
-                    var again = Apply(read);
-                    empty = again is true ? 0 : empty + 1;
+                    var count = Apply(read);
+                    empty = count > 0 ? 0 : empty + 1;
 
                     // Decided under the lock a wake takes too: a wake after this starts a read of its own.
-                    done = again is null || empty >= 3;
+                    done = (_through >= _last && _announced == announced) || empty >= 3;
                     if (done)
                     {
                         _reading = null;
@@ -235,8 +246,8 @@ internal sealed class RedisFeed
         }
     }
 
-    /// <summary>Takes in a read; returns null when the feed has all that was announced, else whether this read brought anything.</summary>
-    private bool? Apply(RedisResult[] read)
+    /// <summary>Takes in a read; returns how many entries it brought.</summary>
+    private int Apply(RedisResult[] read)
     {
         var epoch = (string)read[0]!;
         var last = (long)read[1];
@@ -267,7 +278,7 @@ internal sealed class RedisFeed
         _through += count;
         _last = Math.Max(_last, last);
         Volatile.Write(ref _readAt, _store.TimeProvider.GetTimestamp());
-        return _through < _last ? count > 0 : null;
+        return count;
     }
 
     private void WakeWaiting()

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Runtime.CompilerServices;
 using System.Security.Cryptography;
 using ChannelPool.PollingDuplex.Stores;
 using Microsoft.Extensions.Logging;
@@ -25,6 +26,10 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
     private readonly AsyncPollingDuplexHandler? _handler;
     private readonly ILogger _logger;
     private readonly ConcurrentDictionary<string, RedisPoll> _polls = new(StringComparer.Ordinal);
+
+    // Polls whose start script is under way: a wake for the session (a subscribe, say) that comes before the poll is in
+    // _polls is kept here, or the poll would wait out its timeout without the session's new source.
+    private readonly ConcurrentDictionary<string, StrongBox<int>> _starting = new(StringComparer.Ordinal);
     private readonly RedisValue _wake;
     private readonly RedisKey[] _endpointKeys;
 
@@ -165,33 +170,20 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
 
         // Counted as outstanding a little beyond the poll timeout, so a poll on a node that died stops counting soon.
         var until = now + (long)Options.ServerPollTimeout.TotalMilliseconds + 5000;
-        var r = await EvalSessionAsync(RedisSessionScripts.BeginPoll, keys, sessionId, tokenHash, userId, [ack, until, Options.MaxPendingMessagesPerSession, BatchUntil(now)]);
-        var status = (long)r[0];
-        if (status != 0)
+        var woken = new StrongBox<int>();
+        _starting[sessionId] = woken;
+        try
         {
-            return status == -4 ? DuplexPollStart.BeyondSent : DuplexPollStart.LookupFailed(Read(r));
+            var r = await EvalSessionAsync(RedisSessionScripts.BeginPoll, keys, sessionId, tokenHash, userId, [ack, until, Options.MaxPendingMessagesPerSession, BatchUntil(now)]);
+            var status = (long)r[0];
+            return status == 0
+                ? DuplexPollStart.Started(await StartPollAsync(r, keys, sessionId, tokenHash, userId, now, woken))
+                : status == -4 ? DuplexPollStart.BeyondSent : DuplexPollStart.LookupFailed(Read(r));
         }
-
-        var encoding = (DuplexEncoding)(int)r[3];
-        var mode = (PollingDuplexMode)(int)r[4];
-        var ready = new List<DuplexFrame>();
-        var at = ReadFrames(r, 7, ready, offers: null);
-        var cursors = ReadCursors(r, ref at);
-        if ((long)r[5] == 1)
+        finally
         {
-            // The first poll ends the pending state: only a poll does.
-            await EvalAsync(RedisEndpointScripts.FirstPoll, _endpointKeys, [sessionId, LiveUntil(now)]);
+            _starting.TryRemove(KeyValuePair.Create(sessionId, woken));
         }
-
-        RenewIfDue(sessionId, (long)r[6], cursors.Keys);
-        var poll = new RedisPoll(this, keys, sessionId, tokenHash, userId ?? string.Empty, (long)r[1], (long)r[2], encoding, mode, ready, cursors);
-        _polls.AddOrUpdate(sessionId, poll, (_, older) =>
-        {
-            // The older poll on this node is superseded: its next look says so.
-            older.WakeSession();
-            return poll;
-        });
-        return DuplexPollStart.Started(poll);
     }
 
     /// <inheritdoc />
@@ -211,6 +203,40 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
         }
 
         return lookup;
+    }
+
+    /// <summary>Makes the poll a begin-poll script started this node's poll of its session, and wakes it for what came meanwhile.</summary>
+    private async Task<RedisPoll> StartPollAsync(RedisResult[] r, SessionKeys keys, string sessionId, string tokenHash, string? userId, long now, StrongBox<int> woken)
+    {
+        var encoding = (DuplexEncoding)(int)r[3];
+        var mode = (PollingDuplexMode)(int)r[4];
+        var ready = new List<DuplexFrame>();
+        var at = ReadFrames(r, 7, ready, offers: null);
+        var cursors = ReadCursors(r, ref at);
+        if ((long)r[5] == 1)
+        {
+            // The first poll ends the pending state: only a poll does.
+            await EvalAsync(RedisEndpointScripts.FirstPoll, _endpointKeys, [sessionId, LiveUntil(now)]);
+        }
+
+        RenewIfDue(sessionId, (long)r[6], cursors.Keys);
+        var poll = new RedisPoll(this, keys, sessionId, tokenHash, userId ?? string.Empty, (long)r[1], (long)r[2], encoding, mode, ready, cursors);
+        _polls.AddOrUpdate(sessionId, poll, (_, other) =>
+        {
+            // Two polls of one session on this node: the older is superseded, and its next look says so, whichever of
+            // the two got here first.
+            var (older, newer) = other.Number < poll.Number ? (other, poll) : (poll, other);
+            older.WakeSession();
+            return newer;
+        });
+
+        // Read after the poll is in _polls, as OnWake looks there after it marks a start: either sees the other's wake.
+        if (Volatile.Read(ref woken.Value) == 1)
+        {
+            poll.WakeSession();
+        }
+
+        return poll;
     }
 
     /// <summary>Takes frames for <paramref name="poll"/>: what is queued after <paramref name="cursor"/>, then what the offers bring.</summary>
@@ -311,7 +337,13 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
         var text = (string?)message ?? string.Empty;
         if (text.StartsWith("s ", StringComparison.Ordinal))
         {
-            if (_polls.TryGetValue(text[2..], out var poll))
+            var session = text[2..];
+            if (_starting.TryGetValue(session, out var woken))
+            {
+                Volatile.Write(ref woken.Value, 1);
+            }
+
+            if (_polls.TryGetValue(session, out var poll))
             {
                 poll.WakeSession();
             }

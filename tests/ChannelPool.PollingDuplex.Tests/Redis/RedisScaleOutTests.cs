@@ -88,6 +88,41 @@ public class RedisScaleOutTests(RedisKind kind)
     }
 
     [Test]
+    public async Task SubscribesThatRaceTheirSessionsFirstPoll_AndAPublishThatRacesTheFeedsFirstRead_WakeEveryPollAtOnce()
+    {
+        // The .NET client polls from the moment it opens, so its first subscribe races the first poll's start on the
+        // node holding it; then the topic's first publish races that node's first read of the topic's log.
+        const int Sessions = 64;
+        await using var cluster = await StartAsync(o => o.ServerPollTimeout = TimeSpan.FromMinutes(1));
+        using var http = DuplexCluster.CreateHttpClient();
+        var sessions = await Task.WhenAll(Enumerable.Range(0, Sessions).Select(_ => RawSession.OpenAsync(http, cluster.Nodes[0].PubSub)));
+        var held = new Task<HttpResponseMessage>[Sessions];
+        await Task.WhenAll(sessions.Select(async (session, i) =>
+        {
+            // A subscribe is three scripts and a poll's start two, so the poll starts a little later, by a few ms more
+            // for each session, for some subscribe to land inside some poll's start.
+            var subscribing = session.At(cluster.Nodes[2].PubSub).SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"race\"}}\n");
+            await Task.Delay(i % 16);
+            held[i] = session.At(cluster.Nodes[1].PubSub).PollAsync(0);
+            using var subscribed = await subscribing;
+            Assert.That(subscribed.StatusCode, Is.EqualTo(HttpStatusCode.OK));
+        }));
+
+        var publisher = await RawSession.OpenAsync(http, cluster.Nodes[2].PubSub);
+        (await publisher.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"publish\",\"topic\":\"race\",\"data\":7}}\n")).Dispose();
+
+        // Well inside the minute-long poll timeout: no poll waited it out for a wake it missed.
+        var responses = await Task.WhenAll(held).WaitAsync(TimeSpan.FromSeconds(15));
+        foreach (var response in responses)
+        {
+            using (response)
+            {
+                Assert.That(await response.Content.ReadAsStringAsync(), Is.EqualTo("{\"seq\":1,\"type\":\"message\",\"data\":{\"topic\":\"race\",\"data\":7}}\n"));
+            }
+        }
+    }
+
+    [Test]
     public async Task ManySessionsOverThreeNodes_WithCutAndLostResponsesAndClientRestarts_GetEveryMessageOnceInOrder()
     {
         const int Subscribers = 24;
