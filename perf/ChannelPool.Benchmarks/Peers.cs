@@ -61,7 +61,9 @@ internal static class BenchPools
     public const int PoolSize = 64;
 
     /// <summary>A warm pool whose channels outlive the run, so only lease and release are measured.</summary>
-    public static DefaultChannelPool<BenchChannel> CreateWarm()
+    /// <param name="leakDetectionThreshold">Turns leak detection on; off (the default) unless set.</param>
+    /// <param name="idleTarget">Fixed (the default) or adaptive.</param>
+    public static DefaultChannelPool<BenchChannel> CreateWarm(TimeSpan? leakDetectionThreshold = null, IdleTargetMode idleTarget = IdleTargetMode.Fixed)
     {
         var pool = new DefaultChannelPool<BenchChannel>(
             new BenchChannelFactory(),
@@ -71,6 +73,8 @@ internal static class BenchPools
                 PoolSize = PoolSize,
                 MaxChannels = 126,
                 ChannelLifetime = TimeSpan.FromHours(12),
+                LeakDetectionThreshold = leakDetectionThreshold,
+                IdleTarget = { Mode = idleTarget },
             });
         pool.WarmUpAsync().GetAwaiter().GetResult();
         return pool;

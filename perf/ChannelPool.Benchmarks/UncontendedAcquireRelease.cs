@@ -5,7 +5,8 @@ namespace ChannelPool.Benchmarks;
 
 /// <summary>
 /// One thread leasing and releasing on a warm pool. <c>DefaultObjectPool</c> Get+Return is the floor: the least a
-/// pool can cost. The target is within 2x of it, allocating nothing.
+/// pool can cost. The target is at most 1.5x of it, clearly below the naive lock+Queue peer, allocating nothing. On a
+/// busy machine, compare with <see cref="Interleaved"/>, which times the same loops side by side.
 /// </summary>
 [MemoryDiagnoser]
 public class UncontendedAcquireRelease

@@ -1,7 +1,6 @@
 using ChannelPool;
 using ChannelPool.Hosting;
 using Microsoft.Extensions.Diagnostics.HealthChecks;
-using Microsoft.Extensions.Configuration;
 using Microsoft.Extensions.Options;
 using Polly.Registry;
 
@@ -34,22 +33,9 @@ public sealed class ChannelPoolBuilder<TChannel>
     {
         var path = sectionPath ?? $"ChannelPool:Pools:{Name}";
 
-        // Like OptionsBuilder.BindConfiguration, except that values the section does not name keep following their
-        // defaults: the binder writes every value-type property back, which would freeze RefillThreshold at half the
-        // PoolSize of that moment and make LeaseMode look explicitly chosen (overriding a WCF contract's default).
-        Services.AddOptions<ChannelPoolOptions>(Name).Configure<IConfiguration>((options, configuration) =>
-        {
-            var section = configuration.GetSection(path);
-            var before = options.ExplicitlySet;
-            section.Bind(options);
-            options.ForgetUnboundDefaults(
-                before,
-                (section[nameof(ChannelPoolOptions.LeaseMode)] is not null,
-                 section[nameof(ChannelPoolOptions.RefillThreshold)] is not null,
-                 section[nameof(ChannelPoolOptions.CleanupInterval)] is not null));
-        });
-        Services.AddSingleton<IOptionsChangeTokenSource<ChannelPoolOptions>>(
-            provider => new ConfigurationChangeTokenSource<ChannelPoolOptions>(Name, provider.GetRequiredService<IConfiguration>()));
+        // Options that follow others (RefillThreshold, CleanupInterval, IdleTimeout, LeaseMode) are null until set, and
+        // the binder leaves a null the section does not name alone, so they keep following their defaults.
+        Services.AddOptions<ChannelPoolOptions>(Name).BindConfiguration(path);
         Services.AddOptions<ChannelPoolStartupOptions>(Name).BindConfiguration($"{path}:Startup");
         return this;
     }

@@ -29,22 +29,15 @@ public static class ChannelPoolServiceCollectionExtensions
         Func<IServiceProvider, IPooledChannelFactory<TChannel>> factory)
         where TChannel : class
     {
-        ArgumentNullException.ThrowIfNull(services);
-        ArgumentException.ThrowIfNullOrWhiteSpace(name);
         ArgumentNullException.ThrowIfNull(factory);
-
-        services.AddChannelPoolCore(name, typeof(TChannel));
-
-        services.AddKeyedSingleton(name, (provider, _) => new DefaultChannelPool<TChannel>(
+        var builder = services.AddChannelPool<TChannel, DefaultChannelPool<TChannel>>(name, (provider, options) => new DefaultChannelPool<TChannel>(
             factory(provider),
-            provider.GetRequiredService<IOptionsMonitor<ChannelPoolOptions>>().Get(name),
+            options,
             provider.GetService<TimeProvider>(),
             provider.GetService<ILoggerFactory>(),
             provider.GetService<IMeterFactory>()));
         services.AddKeyedSingleton<IChannelPool<TChannel>>(name, (provider, key) => provider.GetRequiredKeyedService<DefaultChannelPool<TChannel>>(key));
-        services.AddKeyedSingleton<IChannelPool>(name, (provider, key) => provider.GetRequiredKeyedService<DefaultChannelPool<TChannel>>(key));
-
-        return new ChannelPoolBuilder<TChannel>(services, name);
+        return builder;
     }
 
     /// <summary>
@@ -62,12 +55,30 @@ public static class ChannelPoolServiceCollectionExtensions
         services.AddChannelPool<TChannel>(name, provider => ActivatorUtilities.GetServiceOrCreateInstance<TFactory>(provider));
 
     /// <summary>
-    /// Registers everything a named pool needs except the pool itself: its registration (which the hosted service and
-    /// health checks find), its validated options, the last-good options monitor and the hosted service. The caller
-    /// adds the pool as a keyed <see cref="IChannelPool"/> under <paramref name="name"/>.
+    /// Registers a named pool of any <see cref="IChannelPool"/> implementation, for example an adapter's pool that keeps
+    /// several <see cref="DefaultChannelPool{TChannel}"/>s behind one name (the WCF adapter's <c>ServiceChannelPool</c>
+    /// registers this way). It gets what every pool registered here gets: options validated at start, configuration
+    /// binding and reload through the builder, warm-up at start, drain at stop, health checks.
     /// </summary>
-    internal static void AddChannelPoolCore(this IServiceCollection services, string name, Type channelType)
+    /// <typeparam name="TChannel">The channel type, which types the returned builder.</typeparam>
+    /// <typeparam name="TPool">The pool type; the pool resolves as a keyed <typeparamref name="TPool"/> and <see cref="IChannelPool"/>.</typeparam>
+    /// <param name="services">The service collection.</param>
+    /// <param name="name">The pool's name, unique among registered pools.</param>
+    /// <param name="createPool">Creates the pool, once, from the services and the pool's validated options.</param>
+    /// <returns>A builder to configure the pool.</returns>
+    /// <exception cref="ArgumentException"><paramref name="name"/> is empty.</exception>
+    /// <exception cref="InvalidOperationException">A pool with this name is already registered.</exception>
+    public static ChannelPoolBuilder<TChannel> AddChannelPool<TChannel, TPool>(
+        this IServiceCollection services,
+        string name,
+        Func<IServiceProvider, ChannelPoolOptions, TPool> createPool)
+        where TChannel : class
+        where TPool : class, IChannelPool
     {
+        ArgumentNullException.ThrowIfNull(services);
+        ArgumentException.ThrowIfNullOrWhiteSpace(name);
+        ArgumentNullException.ThrowIfNull(createPool);
+
         var existing = services.FirstOrDefault(d => d.ServiceType == typeof(ChannelPoolRegistration) && ((ChannelPoolRegistration)d.ImplementationInstance!).Name == name);
         if (existing is not null)
         {
@@ -75,7 +86,7 @@ public static class ChannelPoolServiceCollectionExtensions
                 $"A channel pool named '{name}' is already registered (for {((ChannelPoolRegistration)existing.ImplementationInstance!).ChannelType.Name}). Pool names must be unique.");
         }
 
-        services.AddSingleton(new ChannelPoolRegistration(name, channelType));
+        services.AddSingleton(new ChannelPoolRegistration(name, typeof(TChannel)));
 
         // The registration name is the pool's name, whatever configuration says, so keys, metrics and health agree.
         services.AddOptionsWithValidateOnStart<ChannelPoolOptions>(name).PostConfigure(options => options.Name = name);
@@ -84,5 +95,9 @@ public static class ChannelPoolServiceCollectionExtensions
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IValidateOptions<ChannelPoolStartupOptions>, ChannelPoolStartupOptionsValidator>());
         services.TryAddSingleton<IOptionsMonitor<ChannelPoolOptions>, LastGoodOptionsMonitor>();
         services.TryAddEnumerable(ServiceDescriptor.Singleton<IHostedService, ChannelPoolHostedService>());
+
+        services.AddKeyedSingleton(name, (provider, _) => createPool(provider, provider.GetRequiredService<IOptionsMonitor<ChannelPoolOptions>>().Get(name)));
+        services.AddKeyedSingleton<IChannelPool>(name, (provider, key) => provider.GetRequiredKeyedService<TPool>(key));
+        return new ChannelPoolBuilder<TChannel>(services, name);
     }
 }

@@ -1,5 +1,3 @@
-using System.ComponentModel.DataAnnotations;
-
 namespace ChannelPool.Hosting;
 
 /// <summary>How the host starts one pool. Bound from the pool's <c>Startup</c> configuration section.</summary>
@@ -9,7 +7,6 @@ public sealed class ChannelPoolStartupOptions
     /// Gets or sets how many open channels start-up waits for before the application starts serving. 0, the default,
     /// starts the warm-up in the background and does not block start-up. At most the pool's PoolSize.
     /// </summary>
-    [Range(0, int.MaxValue)]
     public int WaitForReadyChannels { get; set; }
 
     /// <summary>

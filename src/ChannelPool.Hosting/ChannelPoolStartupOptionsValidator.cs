@@ -1,27 +1,33 @@
+using System.Globalization;
 using Microsoft.Extensions.Options;
 
 namespace ChannelPool.Hosting;
 
 /// <summary>
-/// Checks <see cref="ChannelPoolStartupOptions"/>: its data annotations through the generated validator, with each
-/// failure naming the pool, and the timeout's infinite value by hand. The rule that needs the pool size is checked
-/// when the host starts.
+/// Checks <see cref="ChannelPoolStartupOptions"/>, each failure naming the pool. The rule that needs the pool size is
+/// checked when the host starts.
 /// </summary>
 internal sealed class ChannelPoolStartupOptionsValidator : IValidateOptions<ChannelPoolStartupOptions>
 {
     public ValidateOptionsResult Validate(string? name, ChannelPoolStartupOptions options)
     {
         ArgumentNullException.ThrowIfNull(options);
-        var failures = new OptionsFailures(name);
-        failures.AddAnnotations(new ChannelPoolStartupOptionsAnnotations().Validate(null, options), options, "Startup.");
-        if (options.ReadyTimeout <= TimeSpan.Zero && options.ReadyTimeout != Timeout.InfiniteTimeSpan)
+        List<string>? failures = null;
+        if (options.WaitForReadyChannels < 0)
         {
-            failures.Add("Startup." + nameof(options.ReadyTimeout), "must be greater than zero, or Timeout.InfiniteTimeSpan", options.ReadyTimeout);
+            Fail(ref failures, name, nameof(options.WaitForReadyChannels), "must be at least 0", options.WaitForReadyChannels);
         }
 
-        return failures.Result;
-    }
-}
+        if (options.ReadyTimeout <= TimeSpan.Zero && options.ReadyTimeout != Timeout.InfiniteTimeSpan)
+        {
+            Fail(ref failures, name, nameof(options.ReadyTimeout), "must be greater than zero, or Timeout.InfiniteTimeSpan", options.ReadyTimeout);
+        }
 
-[OptionsValidator]
-internal sealed partial class ChannelPoolStartupOptionsAnnotations : IValidateOptions<ChannelPoolStartupOptions>;
+        return failures is null ? ValidateOptionsResult.Success : ValidateOptionsResult.Fail(failures);
+    }
+
+    // Worded as the pool's own option failures are: "Channel pool 'name': Option rule; it was value."
+    private static void Fail(ref List<string>? failures, string? poolName, string option, string rule, object value) =>
+        (failures ??= []).Add(string.Create(
+            CultureInfo.InvariantCulture, $"Channel pool '{poolName}': Startup.{option} {rule}; it was {value}."));
+}

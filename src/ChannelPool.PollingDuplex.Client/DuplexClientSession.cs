@@ -353,7 +353,8 @@ public sealed class DuplexClientSession : IAsyncDisposable
 
         using (response)
         {
-            if (response.StatusCode is HttpStatusCode.OK or HttpStatusCode.UnprocessableContent or HttpStatusCode.Conflict)
+            if (response.StatusCode is HttpStatusCode.OK or HttpStatusCode.UnprocessableContent or HttpStatusCode.Conflict or HttpStatusCode.Forbidden
+                && response.Content.Headers.ContentType?.MediaType is "application/json" or DuplexWire.ProblemContentType)
             {
                 // Every answer about sequence numbers says how far the server got; the next send starts after it.
                 var received = await ReadReceivedAsync(response, timeout.Token).ConfigureAwait(false);

@@ -1,5 +1,4 @@
 using System.Net;
-using System.Net.Http.Headers;
 using System.Text;
 using System.Text.Json;
 using ChannelPool.PollingDuplex;
@@ -42,6 +41,7 @@ public sealed class PollingDuplexClient
                 BackoffType = DelayBackoffType.Exponential,
                 UseJitter = true,
                 ShouldHandle = args => ValueTask.FromResult(Options.MaxRetryAttempts > 0 && IsTransient(args.Outcome.Exception)),
+                DelayGenerator = args => ValueTask.FromResult(RetryAfter(args.Outcome.Exception)),
             })
             .Build();
     }
@@ -103,7 +103,8 @@ public sealed class PollingDuplexClient
         };
         if (token is not null)
         {
-            request.Headers.Authorization = new AuthenticationHeaderValue("Bearer", token);
+            // Its own header, so the HttpClient's Authorization (the application's sign-in) travels beside it untouched.
+            request.Headers.TryAddWithoutValidation(DuplexWire.SessionTokenHeader, token);
         }
 
         return request;
@@ -131,10 +132,16 @@ public sealed class PollingDuplexClient
 
         var retryAfter = response.Headers.RetryAfter?.Delta;
         var exception = new PollingDuplexException(status, code, $"Could not {doing}: {status} {code ?? response.ReasonPhrase}. {detail}".TrimEnd(), retryAfter);
-        return status >= 500 && code != DuplexWire.Codes.TooManySessions && code != DuplexWire.Codes.TooManyPendingSessions
+
+        // A rate limiter's 429 passes: the request is repeated after the wait the server asked for.
+        return (status >= 500 && code != DuplexWire.Codes.TooManySessions && code != DuplexWire.Codes.TooManyPendingSessions) || status == 429
             ? new TransientDuplexException(exception)
             : exception;
     }
+
+    /// <summary>The server's <c>Retry-After</c> for a retried 429 or 503, when it gave one and it is within the longest retry delay.</summary>
+    private TimeSpan? RetryAfter(Exception? error) =>
+        error is TransientDuplexException { InnerException: PollingDuplexException { RetryAfter: { } wait } } && wait <= Options.RetryMaxDelay ? wait : null;
 
     private static bool IsTransient(Exception? error) => error is HttpRequestException or IOException or TransientDuplexException
         || (error is OperationCanceledException && error.InnerException is TimeoutException);

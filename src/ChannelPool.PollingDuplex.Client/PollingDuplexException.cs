@@ -44,6 +44,10 @@ public sealed class PollingDuplexException : Exception
     /// <summary>Gets how long the server asked the client to wait before trying again, if it did.</summary>
     public TimeSpan? RetryAfter { get; }
 
-    /// <summary>Gets whether the session is over: closed, expired, faulted, unknown, or no longer the client's.</summary>
-    public bool SessionEnded => StatusCode is 401 or 403 or 404 or 410;
+    /// <summary>
+    /// Gets whether the session is over for this client: closed, expired, faulted, evicted, unknown, or not reachable
+    /// with the client's token or credentials (<c>401</c>, <c>403</c>). A command a topic rule refused
+    /// (<c>403 topic-forbidden</c>) ends nothing: the session goes on.
+    /// </summary>
+    public bool SessionEnded => StatusCode is 401 or 404 or 410 || (StatusCode == 403 && Code != DuplexWire.Codes.TopicForbidden);
 }

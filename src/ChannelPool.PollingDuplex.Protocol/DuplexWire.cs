@@ -18,6 +18,12 @@ public static class DuplexWire
     /// <summary>The size of a binary frame header: kind (1), sequence number (8), payload length (4).</summary>
     public const int BinaryHeaderSize = 13;
 
+    /// <summary>
+    /// The request header that carries a session's token on every request after the open. A header of its own, so the
+    /// application's authentication keeps <c>Authorization</c> (a JWT bearer, say) and both travel together.
+    /// </summary>
+    public const string SessionTokenHeader = "Duplex-Session-Token";
+
     /// <summary>Returns the content type of <paramref name="encoding"/>.</summary>
     /// <param name="encoding">The encoding.</param>
     /// <returns>The content type its frames travel with.</returns>
@@ -70,11 +76,23 @@ public static class DuplexWire
         /// <summary>400: a sent frame cannot be read.</summary>
         public const string MalformedFrame = "malformed-frame";
 
-        /// <summary>401: no bearer token.</summary>
+        /// <summary>401: no session token (<see cref="SessionTokenHeader"/>).</summary>
         public const string MissingToken = "missing-token";
 
         /// <summary>403: the token does not belong to the session.</summary>
         public const string InvalidToken = "invalid-token";
+
+        /// <summary>
+        /// 403: the request's user is not the session's: another signed-in user, or none on a session a signed-in user
+        /// opened (or the other way round). The session is unaffected.
+        /// </summary>
+        public const string WrongUser = "wrong-user";
+
+        /// <summary>
+        /// 403: the pub/sub service's topic rule does not let this user subscribe or publish to the topic. The command
+        /// counts as received; the session goes on.
+        /// </summary>
+        public const string TopicForbidden = "topic-forbidden";
 
         /// <summary>404: no such session.</summary>
         public const string UnknownSession = "unknown-session";
@@ -100,6 +118,13 @@ public static class DuplexWire
         /// <summary>410: the server ended the session.</summary>
         public const string SessionFaulted = "session-faulted";
 
+        /// <summary>
+        /// 410: the session had not polled yet when the endpoint reached its limit of pending sessions, and a newer open
+        /// took its place. A client that polls at once after opening is never evicted by opens that came after it
+        /// unless that many arrive first.
+        /// </summary>
+        public const string SessionEvicted = "session-evicted";
+
         /// <summary>413: a message or request is too large.</summary>
         public const string MessageTooLarge = "message-too-large";
 
@@ -111,6 +136,12 @@ public static class DuplexWire
 
         /// <summary>500: the application failed on a message; it was not received, and may be sent again.</summary>
         public const string HandlerFailed = "handler-failed";
+
+        /// <summary>
+        /// 500: the pub/sub service's topic rule failed (threw) on a command; the command was not received, and may be
+        /// sent again. The server logged it.
+        /// </summary>
+        public const string TopicAuthorizationFailed = "topic-authorization-failed";
 
         /// <summary>503: the server holds as many sessions as it allows.</summary>
         public const string TooManySessions = "too-many-sessions";

@@ -1,5 +1,6 @@
 using ChannelPool.PollingDuplex;
 using ChannelPool.PollingDuplex.Redis;
+using ChannelPool.PollingDuplex.Stores;
 using Microsoft.AspNetCore.Routing;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
@@ -14,13 +15,15 @@ public static class RedisPubSubEndpointRouteBuilderExtensions
     /// Maps the pub/sub service at <paramref name="pattern"/>, as <c>MapPollingDuplexPubSub</c> does, with its sessions
     /// and topics in the Redis that <c>AddPollingDuplexRedis</c> named: every node that maps the same pattern on the
     /// same Redis serves every session, so a load balancer needs no affinity. Clients see the same protocol; a request
-    /// that finds Redis away is answered <c>503 store-unavailable</c>, which clients retry.
+    /// that finds Redis away is answered <c>503 store-unavailable</c>, which clients retry. The options must say who may
+    /// use which topic (<see cref="PollingDuplexOptions.Topics"/>), as on one node; with <c>AddPollingDuplexPubSub()</c>,
+    /// the endpoint's <c>IPubSubPublisher</c> publishes, sends to users and counts subscribers across every node.
     /// </summary>
     /// <param name="endpoints">The route builder.</param>
     /// <param name="pattern">The path prefix, for example <c>/pubsub</c>; the same on every node.</param>
     /// <param name="configure">Adjusts the endpoint's options; every node must use the same ones (a node whose options differ fails to start).</param>
     /// <returns>The route group.</returns>
-    /// <exception cref="InvalidOperationException"><c>AddPollingDuplexRedis</c> was not called.</exception>
+    /// <exception cref="InvalidOperationException"><c>AddPollingDuplexRedis</c> was not called, or the options give no topic rule and do not allow anonymous topics.</exception>
     /// <exception cref="Microsoft.Extensions.Options.OptionsValidationException">The endpoint's or the Redis options break a rule.</exception>
     public static RouteGroupBuilder MapPollingDuplexPubSubOnRedis(this IEndpointRouteBuilder endpoints, string pattern, Action<PollingDuplexOptions>? configure = null) =>
         MapOnRedis(endpoints, pattern, handler: null, nameof(MapPollingDuplexPubSubOnRedis), configure);
@@ -51,15 +54,17 @@ public static class RedisPubSubEndpointRouteBuilderExtensions
         ArgumentNullException.ThrowIfNull(endpoints);
         ArgumentException.ThrowIfNullOrWhiteSpace(pattern);
         var services = endpoints.ServiceProvider;
-        return endpoints.MapPollingDuplexOnStore(
-            pattern,
-            options =>
-            {
-                var connection = services.GetService<RedisDuplexConnection>()
-                    ?? throw new InvalidOperationException($"{method}(\"{pattern}\") needs the Redis store: call services.AddPollingDuplexRedis(o => o.Configuration = \"host:port\") first.");
-                var logger = services.GetService<ILoggerFactory>()?.CreateLogger("ChannelPool.PollingDuplex.Redis") ?? NullLogger.Instance;
-                return new RedisSessionStore(connection, pattern, options, services.GetService<TimeProvider>() ?? TimeProvider.System, handler, logger);
-            },
-            configure);
+        DuplexSessionStore CreateStore(PollingDuplexOptions options)
+        {
+            var connection = services.GetService<RedisDuplexConnection>()
+                ?? throw new InvalidOperationException($"{method}(\"{pattern}\") needs the Redis store: call services.AddPollingDuplexRedis(o => o.Configuration = \"host:port\") first.");
+            var logger = services.GetService<ILoggerFactory>()?.CreateLogger("ChannelPool.PollingDuplex.Redis") ?? NullLogger.Instance;
+            return new RedisSessionStore(connection, pattern, options, services.GetService<TimeProvider>() ?? TimeProvider.System, handler, logger);
+        }
+
+        // The pub/sub service gets its topic rules and IPubSubPublisher from the server package's mapping, as on one node.
+        return handler is null
+            ? endpoints.MapPollingDuplexPubSubOnStore(pattern, CreateStore, configure)
+            : endpoints.MapPollingDuplexOnStore(pattern, CreateStore, configure);
     }
 }

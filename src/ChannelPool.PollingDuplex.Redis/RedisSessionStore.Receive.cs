@@ -53,15 +53,30 @@ internal sealed partial class RedisSessionStore
         }
 
         var r = await EvalSessionAsync(RedisSessionScripts.Receive, session.Id, session.TokenHash, session.UserId, sequence, op, source, cursor);
-        return (long)r[0] switch
-        {
-            < 0 => DuplexReceiveResult.LookupFailed(Read(r)),
-            1 when (long)r[1] >= sequence => DuplexReceiveResult.AlreadyReceived((long)r[1]),
-            1 => DuplexReceiveResult.OutOfOrder((long)r[1]),
-            _ when rejection is not null => DuplexReceiveResult.Rejected(sequence, rejection),
-            _ => DuplexReceiveResult.Accepted(sequence),
-        };
+        return Received(r, sequence, rejection);
     }
+
+    /// <inheritdoc />
+    /// <remarks>The receive script with nothing to do: counted received once, across the cluster, as a command would be.</remarks>
+    protected override async ValueTask<DuplexReceiveResult> RefuseAsync(DuplexStoreSession session, long sequence, string reason, CancellationToken cancellationToken)
+    {
+        ArgumentNullException.ThrowIfNull(session);
+        ArgumentNullException.ThrowIfNull(reason);
+        ThrowIfRefused();
+        var s = (RedisSession)session;
+        var r = await EvalSessionAsync(RedisSessionScripts.Receive, s.Id, s.TokenHash, s.UserId, sequence, RedisValue.EmptyString, RedisValue.EmptyString, RedisValue.EmptyString);
+        return Received(r, sequence, reason);
+    }
+
+    /// <summary>Reads the receive script's answer: {status, reason}, {1, received} when not the next, or {0, sequence}.</summary>
+    private static DuplexReceiveResult Received(RedisResult[] r, long sequence, string? rejection) => (long)r[0] switch
+    {
+        < 0 => DuplexReceiveResult.LookupFailed(Read(r)),
+        1 when (long)r[1] >= sequence => DuplexReceiveResult.AlreadyReceived((long)r[1]),
+        1 => DuplexReceiveResult.OutOfOrder((long)r[1]),
+        _ when rejection is not null => DuplexReceiveResult.Rejected(sequence, rejection),
+        _ => DuplexReceiveResult.Accepted(sequence),
+    };
 
     /// <summary>Appends a client's publish to its topic's log once; returns why it was refused, or null.</summary>
     private async Task<string?> PublishCommandAsync(RedisSession session, long sequence, PubSubCommand command, string source)

@@ -1,4 +1,5 @@
 using ChannelPool.PollingDuplex;
+using ChannelPool.PollingDuplex.PubSub;
 using ChannelPool.PollingDuplex.Stores;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Routing;
@@ -32,7 +33,7 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
         ArgumentNullException.ThrowIfNull(endpoints);
         ArgumentException.ThrowIfNullOrWhiteSpace(pattern);
         var services = endpoints.ServiceProvider;
-        return endpoints.MapPollingDuplexOnStore(
+        return endpoints.MapOnStore(
             pattern,
             options =>
             {
@@ -43,15 +44,17 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
                 services.GetService<IHostApplicationLifetime>()?.ApplicationStopping.Register(store.Shutdown);
                 return store;
             },
-            configure);
+            configure,
+            pubSub: typeof(PubSubHandler).IsAssignableFrom(typeof(THandler)));
     }
 
     /// <summary>
     /// Maps a polling duplex endpoint at <paramref name="pattern"/> whose sessions live in the store
-    /// <paramref name="createStore"/> makes, for a package that keeps them elsewhere than in this process (as
-    /// <c>MapPollingDuplexPubSubOnRedis</c> does). Clients see the same protocol: every request is read, checked and
-    /// answered by the same code as on an endpoint mapped with <see cref="MapPollingDuplex{THandler}"/>. The options are
-    /// resolved and validated as there; the store is disposed when the application stops.
+    /// <paramref name="createStore"/> makes, for a package that keeps them elsewhere than in this process. Clients see
+    /// the same protocol: every request is read, checked and answered by the same code as on an endpoint mapped with
+    /// <see cref="MapPollingDuplex{THandler}"/>. The options are resolved and validated as there; the store is disposed
+    /// when the application stops. A store that runs the pub/sub service maps with
+    /// <c>MapPollingDuplexPubSubOnStore</c> instead, which adds the topic rules and the server-side publisher.
     /// </summary>
     /// <param name="endpoints">The route builder.</param>
     /// <param name="pattern">The path prefix, for example <c>/pubsub</c>.</param>
@@ -59,14 +62,27 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
     /// <param name="configure">Adjusts the endpoint's options.</param>
     /// <returns>The route group, to add metadata such as authorization or CORS.</returns>
     /// <exception cref="OptionsValidationException">The options break a rule; the message names each.</exception>
-    /// <exception cref="InvalidOperationException"><paramref name="createStore"/> returned a store for other options.</exception>
-    public static RouteGroupBuilder MapPollingDuplexOnStore(this IEndpointRouteBuilder endpoints, string pattern, Func<PollingDuplexOptions, DuplexSessionStore> createStore, Action<PollingDuplexOptions>? configure = null)
+    /// <exception cref="InvalidOperationException"><paramref name="createStore"/> returned a store for other options, or the options set topic rules, which only a pub/sub endpoint has.</exception>
+    public static RouteGroupBuilder MapPollingDuplexOnStore(this IEndpointRouteBuilder endpoints, string pattern, Func<PollingDuplexOptions, DuplexSessionStore> createStore, Action<PollingDuplexOptions>? configure = null) =>
+        endpoints.MapOnStore(pattern, createStore, configure, pubSub: false);
+
+    /// <summary>
+    /// Maps an endpoint on a store: resolves the options, checks the topic rules (required on a pub/sub endpoint, refused
+    /// elsewhere), makes the store, registers a pub/sub endpoint's publisher, and maps the four requests.
+    /// </summary>
+    internal static RouteGroupBuilder MapOnStore(this IEndpointRouteBuilder endpoints, string pattern, Func<PollingDuplexOptions, DuplexSessionStore> createStore, Action<PollingDuplexOptions>? configure, bool pubSub)
     {
         ArgumentNullException.ThrowIfNull(endpoints);
         ArgumentException.ThrowIfNullOrWhiteSpace(pattern);
         ArgumentNullException.ThrowIfNull(createStore);
         var services = endpoints.ServiceProvider;
         var options = ResolveOptions(services, pattern, configure);
+        if (!pubSub && options.Topics.IsConfigured)
+        {
+            throw new InvalidOperationException($"Polling duplex endpoint '{pattern}': options.Topics sets who may use which pub/sub topic, but this endpoint is not a pub/sub endpoint (map one with MapPollingDuplexPubSub). Leave Topics unset here.");
+        }
+
+        var topics = pubSub ? PubSubTopicAuthorizer.Create(pattern, options.Topics, services) : null;
         var store = createStore(options);
         if (store is null || !ReferenceEquals(store.Options, options) || store.Endpoint != pattern)
         {
@@ -74,8 +90,13 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
             throw new InvalidOperationException($"MapPollingDuplexOnStore(\"{pattern}\"): the store must be made for this endpoint, with the options it was given, so it enforces the limits clients are told.");
         }
 
+        if (pubSub)
+        {
+            services.GetService<PubSubPublishers>()?.Add(new PubSubPublisher(store));
+        }
+
         services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(store.Dispose);
-        var protocol = new PollingDuplexEndpoints(store, CreateLogger(services));
+        var protocol = new PollingDuplexEndpoints(store, topics, CreateLogger(services));
         var group = endpoints.MapGroup(pattern);
         group.MapPost("/sessions", (RequestDelegate)protocol.OpenAsync);
         group.MapPost("/sessions/{id}/messages", PollingDuplexEndpoints.WithToken(protocol.SendAsync));

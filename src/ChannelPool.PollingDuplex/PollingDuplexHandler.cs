@@ -49,8 +49,8 @@ public enum DuplexSessionEndReason
     ServerShutdown = 4,
 
     /// <summary>
-    /// It had never polled, and a new session took its place at <see cref="PollingDuplexOptions.MaxPendingSessions"/>:
-    /// the oldest never-polled session gives way, so opens that never poll cannot lock out a client that polls.
+    /// It had not polled yet when <see cref="PollingDuplexOptions.MaxPendingSessions"/> was reached, and a newer open
+    /// took its place: the oldest never-polled session goes first.
     /// </summary>
     Evicted = 5,
 }

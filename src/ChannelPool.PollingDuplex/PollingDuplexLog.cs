@@ -1,3 +1,4 @@
+using ChannelPool.PollingDuplex.PubSub;
 using Microsoft.Extensions.Logging;
 
 namespace ChannelPool.PollingDuplex;
@@ -10,4 +11,7 @@ internal static partial class PollingDuplexLog
 
     [LoggerMessage(2, LogLevel.Error, "Polling duplex '{Endpoint}': the application's handler failed for session {SessionId}.")]
     public static partial void HandlerFailed(ILogger logger, string endpoint, string sessionId, Exception error);
+
+    [LoggerMessage(3, LogLevel.Error, "Polling duplex '{Endpoint}': the topic rule failed on a {Operation} of topic '{Topic}' by user {UserId} (session {SessionId}); the command was not received.")]
+    public static partial void TopicRuleFailed(ILogger logger, string endpoint, string sessionId, PubSubOperation operation, string topic, string userId, Exception error);
 }

@@ -1,4 +1,6 @@
 using System.ComponentModel.DataAnnotations;
+using System.Security.Claims;
+using ChannelPool.PollingDuplex.PubSub;
 
 namespace ChannelPool.PollingDuplex;
 
@@ -17,7 +19,8 @@ public sealed class PollingDuplexOptions
     public TimeSpan InactivityTimeout { get; set; } = TimeSpan.FromMinutes(10);
 
     /// <summary>
-    /// Gets or sets how long a new session may go without its first poll before it expires. Shorter than
+    /// Gets or sets how long a new session may go without its first poll before it expires, counted from its open: only a
+    /// poll ends the pending state, and sends on the session do not move the deadline. Shorter than
     /// <see cref="InactivityTimeout"/> on purpose: a client polls at once after opening, and a session that never does
     /// must stop counting against <see cref="MaxPendingSessions"/> soon. The shorter of this and
     /// <see cref="InactivityTimeout"/> applies. Defaults to 15 seconds.
@@ -32,7 +35,12 @@ public sealed class PollingDuplexOptions
     [Range(0, int.MaxValue)]
     public int MaxEndedSessionRecords { get; set; } = 10_000;
 
-    /// <summary>Gets or sets how many sessions may have opened without yet polling. Defaults to 1,024.</summary>
+    /// <summary>
+    /// Gets or sets how many sessions may have opened without yet polling. At the limit, a new open ends the oldest of
+    /// them (<see cref="DuplexSessionEndReason.Evicted"/>, <c>410 session-evicted</c>) and takes its place, so a flood of
+    /// opens that never poll cannot lock out a client that polls at once: that client is evicted only if this many opens
+    /// arrive between its open and its first poll. Defaults to 1,024.
+    /// </summary>
     [Range(1, int.MaxValue)]
     public int MaxPendingSessions { get; set; } = 1024;
 
@@ -71,6 +79,47 @@ public sealed class PollingDuplexOptions
     /// flushed as they are written, so this adds no latency; it sets how often clients acknowledge. Defaults to 20 ms.
     /// </summary>
     public TimeSpan BatchWindow { get; set; } = TimeSpan.FromMilliseconds(20);
+
+    /// <summary>
+    /// Gets or sets how a request's user (<c>HttpContext.User</c>, as the application's authentication set it) becomes the
+    /// user id a session records. A session opened by a signed-in user belongs to that user: every later request of the
+    /// session must come from the same user id, or it is answered <c>403 wrong-user</c>; a session opened anonymously
+    /// takes anonymous requests only. Return <see langword="null"/> for an anonymous user. Defaults to
+    /// <see cref="DefaultUserId"/>.
+    /// </summary>
+    public Func<ClaimsPrincipal, string?> UserIdSelector { get; set; } = DefaultUserId;
+
+    /// <summary>
+    /// Gets who may subscribe and publish to which topic, on a pub/sub endpoint (<c>MapPollingDuplexPubSub</c> and the
+    /// stores built on it). Mapping one requires a rule here, or <see cref="PubSubTopicOptions.AllowAnonymous"/> set on
+    /// purpose. Other endpoints must leave it empty.
+    /// </summary>
+    public PubSubTopicOptions Topics { get; } = new();
+
+    /// <summary>
+    /// The default <see cref="UserIdSelector"/>: <see langword="null"/> for a user who is not authenticated; otherwise the
+    /// first of the <see cref="ClaimTypes.NameIdentifier"/> claim, the <c>sub</c> claim, and the identity's name.
+    /// </summary>
+    /// <param name="user">The request's user.</param>
+    /// <returns>The user's id, or <see langword="null"/> when anonymous.</returns>
+    /// <exception cref="InvalidOperationException">
+    /// The user is authenticated but has none of those claims, so sessions could not be bound to them: set
+    /// <see cref="UserIdSelector"/> to say which claim identifies your users.
+    /// </exception>
+    public static string? DefaultUserId(ClaimsPrincipal user)
+    {
+        ArgumentNullException.ThrowIfNull(user);
+        if (user.Identity is not { IsAuthenticated: true } identity)
+        {
+            return null;
+        }
+
+        return user.FindFirst(ClaimTypes.NameIdentifier)?.Value
+            ?? user.FindFirst("sub")?.Value
+            ?? identity.Name
+            ?? throw new InvalidOperationException(
+                $"The signed-in user (authentication type '{identity.AuthenticationType}') has no {ClaimTypes.NameIdentifier}, 'sub' or name claim, so polling duplex sessions cannot be bound to them. Set PollingDuplexOptions.UserIdSelector to the claim that identifies your users.");
+    }
 
     /// <summary>Gets the first-poll deadline that applies: the shorter of <see cref="FirstPollTimeout"/> and <see cref="InactivityTimeout"/>.</summary>
     internal TimeSpan EffectiveFirstPollTimeout => FirstPollTimeout < InactivityTimeout ? FirstPollTimeout : InactivityTimeout;

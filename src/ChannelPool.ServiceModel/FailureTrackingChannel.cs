@@ -31,6 +31,7 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
 
     private TContract _inner = null!;
     private volatile bool _broken;
+    private Exception? _failure;
     private TimeProvider _time = TimeProvider.System;
     private SessionProbe _probe = null!;
     private long _lastUsed;
@@ -43,6 +44,9 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
 
     /// <summary>Gets whether a failed call broke the channel.</summary>
     public bool IsBroken => _broken;
+
+    /// <summary>Gets the error of the call that broke the channel, for the pool's fatal-error rule.</summary>
+    public Exception? Failure => Volatile.Read(ref _failure);
 
     /// <summary>Gets whether the channel is known to be unusable, without probing its connection.</summary>
     public bool IsKnownUnusable => _broken || Communication.State != CommunicationState.Opened;
@@ -128,6 +132,8 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
     {
         if (BreaksChannel(exception))
         {
+            // Recorded before the flag, so whoever sees the channel broken also sees why.
+            Interlocked.CompareExchange(ref _failure, exception, null);
             _broken = true;
         }
 

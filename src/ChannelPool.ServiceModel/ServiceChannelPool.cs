@@ -24,6 +24,11 @@ namespace ChannelPool.ServiceModel;
 /// (<see cref="SessionMode.Required"/>), so that no server-side session state passes from one caller to the next, and
 /// to <see cref="ChannelPool.LeaseMode.Reuse"/> otherwise. Setting <see cref="ChannelPoolOptions.LeaseMode"/> overrides it.
 /// </para>
+/// <para>
+/// Clearing, pausing and resuming act on every credential pool; a credential pool created while the endpoint is paused
+/// starts paused. <see cref="ChannelPoolOptions.IsFatalError"/> left null means <see cref="FatalErrors.IsSecurityFailure"/>:
+/// a failed security negotiation or a rejected security context clears every credential pool's channels of that pool.
+/// </para>
 /// </remarks>
 public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     where TContract : class
@@ -48,6 +53,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     private readonly Lock _createLock = new();
     private volatile Dictionary<CredentialKey, Pooled> _byCredentials;
     private ChannelPoolOptions _options;
+    private bool _paused;
 
     /// <summary>Creates the pools for a service endpoint. Nothing is opened until warm-up or the first call.</summary>
     /// <param name="binding">The binding, as a <c>ClientBase</c> proxy would take it.</param>
@@ -163,7 +169,11 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
                 total.Waiting + s.Waiting,
                 Worst(total.BreakerState, s.BreakerState),
                 total.TotalOpened + s.TotalOpened,
-                total.TotalClosed + s.TotalClosed);
+                total.TotalClosed + s.TotalClosed)
+            {
+                IsPaused = total.IsPaused || s.IsPaused,
+                IdleTarget = total.IdleTarget + s.IdleTarget,
+            };
         }
 
         return total;
@@ -175,6 +185,34 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// <returns>A task that completes when enough channels are open.</returns>
     public Task WarmUpAsync(int readyChannels, CancellationToken cancellationToken = default) =>
         _default.Pool.WarmUpAsync(readyChannels, cancellationToken);
+
+    /// <summary>
+    /// Clears every credential pool: each channel opened before this call retires (idle ones now, leased ones when their
+    /// leases end) and new ones replace them. For example after the service's certificate was replaced.
+    /// </summary>
+    /// <param name="cancellationToken">Stops the wait for the closes; the clear stays in force.</param>
+    /// <returns>A task that completes when every retired channel of every credential pool has closed.</returns>
+    /// <exception cref="ObjectDisposedException">The endpoint's pools are draining or drained.</exception>
+    public Task ClearAsync(CancellationToken cancellationToken = default)
+    {
+        var pools = _byCredentials.Values;
+        return Task.WhenAll(pools.Select(pooled => pooled.Pool.ClearAsync(cancellationToken)).ToArray());
+    }
+
+    /// <summary>
+    /// Pauses every credential pool, and those created from now on until <see cref="Resume"/>: nothing is opened or
+    /// handed out (see <see cref="DefaultChannelPool{TChannel}.Pause"/>).
+    /// </summary>
+    /// <exception cref="InvalidOperationException">The endpoint is already paused; the message names it.</exception>
+    /// <exception cref="ObjectDisposedException">The endpoint's pools are draining or drained.</exception>
+    public void Pause() => SetPaused(paused: true);
+
+    /// <summary>Resumes every credential pool (see <see cref="DefaultChannelPool{TChannel}.Resume"/>).</summary>
+    /// <exception cref="InvalidOperationException">The endpoint is not paused; the message names it.</exception>
+    /// <exception cref="ObjectDisposedException">The endpoint's pools are draining or drained.</exception>
+#pragma warning disable CA1716 // The name of IChannelPool.Resume.
+    public void Resume() => SetPaused(paused: false);
+#pragma warning restore CA1716
 
     /// <summary>Drains every credential pool, then closes their channel factories.</summary>
     /// <param name="cancellationToken">Cuts the waiting short: what is left is aborted.</param>
@@ -198,7 +236,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
             _options = options;
             foreach (var pooled in _byCredentials.Values)
             {
-                pooled.Pool.Reconfigure(options.CopyFor(pooled.Pool.Name, EffectiveLeaseMode(options)));
+                pooled.Pool.Reconfigure(OptionsFor(options, pooled.Pool.Name));
             }
         }
     }
@@ -219,6 +257,33 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
 
     /// <summary>A copy of the endpoint's own credentials, for a proxy to change before its first call.</summary>
     internal ClientCredentials CloneDefaultCredentials() => _defaultCredentials.Clone();
+
+    private void SetPaused(bool paused)
+    {
+        using (_createLock.EnterScope())
+        {
+            if (_paused == paused)
+            {
+                throw new InvalidOperationException(paused
+                    ? $"Channel pool '{Name}' is already paused. Resume it first; check its snapshot's IsPaused to pause only a running pool."
+                    : $"Channel pool '{Name}' is not paused, so it cannot be resumed. Check its snapshot's IsPaused to resume only a paused pool.");
+            }
+
+            foreach (var pooled in _byCredentials.Values)
+            {
+                if (paused)
+                {
+                    pooled.Pool.Pause();
+                }
+                else
+                {
+                    pooled.Pool.Resume();
+                }
+            }
+
+            _paused = paused;
+        }
+    }
 
     private DefaultChannelPool<TContract> CreateCredentialPool(CredentialKey key, ClientCredentials credentials)
     {
@@ -245,6 +310,10 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
 
             var pooled = CreatePool(CreateChannelFactory(credentials), name);
             LogCredentialPoolCreated(_logger, Name, name);
+            if (_paused)
+            {
+                pooled.Pool.Pause();
+            }
 
             // Copy-on-write: lookups on the call path read the dictionary without the lock.
             _byCredentials = new Dictionary<CredentialKey, Pooled>(current) { [key] = pooled };
@@ -270,14 +339,20 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     {
         var adapter = new ServiceModelChannelFactory<TContract>(factory, _timeProvider);
         var pool = new DefaultChannelPool<TContract>(
-            adapter, _options.CopyFor(name, EffectiveLeaseMode(_options)), _timeProvider, _loggerFactory, _meterFactory);
+            adapter, OptionsFor(_options, name), _timeProvider, _loggerFactory, _meterFactory);
         return new Pooled(pool, adapter);
     }
 
-    private LeaseMode EffectiveLeaseMode(ChannelPoolOptions options) =>
-        options.IsLeaseModeSet ? options.LeaseMode
-        : _contractRequiresSession ? LeaseMode.SingleUse
-        : LeaseMode.Reuse;
+    /// <summary>
+    /// One credential pool's options: the endpoint's, under the pool's own name, with the contract's lease mode and, unless
+    /// set, the adapter's fatal-error rule.
+    /// </summary>
+    private ChannelPoolOptions OptionsFor(ChannelPoolOptions options, string name) => new(options)
+    {
+        Name = name,
+        LeaseMode = options.LeaseMode ?? (_contractRequiresSession ? LeaseMode.SingleUse : LeaseMode.Reuse),
+        IsFatalError = options.IsFatalError ?? FatalErrors.IsSecurityFailure,
+    };
 
     private void ThrowIfConflicting(ChannelPoolOptions options)
     {

@@ -102,6 +102,11 @@ public sealed class ServiceModelChannelFactory<TContract> : IPooledChannelFactor
     /// <inheritdoc />
     public void Abort(TContract channel) => FailureTrackingChannel<TContract>.Of(channel).Communication.Abort();
 
+    /// <summary>Gets the error of the call that broke <paramref name="channel"/>, if a call did.</summary>
+    /// <param name="channel">A channel this factory opened.</param>
+    /// <returns>The call's error, or <see langword="null"/>.</returns>
+    public Exception? GetFailure(TContract channel) => FailureTrackingChannel<TContract>.Of(channel).Failure;
+
     /// <summary>Closes the channel factory, aborting it if the close fails.</summary>
     /// <returns>A task that completes when the factory is closed.</returns>
     public async ValueTask DisposeAsync()

@@ -19,10 +19,6 @@ public sealed class ChannelPoolOptions
     /// </summary>
     public const int DefaultMaxChannels = 126;
 
-    private int? _refillThreshold;
-    private TimeSpan? _cleanupInterval;
-    private LeaseMode? _leaseMode;
-
     /// <summary>
     /// Gets or sets the pool's name, used in exceptions, logs and the <c>channelpool.pool.name</c> telemetry tag.
     /// When <see langword="null"/>, the pool uses the channel type's name.
@@ -31,7 +27,8 @@ public sealed class ChannelPoolOptions
 
     /// <summary>
     /// Gets or sets how many idle channels the pool pre-opens and refills back up to. Defaults to
-    /// <see cref="DefaultPoolSize"/>.
+    /// <see cref="DefaultPoolSize"/>. With an adaptive <see cref="IdleTarget"/>, where the target starts and what a
+    /// warm-up opens.
     /// </summary>
     public int PoolSize { get; set; } = DefaultPoolSize;
 
@@ -43,14 +40,13 @@ public sealed class ChannelPoolOptions
     public int MaxChannels { get; set; } = DefaultMaxChannels;
 
     /// <summary>
-    /// Gets or sets the idle count at or below which a refill starts. Until set explicitly it is half of
-    /// <see cref="PoolSize"/> and follows <see cref="PoolSize"/> when that changes.
+    /// Gets or sets the idle count at or below which a refill starts. <see langword="null"/>, the default, means half
+    /// of <see cref="PoolSize"/>, as in the original: the pool works it out when it is created or reconfigured, so it
+    /// follows whatever <see cref="PoolSize"/> is then. With an adaptive <see cref="IdleTarget"/> the threshold follows
+    /// the target: one below it when this is <see langword="null"/>, or this value's share of <see cref="PoolSize"/>
+    /// applied to the target. <see cref="IChannelPool.RefillThreshold"/> reports the value in force.
     /// </summary>
-    public int RefillThreshold
-    {
-        get => _refillThreshold ?? PoolSize / 2;
-        set => _refillThreshold = value;
-    }
+    public int? RefillThreshold { get; set; }
 
     /// <summary>
     /// Gets or sets how long a channel may live after it opened. Each channel's own deadline is this value less a
@@ -67,26 +63,35 @@ public sealed class ChannelPoolOptions
     public double LifetimeJitter { get; set; } = 0.1;
 
     /// <summary>
-    /// Gets or sets how often the cleanup timer closes expired and unusable idle channels. Until set explicitly it
-    /// follows <see cref="ChannelLifetime"/>: half of it less two seconds (43 s for 90 s, as in the original), but never
-    /// less than a quarter of it.
+    /// Gets or sets how often the cleanup timer closes expired and unusable idle channels. <see langword="null"/>, the
+    /// default, follows <see cref="ChannelLifetime"/>: half of it less two seconds (43 s for 90 s, as in the original),
+    /// but never less than a quarter of it, nor longer than an <see cref="IdleTimeout"/> that is set, worked out when the
+    /// pool is created or reconfigured.
     /// </summary>
-    public TimeSpan CleanupInterval
-    {
-        get => _cleanupInterval ?? DefaultCleanupInterval(ChannelLifetime);
-        set => _cleanupInterval = value;
-    }
+    public TimeSpan? CleanupInterval { get; set; }
 
     /// <summary>
-    /// Gets or sets what release does with a channel. Defaults to <see cref="ChannelPool.LeaseMode.Reuse"/>; the WCF
-    /// adapter (ChannelPool.ServiceModel) defaults it to <see cref="ChannelPool.LeaseMode.SingleUse"/> for contracts
-    /// that require sessions, unless it is set explicitly.
+    /// Gets or sets how long a channel may sit idle before the cleanup timer closes it, while more channels idle than
+    /// the pool keeps ready (its idle target: <see cref="PoolSize"/> when fixed, what an adaptive
+    /// <see cref="IdleTarget"/> decided when adaptive): after a burst, the channels it opened close again instead of
+    /// living to the end of their <see cref="ChannelLifetime"/>. <see langword="null"/>, the default, means half of
+    /// <see cref="ChannelLifetime"/> (45 s for 90 s), worked out when the pool is created or reconfigured;
+    /// <see cref="Timeout.InfiniteTimeSpan"/> turns it off.
     /// </summary>
-    public LeaseMode LeaseMode
-    {
-        get => _leaseMode ?? LeaseMode.Reuse;
-        set => _leaseMode = value;
-    }
+    /// <remarks>
+    /// The timer checks at every <see cref="CleanupInterval"/>, so a channel closes between this long and this long
+    /// plus one cleanup interval after its last release. A <see cref="CleanupInterval"/> left to its default is never
+    /// longer than this. Channels idle longest close first; the most recently used stay, as the idle order wants.
+    /// </remarks>
+    public TimeSpan? IdleTimeout { get; set; }
+
+    /// <summary>
+    /// Gets or sets what release does with a channel. <see langword="null"/>, the default, means
+    /// <see cref="ChannelPool.LeaseMode.Reuse"/>; the WCF adapter (ChannelPool.ServiceModel) makes it
+    /// <see cref="ChannelPool.LeaseMode.SingleUse"/> for contracts that require sessions. A value set here, in code or
+    /// by configuration, wins over both. <see cref="IChannelPool.LeaseMode"/> reports the mode in force.
+    /// </summary>
+    public LeaseMode? LeaseMode { get; set; }
 
     /// <summary>
     /// Gets or sets which idle channel a lease takes. Defaults to <see cref="ChannelPool.IdleOrder.MostRecentlyUsed"/>,
@@ -111,43 +116,47 @@ public sealed class ChannelPoolOptions
     [Range(1, 64)]
     public int MaxLeasesPerChannel { get; set; } = 1;
 
-    /// <summary>Gets whether <see cref="LeaseMode"/> was set explicitly (in code or by configuration binding).</summary>
-    internal bool IsLeaseModeSet => _leaseMode.HasValue;
-
-    /// <summary>
-    /// Forgets the values a configuration binder wrote back although its section did not name them. The binder calls
-    /// every value-type setter with what the getter returned, which would freeze a derived value (the refill threshold,
-    /// the cleanup interval) and make the lease mode look chosen.
-    /// </summary>
-    /// <param name="before">What was explicitly set before binding, from <see cref="ExplicitlySet"/>.</param>
-    /// <param name="bound">Which of the three the bound section named.</param>
-    internal void ForgetUnboundDefaults((bool LeaseMode, bool RefillThreshold, bool CleanupInterval) before, (bool LeaseMode, bool RefillThreshold, bool CleanupInterval) bound)
-    {
-        if (!before.LeaseMode && !bound.LeaseMode)
-        {
-            _leaseMode = null;
-        }
-
-        if (!before.RefillThreshold && !bound.RefillThreshold)
-        {
-            _refillThreshold = null;
-        }
-
-        if (!before.CleanupInterval && !bound.CleanupInterval)
-        {
-            _cleanupInterval = null;
-        }
-    }
-
-    /// <summary>Gets which values that otherwise follow a default or another option were set explicitly.</summary>
-    internal (bool LeaseMode, bool RefillThreshold, bool CleanupInterval) ExplicitlySet =>
-        (_leaseMode.HasValue, _refillThreshold.HasValue, _cleanupInterval.HasValue);
-
     /// <summary>
     /// Gets or sets how long a caller waits for a channel before <see cref="ChannelPoolTimeoutException"/>.
     /// <see cref="Timeout.InfiniteTimeSpan"/> waits without limit. Defaults to 30 seconds.
     /// </summary>
     public TimeSpan AcquireTimeout { get; set; } = TimeSpan.FromSeconds(30);
+
+    /// <summary>
+    /// Gets or sets how long a lease may be held before the pool logs it as a probable leak, with the stack of the code
+    /// that acquired it, and counts it on <c>channelpool.channel.leaks</c>. <see langword="null"/>, the default, turns
+    /// detection off: the acquiring stack is then never captured, and leasing costs nothing extra.
+    /// </summary>
+    /// <remarks>
+    /// A leaked lease is logged once, when found, and once more if it comes back. Found within a quarter of the
+    /// threshold (at most 10 s) after it passes it. With detection on, every lease captures its caller's stack, which
+    /// costs about 13 µs and 6 KB per lease (docs/performance.md): set it where exhaustion needs explaining, not
+    /// everywhere by habit.
+    /// </remarks>
+    public TimeSpan? LeakDetectionThreshold { get; set; }
+
+    /// <summary>
+    /// Gets or sets what an acquire does while the pool is paused (<see cref="DefaultChannelPool{TChannel}.Pause"/>).
+    /// Defaults to <see cref="PausedAcquireMode.Fail"/>: it throws <see cref="ChannelPoolUnavailableException"/> at
+    /// once, saying the pool is paused.
+    /// </summary>
+    public PausedAcquireMode AcquireWhilePaused { get; set; } = PausedAcquireMode.Fail;
+
+    /// <summary>
+    /// Gets or sets the rule that says an error means every channel opened so far is suspect: for example the service's
+    /// certificate changed, or it restarted and forgot its security sessions. It is asked about the error of every failed
+    /// open attempt, and of every channel that comes back broken or unusable with an error
+    /// (<see cref="ChannelLease{TChannel}.MarkBroken(Exception)"/>, or the factory's
+    /// <see cref="IPooledChannelFactory{TChannel}.GetFailure"/>). When it says yes, the pool clears: every channel opened
+    /// before that failure retires, as <see cref="DefaultChannelPool{TChannel}.ClearAsync"/> does. <see langword="null"/>,
+    /// the default, clears on no error; the WCF adapter uses its own rule for null (see
+    /// <c>ChannelPool.ServiceModel.FatalErrors</c>).
+    /// </summary>
+    /// <remarks>
+    /// It runs on the thread that saw the error, so keep it cheap. A rule that throws is logged as an error naming the
+    /// pool, and the error is taken as not fatal. Code only: configuration cannot bind it.
+    /// </remarks>
+    public Func<Exception, bool>? IsFatalError { get; set; }
 
     /// <summary>
     /// Gets or sets how many opens may be in flight at once. Defaults to 4. Opens never take the pool above
@@ -170,6 +179,17 @@ public sealed class ChannelPoolOptions
     public TimeSpan DrainTimeout { get; set; } = TimeSpan.FromSeconds(30);
 
     /// <summary>
+    /// Gets or sets how the pool sets its idle target, the idle count a refill fills back up to: fixed at
+    /// <see cref="PoolSize"/> (the default), or adaptive, following demand between a minimum and
+    /// <see cref="MaxChannels"/>.
+    /// </summary>
+    // Validated on its own, with its section's name in each message (ChannelPoolOptionsValidator).
+#pragma warning disable SYSLIB1212
+    [Required]
+    public IdleTargetOptions IdleTarget { get; set; } = new();
+#pragma warning restore SYSLIB1212
+
+    /// <summary>
     /// Gets or sets the strategies of the default open pipeline, as Polly's own options: total timeout, retry, circuit
     /// breaker, attempt timeout. Not used when <see cref="OpenPipeline"/> is set.
     /// </summary>
@@ -188,22 +208,41 @@ public sealed class ChannelPoolOptions
     /// </summary>
     public ResiliencePipeline? OpenPipeline { get; set; }
 
-    /// <summary>
-    /// Copies these options for one of several pools built from them (the WCF adapter's pools per set of client
-    /// credentials). Derived values keep following their sources; the resilience settings are shared, not copied.
-    /// </summary>
-    internal ChannelPoolOptions CopyFor(string name, LeaseMode leaseMode)
+    /// <summary>Creates options with every default.</summary>
+    public ChannelPoolOptions()
     {
-        var copy = (ChannelPoolOptions)MemberwiseClone();
-        copy.Name = name;
-        copy._leaseMode = leaseMode;
-        return copy;
     }
 
-    internal static TimeSpan DefaultCleanupInterval(TimeSpan lifetime)
+    /// <summary>
+    /// Creates a copy of <paramref name="other"/>, for example for one of several pools built from the same settings
+    /// under different names. Values left <see langword="null"/> stay <see langword="null"/>, so they keep following
+    /// their defaults in the copy; <see cref="IdleTarget"/> is copied too. <see cref="Resilience"/> and
+    /// <see cref="OpenPipeline"/> are shared, not copied: they describe one pipeline.
+    /// </summary>
+    /// <param name="other">The options to copy.</param>
+    public ChannelPoolOptions(ChannelPoolOptions other)
     {
-        var halfLessTwo = lifetime / 2 - TimeSpan.FromSeconds(2);
-        var quarter = lifetime / 4;
-        return halfLessTwo > quarter ? halfLessTwo : quarter;
+        ArgumentNullException.ThrowIfNull(other);
+        Name = other.Name;
+        PoolSize = other.PoolSize;
+        MaxChannels = other.MaxChannels;
+        RefillThreshold = other.RefillThreshold;
+        ChannelLifetime = other.ChannelLifetime;
+        LifetimeJitter = other.LifetimeJitter;
+        CleanupInterval = other.CleanupInterval;
+        IdleTimeout = other.IdleTimeout;
+        LeaseMode = other.LeaseMode;
+        IdleOrder = other.IdleOrder;
+        MaxLeasesPerChannel = other.MaxLeasesPerChannel;
+        AcquireTimeout = other.AcquireTimeout;
+        MaxConcurrentOpens = other.MaxConcurrentOpens;
+        CloseTimeout = other.CloseTimeout;
+        DrainTimeout = other.DrainTimeout;
+        LeakDetectionThreshold = other.LeakDetectionThreshold;
+        AcquireWhilePaused = other.AcquireWhilePaused;
+        IsFatalError = other.IsFatalError;
+        IdleTarget = new IdleTargetOptions(other.IdleTarget);
+        Resilience = other.Resilience;
+        OpenPipeline = other.OpenPipeline;
     }
 }

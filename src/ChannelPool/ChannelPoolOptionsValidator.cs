@@ -5,15 +5,24 @@ using Polly.Retry;
 namespace ChannelPool;
 
 /// <summary>
-/// Checks <see cref="ChannelPoolOptions"/>. Single-field ranges come from data annotations (ours, and Polly's on its
-/// strategy options) through the <c>[OptionsValidator]</c> source generator; the rules that relate two fields are
-/// written here. The pool runs it when it is created; the hosting package registers it so a bad configuration stops
-/// start-up.
+/// Checks <see cref="ChannelPoolOptions"/>: every range, and the rules that relate two options. A pool runs it when it
+/// is created and reconfigured; register it as an <see cref="IValidateOptions{TOptions}"/> (ChannelPool.Hosting does)
+/// so that a bad configuration stops start-up instead.
 /// </summary>
-/// <remarks>Each failure names the pool, the option, the rule and the value that broke it.</remarks>
-internal sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOptions>
+/// <remarks>
+/// Each failure names the pool, the option, the rule and the value that broke it. Single-field ranges come from data
+/// annotations (ours, and Polly's on its strategy options) through the <c>[OptionsValidator]</c> source generator; the
+/// rules that relate two fields are written here. Options left <see langword="null"/> follow their defaults, which
+/// always pass.
+/// </remarks>
+public sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOptions>
 {
-    /// <inheritdoc />
+    private static readonly TimeSpan MaxLeakDetectionThreshold = TimeSpan.FromDays(1);
+
+    /// <summary>Checks <paramref name="options"/>.</summary>
+    /// <param name="name">The options' name; the pool's name when <see cref="ChannelPoolOptions.Name"/> is not set.</param>
+    /// <param name="options">The options to check.</param>
+    /// <returns>Success, or a failure per broken rule.</returns>
     public ValidateOptionsResult Validate(string? name, ChannelPoolOptions options)
     {
         ArgumentNullException.ThrowIfNull(options);
@@ -31,20 +40,41 @@ internal sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPool
             failures.Add(nameof(options.PoolSize), $"must be between 1 and MaxChannels ({options.MaxChannels})", options.PoolSize);
         }
 
-        if (options.RefillThreshold < 0 || options.RefillThreshold >= Math.Max(1, options.PoolSize))
+        if (options.RefillThreshold is { } refill && (refill < 0 || refill >= Math.Max(1, options.PoolSize)))
         {
-            failures.Add(nameof(options.RefillThreshold), $"must be at least 0 and less than PoolSize ({options.PoolSize})", options.RefillThreshold);
+            failures.Add(nameof(options.RefillThreshold), $"must be at least 0 and less than PoolSize ({options.PoolSize})", refill);
         }
 
-        if (options.CleanupInterval <= TimeSpan.Zero || options.CleanupInterval > options.ChannelLifetime)
+        if (options.CleanupInterval is { } cleanup && (cleanup <= TimeSpan.Zero || cleanup > options.ChannelLifetime))
         {
-            failures.Add(nameof(options.CleanupInterval), $"must be greater than zero and at most ChannelLifetime ({options.ChannelLifetime})", options.CleanupInterval);
+            failures.Add(nameof(options.CleanupInterval), $"must be greater than zero and at most ChannelLifetime ({options.ChannelLifetime})", cleanup);
+        }
+
+        if (options.IdleTimeout is { } idle && idle != Timeout.InfiniteTimeSpan && (idle <= TimeSpan.Zero || idle > options.ChannelLifetime))
+        {
+            failures.Add(
+                nameof(options.IdleTimeout),
+                $"must be greater than zero and at most ChannelLifetime ({options.ChannelLifetime}), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends",
+                idle);
+        }
+
+        if (options.LeakDetectionThreshold is { } leak && (leak <= TimeSpan.Zero || leak > MaxLeakDetectionThreshold))
+        {
+            failures.Add(
+                nameof(options.LeakDetectionThreshold),
+                $"must be greater than zero and at most {MaxLeakDetectionThreshold} when it is set; leave it unset (null) to turn leak detection off",
+                leak);
         }
 
         // Not annotations: the binder and casts can produce values outside an enum, and the message names the choices.
-        if (!Enum.IsDefined(options.LeaseMode))
+        if (options.LeaseMode is { } mode && !Enum.IsDefined(mode))
         {
-            failures.Add(nameof(options.LeaseMode), "must be Reuse or SingleUse", options.LeaseMode);
+            failures.Add(nameof(options.LeaseMode), "must be Reuse or SingleUse", mode);
+        }
+
+        if (!Enum.IsDefined(options.AcquireWhilePaused))
+        {
+            failures.Add(nameof(options.AcquireWhilePaused), "must be Fail or Wait", options.AcquireWhilePaused);
         }
 
         if (!Enum.IsDefined(options.IdleOrder))
@@ -66,6 +96,11 @@ internal sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPool
             failures.Add(nameof(options.AcquireTimeout), "must be greater than zero, or Timeout.InfiniteTimeSpan to wait without limit", options.AcquireTimeout);
         }
 
+        if (options.IdleTarget is { } idleTarget)
+        {
+            ValidateIdleTarget(idleTarget, options.MaxChannels, failures);
+        }
+
         // The resilience options only shape the default pipeline; a custom OpenPipeline replaces them.
         if (options.Resilience is { } resilience && options.OpenPipeline is null)
         {
@@ -73,6 +108,22 @@ internal sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPool
         }
 
         return failures.Result;
+    }
+
+    private static void ValidateIdleTarget(IdleTargetOptions idleTarget, int maxChannels, OptionsFailures failures)
+    {
+        const string Section = nameof(ChannelPoolOptions.IdleTarget) + ".";
+        failures.AddAnnotations(new IdleTargetOptionsAnnotations().Validate(null, idleTarget), idleTarget, Section);
+        if (!Enum.IsDefined(idleTarget.Mode))
+        {
+            failures.Add(Section + nameof(idleTarget.Mode), "must be Fixed or Adaptive", idleTarget.Mode);
+        }
+
+        // Only an adaptive target uses the minimum; a fixed pool of one channel keeps the default of two without error.
+        if (idleTarget.Mode == IdleTargetMode.Adaptive && idleTarget.Minimum > maxChannels)
+        {
+            failures.Add(Section + nameof(idleTarget.Minimum), $"must be at most MaxChannels ({maxChannels})", idleTarget.Minimum);
+        }
     }
 
     private static void ValidateResilience(OpenResilienceOptions resilience, OptionsFailures failures)
@@ -152,6 +203,9 @@ internal sealed class OptionsFailures(string? poolName)
 
 [OptionsValidator]
 internal sealed partial class ChannelPoolOptionsAnnotations : IValidateOptions<ChannelPoolOptions>;
+
+[OptionsValidator]
+internal sealed partial class IdleTargetOptionsAnnotations : IValidateOptions<IdleTargetOptions>;
 
 [OptionsValidator]
 internal sealed partial class OpenResilienceOptionsAnnotations : IValidateOptions<OpenResilienceOptions>;

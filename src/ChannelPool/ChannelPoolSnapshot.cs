@@ -19,8 +19,23 @@ public readonly record struct ChannelPoolSnapshot(
     long TotalOpened,
     long TotalClosed)
 {
+    /// <summary>
+    /// Gets whether the pool is paused (<see cref="DefaultChannelPool{TChannel}.Pause"/>): it opens nothing and hands
+    /// out no channel until it is resumed. While paused, <see cref="Idle"/> counts the channels resting in the pool.
+    /// </summary>
+    public bool IsPaused { get; init; }
+
+    /// <summary>
+    /// Gets the idle target in force: the idle count a refill fills back up to. <see cref="ChannelPoolOptions.PoolSize"/>
+    /// when the target is fixed; what the adaptive target decided when it follows demand (<see cref="IdleTargetOptions"/>).
+    /// </summary>
+    public int IdleTarget { get; init; }
+
     /// <summary>Formats the counts the way pool exceptions and logs show them.</summary>
-    /// <returns>For example <c>idle=0, leased=126, opening=0, closing=0, waiting=3, breaker=Closed</c>.</returns>
+    /// <returns>
+    /// For example <c>idle=0, leased=126, opening=0, closing=0, waiting=3, breaker=Closed, target=50</c>, and <c>, paused</c>
+    /// while paused.
+    /// </returns>
     public override string ToString() =>
-        $"idle={Idle}, leased={Leased}, opening={Opening}, closing={Closing}, waiting={Waiting}, breaker={BreakerState}";
+        $"idle={Idle}, leased={Leased}, opening={Opening}, closing={Closing}, waiting={Waiting}, breaker={BreakerState}, target={IdleTarget}{(IsPaused ? ", paused" : string.Empty)}";
 }

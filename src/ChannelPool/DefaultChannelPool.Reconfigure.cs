@@ -5,13 +5,13 @@ namespace ChannelPool;
 public sealed partial class DefaultChannelPool<TChannel>
 {
     /// <inheritdoc />
-    public int PoolSize => Volatile.Read(ref _settings).PoolSize;
+    public int PoolSize => _state.Settings.PoolSize;
 
     /// <inheritdoc />
-    public int RefillThreshold => Volatile.Read(ref _settings).RefillThreshold;
+    public int RefillThreshold => _state.RefillThreshold;
 
     /// <inheritdoc />
-    public int MaxChannels => Volatile.Read(ref _settings).MaxChannels;
+    public int MaxChannels => _state.Settings.MaxChannels;
 
     /// <summary>
     /// Applies new settings to the running pool, without a restart and without dropping a channel.
@@ -23,8 +23,12 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <item>A new <see cref="ChannelPoolOptions.ChannelLifetime"/> or <see cref="ChannelPoolOptions.LifetimeJitter"/>
     /// also moves the deadlines of channels already open: each keeps its own random share of the jitter, and channels now
     /// past their new deadline are evicted at their next lease, release or cleanup.</item>
-    /// <item>Timeouts, <see cref="ChannelPoolOptions.LeaseMode"/>, <see cref="ChannelPoolOptions.MaxConcurrentOpens"/> and
-    /// <see cref="ChannelPoolOptions.CleanupInterval"/> apply to what happens next.</item>
+    /// <item>An adaptive <see cref="ChannelPoolOptions.IdleTarget"/> keeps its target and its memory of demand through a
+    /// reload, within the new bounds; switching to it starts the target at <see cref="ChannelPoolOptions.PoolSize"/>.</item>
+    /// <item>Timeouts (<see cref="ChannelPoolOptions.IdleTimeout"/> included), <see cref="ChannelPoolOptions.LeaseMode"/>,
+    /// <see cref="ChannelPoolOptions.MaxConcurrentOpens"/>, <see cref="ChannelPoolOptions.CleanupInterval"/>,
+    /// <see cref="ChannelPoolOptions.AcquireWhilePaused"/> and <see cref="ChannelPoolOptions.IsFatalError"/> apply to what
+    /// happens next; <see cref="ChannelPoolOptions.LeakDetectionThreshold"/> to leases that begin from now on.</item>
     /// <item><see cref="ChannelPoolOptions.Name"/>, <see cref="ChannelPoolOptions.Resilience"/> and
     /// <see cref="ChannelPoolOptions.OpenPipeline"/> shape the pool's identity and open pipeline, and keep their
     /// original values until the pool is recreated.</item>
@@ -42,30 +46,18 @@ public sealed partial class DefaultChannelPool<TChannel>
             throw new OptionsValidationException(Name, typeof(ChannelPoolOptions), validation.Failures);
         }
 
-        PoolSettings settings;
-        int opens;
-        using (_gate.Enter())
+        // The open pipeline was built once; its settings keep their original values.
+        var current = _state.Settings;
+        var settings = PoolSettings.From(options) with
         {
-            ObjectDisposedException.ThrowIf(_disposed, this);
-            settings = PoolSettings.From(options) with
-            {
-                RetryBaseDelay = _settings.RetryBaseDelay,
-                BreakDuration = _settings.BreakDuration,
-            };
-            _settings = settings;
-
-            var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
-            foreach (var entry in _open)
-            {
-                entry.ScheduleExpiry(lifetime, settings.LifetimeJitter);
-            }
-
-            // A larger pool than the channels open and opening refills now.
-            opens = Refill_NoLock(toPoolSize: _idle.Count + _leasedCount + _openingCount < settings.PoolSize);
-        }
-
+            RetryBaseDelay = current.RetryBaseDelay,
+            BreakDuration = current.BreakDuration,
+        };
+        var opens = _state.Reconfigure(settings);
         _clock.Follow(settings.ChannelLifetime);
         _cleanupTimer.Change(settings.CleanupInterval, settings.CleanupInterval);
+        WatchForLeaks(settings.LeakDetectionThreshold);
+        RescheduleIdleTarget(settings);
         Log.PoolReconfigured(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);
         StartOpens(opens);
     }

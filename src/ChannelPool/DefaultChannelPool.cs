@@ -16,10 +16,14 @@ namespace ChannelPool;
 /// <typeparam name="TChannel">The channel type; the pool knows it only through an <see cref="IPooledChannelFactory{TChannel}"/>.</typeparam>
 /// <remarks>
 /// <para>
-/// The class is split by concern: the counts and every transition between them (<c>State/</c>), leasing
-/// (<c>Leasing/</c>), opening and refilling (<c>Opening/</c>), eviction (<c>Eviction/</c>), draining (<c>Draining/</c>)
-/// and following the open pipeline's breaker (<c>Resilience/</c>). All counts live under one lock; the lease and release
-/// fast paths hold it for a few instructions and read no precise clock (see <see cref="PoolClock"/>).
+/// The pool decides nothing by itself: <see cref="PoolState{TChannel}"/> (<c>State/</c>) owns every count and queue
+/// behind one gate and returns, from each transition, what to do next. This class does it, outside the gate: it runs
+/// the factory, completes waiters, starts opens and closes, records telemetry. Its partial files follow the concerns:
+/// leasing (<c>Leasing/</c>, where acquire → lease → release reads top to bottom), opening and refilling
+/// (<c>Opening/</c>), eviction (<c>Eviction/</c>), draining (<c>Draining/</c>) and following the open pipeline's breaker
+/// (<c>Resilience/</c>). The lease and release fast paths hold the gate for a few instructions and read no precise clock
+/// (see <see cref="PoolClock"/>). The controls have their own files: clearing (<c>Clearing/</c>), pausing
+/// (<c>Pausing/</c>), leak detection (<c>LeakDetection/</c>); the idle timeout is part of eviction.
 /// </para>
 /// <para>Every member is safe to call from any thread.</para>
 /// </remarks>
@@ -36,12 +40,12 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
     private readonly PoolClock _clock;
     private readonly ITimer _cleanupTimer;
     private readonly ITimer _resumeTimer;
+    private readonly ITimer _leakTimer;
+    private readonly ITimer _idleTargetTimer;
     private readonly CancellationTokenSource _shutdown = new();
-    private readonly PoolGate _gate = new();
 
-    // Guarded by _gate. The counts and their transitions are in State/DefaultChannelPool.State.cs.
-    private PoolSettings _settings;
-    private bool _disposed;
+    // Every count, queue and flag the pool decides by lives here, behind its gate; this class only acts on its verdicts.
+    private readonly PoolState<TChannel> _state;
 
     /// <summary>Creates a pool. Nothing is opened until <see cref="WarmUpAsync(CancellationToken)"/> or the first acquire.</summary>
     /// <param name="factory">Opens, checks and closes the channels.</param>
@@ -68,13 +72,13 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
         }
 
         _factory = factory;
-        _settings = PoolSettings.From(options);
+        var settings = PoolSettings.From(options);
         _timeProvider = timeProvider ?? TimeProvider.System;
         _logger = loggerFactory?.CreateLogger("ChannelPool") ?? NullLogger.Instance;
-        _idle = new IdleQueue<TChannel>(_settings.MaxChannels);
         // The provider's pool for a disposable type disposes the waiters it drops when it is full.
         _waiterPool = new DefaultObjectPoolProvider { MaximumRetained = 64 }.Create(new WaiterPolicy(this));
         _metrics = new ChannelPoolMetrics(Name, GetSnapshot, GetLimits, meterFactory);
+        CircuitBreakerStateProvider? breakerStateProvider = null;
         if (options.OpenPipeline is { } custom)
         {
             _openPipeline = custom;
@@ -82,39 +86,35 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
         else
         {
             // A provider the caller set is honoured, so the caller can read the breaker too.
-            _breakerStateProvider = options.Resilience.CircuitBreaker.StateProvider ?? new CircuitBreakerStateProvider();
-            _openPipeline = OpenPipeline.Build(options.Resilience, Name, _timeProvider, _breakerStateProvider, OnBreakerOpened, OnBreakerClosed);
+            breakerStateProvider = options.Resilience.CircuitBreaker.StateProvider ?? new CircuitBreakerStateProvider();
+            _openPipeline = OpenPipeline.Build(options.Resilience, Name, _timeProvider, breakerStateProvider, OnBreakerOpened, OnBreakerClosed);
         }
 
-        _clock = new PoolClock(_timeProvider, _settings.ChannelLifetime);
+        _clock = new PoolClock(_timeProvider, settings.ChannelLifetime);
+        _state = new PoolState<TChannel>(Name, settings, _timeProvider, _clock, breakerStateProvider);
         _resumeTimer = _timeProvider.CreateTimer(
             static state => ((DefaultChannelPool<TChannel>)state!).ResumeOpens(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         _cleanupTimer = _timeProvider.CreateTimer(
-            static state => ((DefaultChannelPool<TChannel>)state!).RunCleanup(), this, _settings.CleanupInterval, _settings.CleanupInterval);
+            static state => ((DefaultChannelPool<TChannel>)state!).RunCleanup(), this, settings.CleanupInterval, settings.CleanupInterval);
+        _leakTimer = _timeProvider.CreateTimer(
+            static state => ((DefaultChannelPool<TChannel>)state!).FindLeaks(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
+        WatchForLeaks(settings.LeakDetectionThreshold);
+        _idleTargetTimer = CreateIdleTargetTimer(settings);
 
-        Log.PoolCreated(_logger, Name, _settings.PoolSize, _settings.MaxChannels, _settings.RefillThreshold, _settings.ChannelLifetime, _settings.LeaseMode);
+        Log.PoolCreated(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);
     }
 
     /// <inheritdoc />
     public string Name { get; }
 
     /// <inheritdoc />
-    public LeaseMode LeaseMode => Volatile.Read(ref _settings).LeaseMode;
+    public LeaseMode LeaseMode => _state.Settings.LeaseMode;
 
     /// <inheritdoc />
-    public ChannelPoolSnapshot GetSnapshot()
-    {
-        using (_gate.Enter())
-        {
-            return SnapshotNoLock();
-        }
-    }
+    public ChannelPoolSnapshot GetSnapshot() => _state.Snapshot();
 
-    private (int PoolSize, int RefillThreshold, int MaxChannels) GetLimits()
-    {
-        var settings = Volatile.Read(ref _settings);
-        return (settings.PoolSize, settings.RefillThreshold, settings.MaxChannels);
-    }
+    private (int IdleTarget, int RefillThreshold, int MaxChannels) GetLimits() =>
+        (_state.IdleTarget, _state.RefillThreshold, _state.Settings.MaxChannels);
 
     private sealed class WaiterPolicy(DefaultChannelPool<TChannel> pool) : IPooledObjectPolicy<Waiter<TChannel>>
     {

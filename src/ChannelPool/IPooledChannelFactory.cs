@@ -32,4 +32,13 @@ public interface IPooledChannelFactory<TChannel>
     /// <summary>Tears <paramref name="channel"/> down at once, without telling the other side. Must not throw.</summary>
     /// <param name="channel">A channel this factory opened.</param>
     void Abort(TChannel channel);
+
+    /// <summary>
+    /// Gets the error that made <paramref name="channel"/> unusable, if the factory saw it (for example the failed call
+    /// a wrapper recorded). The pool asks when an unusable channel comes back, and gives the error to
+    /// <see cref="ChannelPoolOptions.IsFatalError"/>. The default knows none.
+    /// </summary>
+    /// <param name="channel">A channel this factory opened, which <see cref="IsUsable"/> just called unusable.</param>
+    /// <returns>The error, or <see langword="null"/> when none is known.</returns>
+    Exception? GetFailure(TChannel channel) => null;
 }

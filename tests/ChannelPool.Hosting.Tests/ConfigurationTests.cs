@@ -27,7 +27,7 @@ public class ConfigurationTests
         var startup = host.Services.GetRequiredService<IOptionsMonitor<ChannelPoolStartupOptions>>().Get("orders");
 
         Assert.That(options.PoolSize, Is.EqualTo(12));
-        Assert.That(options.RefillThreshold, Is.EqualTo(6), "the threshold follows the configured pool size");
+        Assert.That(host.Services.GetRequiredKeyedService<IChannelPool>("orders").RefillThreshold, Is.EqualTo(6), "the threshold follows the configured pool size");
         Assert.That(options.MaxChannels, Is.EqualTo(40));
         Assert.That(options.ChannelLifetime, Is.EqualTo(TimeSpan.FromMinutes(2)));
         Assert.That(options.LeaseMode, Is.EqualTo(LeaseMode.SingleUse));
@@ -73,9 +73,17 @@ public class ConfigurationTests
         yield return Case("MaxConcurrentOpens", "0", "Channel pool 'orders': MaxConcurrentOpens must be between 1 and 2147483647; it was 0.");
         yield return Case("MaxLeasesPerChannel", "65", "Channel pool 'orders': MaxLeasesPerChannel must be between 1 and 64; it was 65.");
         yield return Case("Resilience:CircuitBreaker:FailureRatio", "2", "Channel pool 'orders': Resilience.CircuitBreaker.FailureRatio must be between 0 and 1; it was 2.");
-        yield return Case("Startup:WaitForReadyChannels", "-1", "Channel pool 'orders': Startup.WaitForReadyChannels must be between 0 and 2147483647; it was -1.");
+        yield return Case("IdleTarget:Mode", "Psychic", "Failed to convert configuration value 'Psychic' at 'ChannelPool:Pools:orders:IdleTarget:Mode' to type 'ChannelPool.IdleTargetMode'.");
+        yield return Case("IdleTarget:Minimum", "0", "Channel pool 'orders': IdleTarget.Minimum must be between 1 and 2147483647; it was 0.");
+        yield return Case("IdleTarget:Window", "00:00:00", "Channel pool 'orders': IdleTarget.Window must be between 00:00:00.1000000 and 1.00:00:00; it was 00:00:00.");
+        yield return Case("Startup:WaitForReadyChannels", "-1", "Channel pool 'orders': Startup.WaitForReadyChannels must be at least 0; it was -1.");
         yield return Case("Startup:WaitForReadyChannels", "51", "Channel pool 'orders': Startup.WaitForReadyChannels must be at most PoolSize (50); it was 51.");
         yield return Case("PoolSize", "lots", "Failed to convert configuration value 'lots' at 'ChannelPool:Pools:orders:PoolSize' to type 'System.Int32'.");
+        yield return Case("IdleTimeout", "00:00:00", "Channel pool 'orders': IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was 00:00:00.");
+        yield return Case("IdleTimeout", "-00:00:05", "Channel pool 'orders': IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was -00:00:05.");
+        yield return Case("LeakDetectionThreshold", "00:00:00", "Channel pool 'orders': LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was 00:00:00.");
+        yield return Case("LeakDetectionThreshold", "-00:01:00", "Channel pool 'orders': LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was -00:01:00.");
+        yield return Case("AcquireWhilePaused", "Sometimes", "Failed to convert configuration value 'Sometimes' at 'ChannelPool:Pools:orders:AcquireWhilePaused' to type 'ChannelPool.PausedAcquireMode'.");
     }
 
     [TestCaseSource(nameof(BadConfiguration))]

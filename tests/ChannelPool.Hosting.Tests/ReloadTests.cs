@@ -1,4 +1,5 @@
 using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Diagnostics.HealthChecks;
 using Microsoft.Extensions.Hosting;
 using Microsoft.Extensions.Logging;
 
@@ -22,6 +23,34 @@ public class ReloadTests
 
         await Eventually.That(() => pool.GetSnapshot().Idle == 9, () => $"the pool grew to 9 idle channels (now {pool.GetSnapshot()})");
         Assert.That(pool.RefillThreshold, Is.EqualTo(4));
+        await host.Host.StopAsync().Within();
+    }
+
+    [Test]
+    public async Task SwitchedToAnAdaptiveIdleTarget_FollowsDemandWithoutARestart()
+    {
+        var factory = new FakeChannelFactory();
+        var time = new FakeTimeProvider();
+        await using var host = TestHost.Create(
+            services => services.AddChannelPool("orders", _ => factory).BindConfiguration().AddHealthCheck(),
+            new Dictionary<string, string?> { [$"{Section}:PoolSize"] = "10", [$"{Section}:Startup:WaitForReadyChannels"] = "10" },
+            time);
+        await host.Host.StartAsync().Within();
+        var pool = host.Services.GetRequiredKeyedService<IChannelPool>("orders");
+
+        host.Reconfigure($"{Section}:IdleTarget:Window", "00:00:08");
+        host.Reconfigure($"{Section}:IdleTarget:Mode", "Adaptive");
+        for (var second = 0; second < 30; second++)
+        {
+            time.Advance(TimeSpan.FromSeconds(1));
+        }
+
+        Assert.That(pool.GetSnapshot().IdleTarget, Is.EqualTo(IdleTargetOptions.DefaultMinimum), "nobody leased, so the target came down to its minimum");
+        var health = await host.Services.GetRequiredService<HealthCheckService>().CheckHealthAsync().Within();
+        Assert.That(health.Entries["channelpool:orders"].Data["idleTarget"], Is.EqualTo(IdleTargetOptions.DefaultMinimum), "the health check's data carries the target");
+
+        host.Reconfigure($"{Section}:IdleTarget:Mode", "Fixed");
+        Assert.That(pool.GetSnapshot().IdleTarget, Is.EqualTo(10));
         await host.Host.StopAsync().Within();
     }
 

@@ -60,6 +60,47 @@ public class TelemetryTests
     }
 
     [Test]
+    public async Task TheControlsInstruments_ReachOpenTelemetry_TaggedWithThePool()
+    {
+        var exported = new List<MetricSnapshot>();
+        using var meters = Sdk.CreateMeterProviderBuilder()
+            .AddChannelPoolInstrumentation()
+            .AddInMemoryExporter(exported)
+            .Build();
+        var time = new FakeTimeProvider();
+        await using var host = TestHost.Create(
+            services => services.AddChannelPool("otel-controls", _ => new FakeChannelFactory())
+                .Configure(o =>
+                {
+                    o.PoolSize = 2;
+                    o.LeakDetectionThreshold = TimeSpan.FromSeconds(10);
+                })
+                .ConfigureStartup(o => o.WaitForReadyChannels = 2),
+            timeProvider: time);
+        await host.Host.StartAsync().Within();
+        var pool = host.Services.GetRequiredKeyedService<DefaultChannelPool<FakeChannel>>("otel-controls");
+
+        var leaked = await pool.AcquireAsync();
+        time.Advance(TimeSpan.FromSeconds(15));
+        var cleared = pool.ClearAsync();
+        pool.Pause();
+        meters.ForceFlush();
+
+        var ours = Points(exported).Where(p => Equals(p.Tags.GetValueOrDefault(ChannelPoolTelemetry.PoolNameTag), "otel-controls")).ToList();
+        var leaks = ours.Single(p => p.Instrument == "channelpool.channel.leaks");
+        Assert.That((leaks.Value, leaks.Unit), Is.EqualTo((1d, "{lease}")));
+        var clears = ours.Single(p => p.Instrument == "channelpool.pool.clears");
+        Assert.That((clears.Value, clears.Tags[ChannelPoolTelemetry.ClearReasonTag]), Is.EqualTo((1d, (object?)"requested")));
+        Assert.That(ours.Single(p => p.Instrument == "channelpool.pool.paused").Value, Is.EqualTo(1), "1 while paused");
+        Assert.That(
+            ours.Where(p => p.Instrument == "channelpool.channel.evictions").Select(p => p.Tags[ChannelPoolTelemetry.EvictionReasonTag]),
+            Does.Contain("cleared"));
+        leaked.Dispose();
+        await cleared.Within();
+        await host.Host.StopAsync().Within();
+    }
+
+    [Test]
     public async Task EachOpen_ReachesOpenTelemetry_AsASpanTaggedWithThePool()
     {
         var exported = new List<Activity>();

@@ -23,16 +23,29 @@ public class PerfConsoleTests
         Assert.That(exit, Is.EqualTo(0), console);
         var run = Directory.GetDirectories(_output).Single();
         var markdown = await File.ReadAllTextAsync(Path.Combine(run, "report.md"));
-        Assert.That(markdown, Does.Contain("## Proxies").And.Contain("## Poll modes").And.Contain("## Broadcast").And.Contain("## Collaboration"));
+        Assert.That(markdown, Does.Contain("## Proxies").And.Contain("## Headroom").And.Contain("## Poll modes").And.Contain("## Broadcast").And.Contain("## Collaboration"));
 
         using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
         var sections = json.RootElement.GetProperty("sections").EnumerateArray().ToDictionary(s => s.GetProperty("id").GetString()!, s => s.GetProperty("results"));
-        Assert.That(sections.Keys, Is.EquivalentTo(new[] { "proxies", "poll-modes", "broadcast", "collaboration" }));
+        Assert.That(sections.Keys, Is.EquivalentTo(new[] { "proxies", "headroom", "poll-modes", "broadcast", "collaboration" }));
 
         // The figures come from real WCF calls: a per-call proxy pays a TLS handshake per call on every binding (a new
         // ClientBase builds a new factory, and with it a new connection); a warm net.tcp reuse pool pays none.
         var proxies = sections["proxies"].EnumerateArray().ToList();
-        Assert.That(proxies, Has.Count.EqualTo(48), "six kinds on four bindings at concurrency 1 and 8");
+        Assert.That(proxies, Has.Count.EqualTo(72), "six kinds on four bindings at concurrency 1 and 8, three more under the other service setting on the two with sessions, and the service-time pass (three kinds, both settings) at 8 on those two");
+        static string Text(JsonElement cell, string property) => cell.GetProperty(property).GetString()!;
+        static double ServiceTime(JsonElement cell) => cell.GetProperty("serviceTimeMs").GetDouble();
+
+        // The bindings with sessions ran against both service settings; a session that carries one call (per-call,
+        // single-use) ran under the first only; the bindings without sessions ran once.
+        var single = proxies.Where(c => Text(c, "service") == "one at a time (Single)" && ServiceTime(c) == 0).ToList();
+        Assert.That(single.Select(c => Text(c, "binding")).Distinct(), Is.EquivalentTo(new[] { "WSHttp SecureConversation", "net.tcp TLS" }));
+        Assert.That(single.Select(c => Text(c, "kind")).Distinct(), Is.EquivalentTo(new[] { "pooled reuse", "pooled reuse, shared", "singleton" }));
+        Assert.That(proxies.Where(c => Text(c, "binding") is "BasicHttps" or "WSHttp UserName").Select(c => Text(c, "service")), Is.All.EqualTo("no session"));
+        var withServiceTime = proxies.Where(c => ServiceTime(c) > 0).ToList();
+        Assert.That(withServiceTime, Has.Count.EqualTo(12));
+        Assert.That(withServiceTime.Select(c => ServiceTime(c)), Is.All.EqualTo(2));
+        Assert.That(withServiceTime.Select(c => c.GetProperty("concurrency").GetInt32()), Is.All.EqualTo(8));
 
         // Quick figures judge no target on the console, and output that is not a terminal carries no escape codes.
         Assert.That(console, Does.Contain("not judged (quick)").And.Not.Contain("missed ").And.Not.Contain("\u001b["));
@@ -47,12 +60,13 @@ public class PerfConsoleTests
         var perCall = proxies.Where(c => c.GetProperty("kind").GetString() == "per-call").ToList();
         Assert.That(perCall.Select(c => Handshakes(c, "duringCalls")), Is.All.GreaterThanOrEqualTo(40));
         // On the original's scenario the pool's channels negotiated their security contexts in warm-up, none during calls.
-        var secureConversationReuse = proxies.Where(c => c.GetProperty("kind").GetString() == "pooled reuse" && c.GetProperty("binding").GetString() == "WSHttp SecureConversation").ToList();
+        var firstPass = proxies.Where(c => Text(c, "service") is "concurrent (Multiple)" or "no session" && ServiceTime(c) == 0).ToList();
+        var secureConversationReuse = firstPass.Where(c => c.GetProperty("kind").GetString() == "pooled reuse" && c.GetProperty("binding").GetString() == "WSHttp SecureConversation").ToList();
         Assert.That(secureConversationReuse, Has.Count.EqualTo(2));
         Assert.That(secureConversationReuse.Select(c => c.GetProperty("warmUp").GetProperty("negotiations").GetInt64()), Is.All.GreaterThan(0));
         Assert.That(secureConversationReuse.Select(c => c.GetProperty("duringCalls").GetProperty("negotiations").GetInt64()), Is.All.Zero);
         var netTcpReuse = proxies.Where(c => c.GetProperty("kind").GetString() is "pooled reuse" or "pooled reuse, shared" && c.GetProperty("binding").GetString()!.StartsWith("net.tcp", StringComparison.Ordinal)).ToList();
-        Assert.That(netTcpReuse, Has.Count.EqualTo(4));
+        Assert.That(netTcpReuse, Has.Count.EqualTo(12), "two settings at 1 and 8, and the service-time pass at 8");
         Assert.That(netTcpReuse.Select(c => Handshakes(c, "duringCalls")), Is.All.EqualTo(0));
         Assert.That(netTcpReuse.Select(c => Handshakes(c, "warmUp")), Is.All.GreaterThan(0), "the pool's warm-up paid the handshakes");
 
@@ -75,9 +89,38 @@ public class PerfConsoleTests
 
         // Every chart is drawn in-process, as PNG with SVG beside it, and the report embeds each PNG.
         var pngs = Directory.GetFiles(run, "*.png");
-        Assert.That(pngs, Has.Length.GreaterThanOrEqualTo(9), "two per binding for proxies, and the other scenarios'");
+        Assert.That(pngs, Has.Length.GreaterThanOrEqualTo(13), "two per binding for proxies, two per binding of the service-time pass, and the other scenarios'");
         Assert.That(pngs.Select(png => Path.ChangeExtension(png, ".svg")), Has.All.Matches<string>(File.Exists), console);
         Assert.That(pngs.Select(png => $"({Path.GetFileName(png)})"), Has.All.Matches<string>(markdown.Contains), "the report embeds every chart");
+    }
+
+    [Test]
+    public async Task Headroom_Quick_RunsBothPools_AndTheAdaptiveTargetComesDownAtTheLowStep()
+    {
+        var (exit, console) = await RunAsync("headroom", "--quick", "--binding", "nettcp", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        var run = Directory.GetDirectories(_output).Single();
+        using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
+        var results = json.RootElement.GetProperty("sections").EnumerateArray().Single().GetProperty("results").EnumerateArray().ToList();
+        Assert.That(results.Select(r => r.GetProperty("pool").GetString()), Is.EqualTo(new[] { "fixed 50", "adaptive" }));
+
+        // The ramp 1, 2, 4, 8 (the quick peak), the low step in two parts, and the jump; every step made calls.
+        static JsonElement Phase(JsonElement result, string name) =>
+            result.GetProperty("phases").EnumerateArray().Single(p => p.GetProperty("name").GetString() == name);
+        foreach (var result in results)
+        {
+            var phases = result.GetProperty("phases").EnumerateArray().ToList();
+            Assert.That(phases.Select(p => p.GetProperty("callers").GetInt32()), Is.EqualTo(new[] { 1, 2, 4, 8, 1, 1, 8 }));
+            Assert.That(phases.Select(p => p.GetProperty("calls").GetInt64()), Is.All.GreaterThan(0), console);
+            Assert.That(result.GetProperty("timeline").GetArrayLength(), Is.GreaterThan(10), "the sampler kept the counts");
+        }
+
+        // The fixed pool's target is its PoolSize throughout; the adaptive one's follows the quiet low step down.
+        Assert.That(Phase(results[0], "low step, quiet").GetProperty("meanTarget").GetDouble(), Is.EqualTo(50));
+        Assert.That(Phase(results[1], "low step, quiet").GetProperty("meanTarget").GetDouble(), Is.LessThan(25), console);
+        var markdown = await File.ReadAllTextAsync(Path.Combine(run, "report.md"));
+        Assert.That(markdown, Does.Contain("## Headroom").And.Contain("(headroom-nettcp-timeline.png)").And.Contain("(headroom-low-step.png)"));
     }
 
     [Test]
@@ -128,6 +171,9 @@ public class PerfConsoleTests
     [TestCase("proxies --calls 0", "--calls must be at least 1; got 0.")]
     [TestCase("proxies --concurrency 8 0", "--concurrency values must be from 1 to 1024; got 0.")]
     [TestCase("proxies --binding carrier-pigeon", "Unknown --binding 'carrier-pigeon'")]
+    [TestCase("proxies --service reentrant", "reentrant")]
+    [TestCase("proxies --service-time -1", "--service-time must be from 0 to 60000 milliseconds; got -1.")]
+    [TestCase("proxies --service-time 60001", "--service-time must be from 0 to 60000 milliseconds; got 60001.")]
     [TestCase("original --calls 0", "--calls must be at least 1; got 0.")]
     [TestCase("broadcast --periods 0", "--periods must be seconds above 0")]
     [TestCase("broadcast --transport carrier-pigeon", "Unknown --transport 'carrier-pigeon'")]
@@ -135,6 +181,10 @@ public class PerfConsoleTests
     [TestCase("collaboration --row 1,1,1", "--row must be T,N,D")]
     [TestCase("collaboration --delay-scale -1", "--delay-scale must be a positive number")]
     [TestCase("collaboration --phase sideways", "sideways")]
+    [TestCase("headroom --binding basichttps", "Unknown --binding 'basichttps'; use nettcp, wshttp-sct or all.")]
+    [TestCase("headroom --peak 0", "--peak must be from 1 to 126; got 0.")]
+    [TestCase("headroom --lifetime 0.5", "--lifetime must be from 1 to 86400 seconds, as ChannelLifetime; got 0.5.")]
+    [TestCase("headroom --quiet 30 --low-step 20", "--quiet (30 s) must be shorter than --low-step (20 s): the low step settles first.")]
     [TestCase("poll-modes --rounds 0", "--rounds must be from 1 to 100; got 0.")]
     [TestCase("poll-modes --size 8", "--size must be from 16 to 61440 bytes; got 8.")]
     [TestCase("poll-modes --streams 1000", "--streams must be from 1 to 256; got 1000.")]

@@ -1,4 +1,3 @@
-using ChannelPool.PollingDuplex.Stores;
 using Microsoft.Extensions.Time.Testing;
 using ChannelPool.PollingDuplex.PubSub;
 using Microsoft.Extensions.Logging.Abstractions;
@@ -16,18 +15,14 @@ public class AnonymousLoadTests
     {
         var time = new FakeTimeProvider();
         using var server = new InMemorySessionStore("/d", new PollingDuplexOptions { MaxPendingSessions = 2 }, new RecordingHandler(), time, NullLogger.Instance);
-        for (var i = 0; i < 2; i++)
-        {
-            Assert.That(server.TryReserve(), Is.Null);
-            server.Create(DuplexEncoding.Text, PollingDuplexMode.MultipleMessagesPerPoll);
-        }
-
-        Assert.That(server.TryReserve()?.Status, Is.EqualTo(DuplexOpenStatus.TooManyPendingSessions));
+        var sessions = Enumerable.Range(0, 2).Select(_ => Open(server)).ToList();
+        Assert.That(server.PendingCount, Is.EqualTo(2));
 
         time.Advance(TimeSpan.FromMinutes(1));
 
-        Assert.That(server.TryReserve(), Is.Null, "a minute is far below the 10-minute inactivity timeout");
-        Assert.That(server.SessionCount, Is.EqualTo(1));
+        Assert.That(sessions.Select(s => s.EndReason), Is.All.EqualTo(DuplexSessionEndReason.Expired), "a minute is far below the 10-minute inactivity timeout");
+        Assert.That(server.PendingCount, Is.Zero);
+        Assert.That(server.SessionCount, Is.Zero);
     }
 
     [Test]

@@ -131,7 +131,7 @@ public class BadInputTests
 
         using var noToken = await victim.SendRawAsync(HttpMethod.Get, $"/sessions/{victim.Id}/poll?ack=0", token: string.Empty);
         await RawSession.AssertProblemAsync(noToken, HttpStatusCode.Unauthorized, "missing-token");
-        Assert.That(noToken.Headers.WwwAuthenticate.ToString(), Is.EqualTo("Bearer"));
+        Assert.That(noToken.Headers.WwwAuthenticate.ToString(), Is.EqualTo(DuplexWire.SessionTokenHeader), "the session token's own challenge, not the application's Bearer");
 
         using var stolenPoll = await victim.SendRawAsync(HttpMethod.Get, $"/sessions/{victim.Id}/poll?ack=0", token: intruder.Token);
         await RawSession.AssertProblemAsync(stolenPoll, HttpStatusCode.Forbidden, "invalid-token");
@@ -225,7 +225,7 @@ public class BadInputTests
     }
 
     [Test]
-    public async Task TooManySessions_AndTooManyPendingSessions_Are503WithRetryAfter()
+    public async Task TooManySessions_Is503WithRetryAfter_WhileAFullPendingLimit_EvictsTheOldestThatNeverPolled()
     {
         await using var server = await DuplexTestServer.StartAsync(o =>
         {
@@ -235,14 +235,15 @@ public class BadInputTests
         });
         using var http = DuplexTestServer.CreateHttpClient();
         var first = await RawSession.OpenAsync(http, server.Duplex);
-        await RawSession.OpenAsync(http, server.Duplex);
+        var second = await RawSession.OpenAsync(http, server.Duplex);
 
-        using var pending = await http.PostAsync(new Uri(server.Duplex + "/sessions"), null);
-        await RawSession.AssertProblemAsync(pending, HttpStatusCode.ServiceUnavailable, "too-many-pending-sessions");
-        Assert.That(pending.Headers.RetryAfter?.Delta, Is.Not.Null);
+        // The pending limit makes room: the oldest session that never polled goes, not the newcomer.
+        var third = await RawSession.OpenAsync(http, server.Duplex);
+        await RawSession.AssertProblemAsync(await first.PollAsync(0), HttpStatusCode.Gone, "session-evicted");
 
-        // Once a session polls it is no longer pending, so one more may open, up to the session limit.
-        using (await first.PollAsync(0))
+        // Sessions that polled are no longer pending, and never evicted; the session limit still refuses.
+        using (await second.PollAsync(0))
+        using (await third.PollAsync(0))
         {
         }
 
@@ -307,6 +308,7 @@ public class BadInputTests
             o.MaxPendingBytesPerSession = 10;
             o.FirstPollTimeout = TimeSpan.Zero;
             o.MaxEndedSessionRecords = -1;
+            o.UserIdSelector = null!;
         }));
 
         Assert.That(error!.Message, Does.Contain("Polling duplex endpoint '/bad': The field PollingDuplexOptions.ServerPollTimeout must be between 00:00:00.0100000 and 00:10:00; it was 00:20:00."));
@@ -314,6 +316,7 @@ public class BadInputTests
         Assert.That(error.Message, Does.Contain("MaxPendingBytesPerSession must be at least MaxMessageSize plus 64 (65600)"));
         Assert.That(error.Message, Does.Contain("The field PollingDuplexOptions.FirstPollTimeout must be between 00:00:00.0100000 and 1.00:00:00; it was 00:00:00."));
         Assert.That(error.Message, Does.Contain("The field PollingDuplexOptions.MaxEndedSessionRecords must be between 0 and 2147483647; it was -1."));
+        Assert.That(error.Message, Does.Contain("Polling duplex endpoint '/bad': UserIdSelector must turn a request's user into an id"));
     }
 
     [Test]
@@ -371,7 +374,7 @@ public class BadInputTests
         private async Task<HttpResponseMessage> Send(HttpMethod method, string path, HttpContent? content = null)
         {
             using var request = new HttpRequestMessage(method, new Uri(endpoint + path)) { Content = content };
-            request.Headers.Authorization = new System.Net.Http.Headers.AuthenticationHeaderValue("Bearer", token);
+            request.Headers.Add(DuplexWire.SessionTokenHeader, token);
             return await http.SendAsync(request);
         }
     }

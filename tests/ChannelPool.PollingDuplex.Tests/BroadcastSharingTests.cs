@@ -8,8 +8,9 @@ namespace ChannelPool.PollingDuplex.Tests;
 /// <summary>What a publish queues, looked at from inside the server: one message, one set of bytes, every subscriber.</summary>
 public class BroadcastSharingTests
 {
-    [Test]
-    public async Task Publish_SerializesOnce_AndQueuesTheSameBytesToEverySubscriber()
+    [TestCase("PubSubHandler.Publish")]
+    [TestCase("IPubSubPublisher.PublishAsync")]
+    public async Task Publish_SerializesOnce_AndQueuesTheSameBytesToEverySubscriber(string publisher)
     {
         var pubSub = new PubSubHandler();
         using var server = new InMemorySessionStore("/pubsub", new PollingDuplexOptions(), pubSub, TimeProvider.System, NullLogger.Instance);
@@ -22,7 +23,16 @@ public class BroadcastSharingTests
             sessions.Add(session);
         }
 
-        Assert.That(pubSub.Publish("news", "{\"headline\":\"once\"}"u8), Is.EqualTo(5));
+        if (publisher == "PubSubHandler.Publish")
+        {
+            Assert.That(pubSub.Publish("news", "{\"headline\":\"once\"}"u8), Is.EqualTo(5));
+        }
+        else
+        {
+            var service = new PubSubPublisher(server);
+            Assert.That((await service.CountSubscribersAsync("news"), await service.CountSubscribersAsync("nobody")), Is.EqualTo((5L, 0L)));
+            await service.PublishAsync("news", DuplexMessage.FromJson(new { headline = "once" }));
+        }
 
         var queued = sessions.Select(session =>
         {

@@ -18,11 +18,11 @@ public class CurlTests
         var id = opened.RootElement.GetProperty("sessionId").GetString();
         var token = opened.RootElement.GetProperty("token").GetString();
 
-        var sent = await CurlAsync("-s", "-X", "POST", $"{baseUrl}/sessions/{id}/messages", "-H", $"Authorization: Bearer {token}", "-H", "Content-Type: application/x-ndjson",
+        var sent = await CurlAsync("-s", "-X", "POST", $"{baseUrl}/sessions/{id}/messages", "-H", $"Duplex-Session-Token: {token}", "-H", "Content-Type: application/x-ndjson",
             "--data-binary", "{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"t\"}}\n{\"seq\":2,\"data\":{\"op\":\"publish\",\"topic\":\"t\",\"data\":\"hi\",\"echo\":true}}\n");
-        var polled = await CurlAsync("-s", "-N", $"{baseUrl}/sessions/{id}/poll?ack=0", "-H", $"Authorization: Bearer {token}");
-        var empty = await CurlAsync("-s", "-o", "/dev/null", "-w", "%{http_code}", $"{baseUrl}/sessions/{id}/poll?ack=1", "-H", $"Authorization: Bearer {token}");
-        var closed = await CurlAsync("-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE", $"{baseUrl}/sessions/{id}", "-H", $"Authorization: Bearer {token}");
+        var polled = await CurlAsync("-s", "-N", $"{baseUrl}/sessions/{id}/poll?ack=0", "-H", $"Duplex-Session-Token: {token}");
+        var empty = await CurlAsync("-s", "-o", "/dev/null", "-w", "%{http_code}", $"{baseUrl}/sessions/{id}/poll?ack=1", "-H", $"Duplex-Session-Token: {token}");
+        var closed = await CurlAsync("-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "DELETE", $"{baseUrl}/sessions/{id}", "-H", $"Duplex-Session-Token: {token}");
 
         Assert.That(sent, Is.EqualTo("{\"received\":2}"));
         Assert.That(polled.Trim(), Is.EqualTo("{\"seq\":1,\"type\":\"message\",\"data\":{\"topic\":\"t\",\"data\":\"hi\"}}"));

@@ -55,7 +55,12 @@ internal sealed class DuplexTestServer : IAsyncDisposable
         services?.Invoke(builder.Services);
         var app = builder.Build();
         app.MapPollingDuplex<RecordingHandler>("/duplex", configure);
-        app.MapPollingDuplexPubSub("/pubsub", configure);
+        app.MapPollingDuplexPubSub("/pubsub", o =>
+        {
+            // Anyone may use any topic here: the explicit choice every pub/sub endpoint makes (Security/ tests give rules).
+            o.Topics.AllowAnonymous = true;
+            configure?.Invoke(o);
+        });
         await app.StartAsync();
         var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
         return new DuplexTestServer(app, new Uri(address.TrimEnd('/') + "/"));

@@ -59,7 +59,7 @@ internal sealed class RawSession
         using var request = new HttpRequestMessage(method, new Uri(Endpoint + path)) { Content = content, Version = _http.DefaultRequestVersion, VersionPolicy = _http.DefaultVersionPolicy };
         if ((token ?? Token) is { Length: > 0 } bearer)
         {
-            request.Headers.Authorization = new AuthenticationHeaderValue("Bearer", bearer);
+            request.Headers.Add(DuplexWire.SessionTokenHeader, bearer);
         }
 
         return await _http.SendAsync(request);

@@ -30,7 +30,7 @@ public sealed class CredentialTests
         }
 
         Assert.That(seen.Select(s => s.Actual), Is.EqualTo(seen.Select(s => s.Expected)));
-        var bobPool = pool.GetPool(CredentialsFor(pool, TestUsers.Bob, TestUsers.BobPassword));
+        var bobPool = pool.GetPool(TestCredentials.For(pool, TestUsers.Bob, TestUsers.BobPassword));
         Assert.That(bobPool, Is.Not.SameAs(pool.DefaultPool));
         Assert.That(bobPool.Name, Does.Contain(TestUsers.Bob).And.Not.Contain(TestUsers.BobPassword), "the password never appears in a pool name, log or metric tag");
     }
@@ -54,8 +54,8 @@ public sealed class CredentialTests
         await using var service = await TestService.StartAsync(Transport.UserName);
         await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, configureFactory: service.Configure);
 
-        var right = pool.GetPool(CredentialsFor(pool, TestUsers.Alice, TestUsers.AlicePassword));
-        var wrong = pool.GetPool(CredentialsFor(pool, TestUsers.Alice, "not-her-password"));
+        var right = pool.GetPool(TestCredentials.For(pool, TestUsers.Alice, TestUsers.AlicePassword));
+        var wrong = pool.GetPool(TestCredentials.For(pool, TestUsers.Alice, "not-her-password"));
 
         Assert.That(right, Is.SameAs(pool.DefaultPool), "the endpoint's own credentials map to the default pool");
         Assert.That(wrong, Is.Not.SameAs(right));
@@ -89,20 +89,12 @@ public sealed class CredentialTests
 
         for (var i = 1; i < ServiceChannelPool<IEchoService>.MaxCredentialSets; i++)
         {
-            pool.GetPool(CredentialsFor(pool, $"user{i}", "x"));
+            pool.GetPool(TestCredentials.For(pool, $"user{i}", "x"));
         }
 
-        var error = Assert.Throws<InvalidOperationException>(() => pool.GetPool(CredentialsFor(pool, "one-too-many", "x")));
+        var error = Assert.Throws<InvalidOperationException>(() => pool.GetPool(TestCredentials.For(pool, "one-too-many", "x")));
         Assert.That(error!.Message, Does.Contain(pool.Name).And.Contain("reuse credentials"));
         await using var proxy = new EchoProxy(pool);
         Assert.That(proxy.WhoAmI(), Is.EqualTo(TestUsers.Alice), "the pools already made keep working");
-    }
-
-    private static System.ServiceModel.Description.ClientCredentials CredentialsFor(ServiceChannelPool<IEchoService> pool, string user, string password)
-    {
-        var credentials = ((System.ServiceModel.Description.ClientCredentials)pool.Endpoint.EndpointBehaviors[typeof(System.ServiceModel.Description.ClientCredentials)]).Clone();
-        credentials.UserName.UserName = user;
-        credentials.UserName.Password = password;
-        return credentials;
     }
 }

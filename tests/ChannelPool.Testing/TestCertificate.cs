@@ -46,14 +46,22 @@ public static class TestCertificate
     /// </summary>
     /// <param name="credentials">The client credentials of a channel factory or proxy.</param>
     /// <param name="certificate">The test service's certificate.</param>
-    public static void TrustOnly(ClientCredentials credentials, X509Certificate2 certificate)
+    public static void TrustOnly(ClientCredentials credentials, X509Certificate2 certificate) => TrustOnly(credentials, [certificate]);
+
+    /// <summary>
+    /// Makes a WCF client trust exactly <paramref name="certificates"/> for TLS, as a client does across a service's
+    /// certificate rotation, when it trusts the old certificate and the new one.
+    /// </summary>
+    /// <param name="credentials">The client credentials of a channel factory or proxy.</param>
+    /// <param name="certificates">The test service's certificates.</param>
+    public static void TrustOnly(ClientCredentials credentials, IReadOnlyCollection<X509Certificate2> certificates)
     {
         ArgumentNullException.ThrowIfNull(credentials);
-        ArgumentNullException.ThrowIfNull(certificate);
+        ArgumentNullException.ThrowIfNull(certificates);
         credentials.ServiceCertificate.SslCertificateAuthentication = new X509ServiceCertificateAuthentication
         {
             CertificateValidationMode = X509CertificateValidationMode.Custom,
-            CustomCertificateValidator = new PinnedCertificateValidator(certificate),
+            CustomCertificateValidator = new PinnedCertificateValidator(certificates),
             RevocationMode = X509RevocationMode.NoCheck,
         };
     }
@@ -74,15 +82,15 @@ public static class TestCertificate
         return X509CertificateLoader.LoadPkcs12(ephemeral.Export(X509ContentType.Pkcs12), password: null);
     }
 
-    private sealed class PinnedCertificateValidator(X509Certificate2 trusted) : X509CertificateValidator
+    private sealed class PinnedCertificateValidator(IReadOnlyCollection<X509Certificate2> trusted) : X509CertificateValidator
     {
         public override void Validate(X509Certificate2 certificate)
         {
             ArgumentNullException.ThrowIfNull(certificate);
-            if (!certificate.RawDataMemory.Span.SequenceEqual(trusted.RawDataMemory.Span))
+            if (!trusted.Any(t => certificate.RawDataMemory.Span.SequenceEqual(t.RawDataMemory.Span)))
             {
                 throw new System.IdentityModel.Tokens.SecurityTokenValidationException(
-                    $"The server's certificate {certificate.Thumbprint} is not the test certificate {trusted.Thumbprint}.");
+                    $"The server's certificate {certificate.Thumbprint} is not a test certificate this client trusts ({string.Join(", ", trusted.Select(t => t.Thumbprint))}).");
             }
         }
     }

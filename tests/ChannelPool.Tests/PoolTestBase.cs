@@ -1,4 +1,5 @@
 using System.Diagnostics.Metrics;
+using Microsoft.Extensions.Logging;
 
 namespace ChannelPool.Tests;
 
@@ -53,9 +54,14 @@ public abstract class PoolTestBase
     };
 
     /// <summary>A pool on <see cref="Time"/>, or on a clock of the test's own, which teardown cannot move.</summary>
-    protected DefaultChannelPool<FakeChannel> CreatePool(ChannelPoolOptions options, TimeProvider? time = null, IMeterFactory? meterFactory = null)
+    protected DefaultChannelPool<FakeChannel> CreatePool(ChannelPoolOptions options, TimeProvider? time = null, IMeterFactory? meterFactory = null) =>
+        CreatePool(Factory, options, time, meterFactory);
+
+    /// <summary>A pool over a factory of the test's own, usually one that wraps <see cref="Factory"/>.</summary>
+    protected DefaultChannelPool<FakeChannel> CreatePool(
+        IPooledChannelFactory<FakeChannel> factory, ChannelPoolOptions options, TimeProvider? time = null, IMeterFactory? meterFactory = null, ILoggerFactory? loggerFactory = null)
     {
-        var pool = new DefaultChannelPool<FakeChannel>(Factory, options, time ?? Time, meterFactory: meterFactory);
+        var pool = new DefaultChannelPool<FakeChannel>(factory, options, time ?? Time, loggerFactory, meterFactory);
         _pools.Add(pool);
         return pool;
     }

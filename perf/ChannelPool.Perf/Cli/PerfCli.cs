@@ -6,6 +6,7 @@ using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Scenarios;
 using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.Perf.Scenarios.Collaboration;
+using ChannelPool.Perf.Scenarios.Headroom;
 using ChannelPool.Perf.Scenarios.PollModes;
 using ChannelPool.Perf.Scenarios.Proxies;
 using ChannelPool.Perf.Scenarios.Redis;
@@ -16,7 +17,7 @@ namespace ChannelPool.Perf.Cli;
 
 /// <summary>
 /// The perf console's commands: one per scenario, <c>peer</c> (broadcast and collaboration against the SignalR peers),
-/// and, with no command, the suite: about nine minutes of every scenario the suite runs, against embedded servers,
+/// and, with no command, the suite: about ten minutes of every scenario the suite runs, against embedded servers,
 /// with a report under <c>artifacts/perf/&lt;timestamp&gt;/</c>.
 /// </summary>
 internal static class PerfCli
@@ -28,7 +29,7 @@ internal static class PerfCli
         var suite = scenarios.Where(s => s.InSuite).ToList();
         var root = new RootCommand(
             $"ChannelPool perf console. With no command, runs the suite: {string.Join(", ", suite.Select(s => s.Name))}, against ours and SignalR's where there is a peer, " +
-            "about nine minutes in all on two cores, against servers it starts on 127.0.0.1, and writes a report (markdown, JSON, charts) under --output.");
+            "about ten minutes in all on two cores, against servers it starts on 127.0.0.1, and writes a report (markdown, JSON, charts) under --output.");
         common.AddTo(root);
         root.SetAction((parse, token) => RunAsync(parse, common, "suite", suite, (scenario, context) => scenario.RunInSuiteAsync(context, token), token));
 
@@ -53,6 +54,7 @@ internal static class PerfCli
     private static IPerfScenario[] Scenarios(PubSubTransportOptions transports) =>
     [
         new ProxiesScenario(),
+        new HeadroomScenario(),
         new OriginalScenario(),
         new PollModesScenario(),
         new BroadcastScenario(transports),

@@ -18,6 +18,10 @@ public interface IEchoClient
 
     [OperationContract]
     Task<string> EchoAsync(string text);
+
+    /// <summary>The echo after a service time: the service waits <paramref name="milliseconds"/> before it answers.</summary>
+    [OperationContract]
+    Task<string> EchoAfterAsync(string text, int milliseconds);
 }
 
 /// <summary>
@@ -32,6 +36,10 @@ public interface ICachedEchoClient
 
     [OperationContract]
     Task<string> EchoAsync(string text);
+
+    /// <summary>The echo after a service time: the service waits <paramref name="milliseconds"/> before it answers.</summary>
+    [OperationContract]
+    Task<string> EchoAfterAsync(string text, int milliseconds);
 }
 
 /// <summary>A proxy as apps write it: <c>ClientBase</c> built from a binding and an address.</summary>
@@ -40,6 +48,8 @@ internal sealed class EchoClient(Binding binding, EndpointAddress address) : Cli
     public string Echo(string text) => Channel.Echo(text);
 
     public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
+
+    public Task<string> EchoAfterAsync(string text, int milliseconds) => Channel.EchoAfterAsync(text, milliseconds);
 }
 
 /// <summary>The per-call proxy with <c>CacheSetting.AlwaysOn</c> set for its type before the first one is made.</summary>
@@ -55,6 +65,8 @@ internal sealed class CachedEchoClient : ClientBase<ICachedEchoClient>, ICachedE
     public string Echo(string text) => Channel.Echo(text);
 
     public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
+
+    public Task<string> EchoAfterAsync(string text, int milliseconds) => Channel.EchoAfterAsync(text, milliseconds);
 }
 
 /// <summary>The same proxy with its base class swapped for <see cref="PooledClientBase{TContract}"/>, and nothing else changed.</summary>
@@ -63,4 +75,6 @@ internal sealed class PooledEchoClient(ServiceChannelPool<IEchoClient> pool) : P
     public string Echo(string text) => Channel.Echo(text);
 
     public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
+
+    public Task<string> EchoAfterAsync(string text, int milliseconds) => Channel.EchoAfterAsync(text, milliseconds);
 }

@@ -11,8 +11,9 @@ using ChannelPool.Testing.ServiceModel.Soap;
 namespace ChannelPool.Perf.Clients;
 
 /// <summary>
-/// One binding the proxies scenario measures, with what a client needs for it: binding, address, the pinned test
-/// certificate and, on the UserName binding, alice's credentials; and which server counters belong to it.
+/// One binding the proxies scenario measures, against one service setting, with what a client needs for it: binding,
+/// address, the pinned test certificate and, on the UserName bindings, alice's credentials; and which server counters
+/// belong to it.
 /// </summary>
 internal sealed class WcfBinding
 {
@@ -24,20 +25,27 @@ internal sealed class WcfBinding
     /// <summary>Every binding, the original's scenario (a security context per channel) first.</summary>
     public static readonly string[] All = [WsHttpSecureConversation, NetTcp, BasicHttps, WsHttpUserName];
 
-    private readonly WcfEndpoints _endpoints;
+    /// <summary>What the report calls a sessionless binding's service setting: it serves every call at once either way.</summary>
+    public const string NoSession = "no session";
+
     private readonly X509Certificate2 _certificate;
 
-    public WcfBinding(string name, WcfEndpoints endpoints)
+    /// <param name="name">The binding's command-line name.</param>
+    /// <param name="concurrency">How the service serves a session's calls; a binding without sessions ignores it.</param>
+    /// <param name="endpoints">Where the test services listen.</param>
+    public WcfBinding(string name, ServiceConcurrency concurrency, WcfEndpoints endpoints)
     {
         Name = name;
-        _endpoints = endpoints;
+        HasSession = HasSessions(name);
+        Concurrency = HasSession ? concurrency : null;
         _certificate = endpoints.LoadCertificate();
+        (int netTcpPort, int soapPort) = endpoints.Ports(concurrency);
         (Description, Address) = name switch
         {
-            NetTcp => ("net.tcp TLS", NetTcpTestHost.CreateAddress(new Uri($"net.tcp://127.0.0.1:{endpoints.NetTcpPort}/echo"))),
-            BasicHttps => ("BasicHttps", SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{endpoints.SoapPort}/basic"))),
-            WsHttpUserName => ("WSHttp UserName", SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{endpoints.SoapPort}/username"))),
-            WsHttpSecureConversation => ("WSHttp SecureConversation", SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{endpoints.SoapPort}/sct"))),
+            NetTcp => ("net.tcp TLS", NetTcpTestHost.CreateAddress(new Uri($"net.tcp://127.0.0.1:{netTcpPort}/echo"))),
+            BasicHttps => ("BasicHttps", SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{soapPort}/basic"))),
+            WsHttpUserName => ("WSHttp UserName", SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{soapPort}/username"))),
+            WsHttpSecureConversation => ("WSHttp SecureConversation", SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{soapPort}/sct"))),
             _ => throw new ArgumentException($"Unknown binding '{name}'; use {string.Join(", ", All)}.", nameof(name)),
         };
     }
@@ -54,8 +62,27 @@ internal sealed class WcfBinding
 
     public EndpointAddress Address { get; }
 
+    /// <summary>Gets whether a channel is a session at the service (net.tcp; WSHttp with a security context), so the service's concurrency applies.</summary>
+    public bool HasSession { get; }
+
+    /// <summary>Gets how the service serves one session's calls, or <see langword="null"/> for a binding without sessions.</summary>
+    public ServiceConcurrency? Concurrency { get; }
+
+    /// <summary>Gets what the report calls the service setting: <see cref="ServiceLabel"/>, or <see cref="NoSession"/>.</summary>
+    public string Service => Concurrency is { } concurrency ? ServiceLabel(concurrency) : NoSession;
+
     /// <summary>Gets whether every channel open is a connection of its own (net.tcp), rather than sharing the factory's HTTP connections.</summary>
-    public bool IsSessionful => Name == NetTcp;
+    public bool IsNetTcp => Name == NetTcp;
+
+    /// <summary>Whether the binding's channels are sessions at the service, so that it runs against both service settings.</summary>
+    public static bool HasSessions(string name) => name is NetTcp or WsHttpSecureConversation;
+
+    /// <summary>What the report calls a service setting.</summary>
+    public static string ServiceLabel(ServiceConcurrency concurrency) => concurrency switch
+    {
+        ServiceConcurrency.Single => "one at a time (Single)",
+        _ => "concurrent (Multiple)",
+    };
 
     /// <summary>Creates a new binding object, as an app that builds its proxy from code would.</summary>
     public Binding CreateBinding() => Name switch
@@ -78,5 +105,5 @@ internal sealed class WcfBinding
     }
 
     /// <summary>Picks this binding's host's counters out of the server's.</summary>
-    public ServerCountsSnapshot CountersOf(ServerStats stats) => IsSessionful ? stats.NetTcp : stats.Soap;
+    public ServerCountsSnapshot CountersOf(ServerStats stats) => IsNetTcp ? stats.NetTcp : stats.Soap;
 }

@@ -17,13 +17,23 @@ internal sealed record PerfEndpoints(Uri Http, WcfEndpoints? Wcf)
     public Uri WebSocketFlood => new(Http.Scheme == "https" ? "wss" + Http.AbsoluteUri[5..] + "ws/flood" : "ws" + Http.AbsoluteUri[4..] + "ws/flood");
 }
 
-/// <summary>The WCF test services on 127.0.0.1: the [MC-NMF] net.tcp TLS host and SoapCore over HTTPS.</summary>
-/// <param name="NetTcpPort">The net.tcp host's port.</param>
-/// <param name="SoapPort">The HTTPS port of SoapCore (<c>/basic</c>, <c>/ws</c>, <c>/username</c>).</param>
+/// <summary>
+/// The WCF test services on 127.0.0.1: the [MC-NMF] net.tcp TLS host and SoapCore over HTTPS, each twice, once serving a
+/// session's calls at once (<see cref="ServiceConcurrency.Multiple"/>) and once one at a time, as WCF's defaults do
+/// (<see cref="ServiceConcurrency.Single"/>). Sessionless endpoints serve at once on either.
+/// </summary>
+/// <param name="NetTcpPort">The net.tcp host's port, <see cref="ServiceConcurrency.Multiple"/>.</param>
+/// <param name="SoapPort">The HTTPS port of SoapCore (<c>/basic</c>, <c>/ws</c>, <c>/username</c>, <c>/sct</c>), <see cref="ServiceConcurrency.Multiple"/>.</param>
+/// <param name="SingleNetTcpPort">The net.tcp host's port, <see cref="ServiceConcurrency.Single"/>.</param>
+/// <param name="SingleSoapPort">SoapCore's HTTPS port, <see cref="ServiceConcurrency.Single"/> on <c>/sct</c>.</param>
 /// <param name="Certificate">The DER bytes of the services' certificate, which clients pin.</param>
-internal sealed record WcfEndpoints(int NetTcpPort, int SoapPort, byte[] Certificate)
+internal sealed record WcfEndpoints(int NetTcpPort, int SoapPort, int SingleNetTcpPort, int SingleSoapPort, byte[] Certificate)
 {
     public X509Certificate2 LoadCertificate() => X509CertificateLoader.LoadCertificate(Certificate);
+
+    /// <summary>The net.tcp and HTTPS ports of the hosts that serve sessions as <paramref name="concurrency"/> says.</summary>
+    public (int NetTcp, int Soap) Ports(ServiceConcurrency concurrency) =>
+        concurrency == ServiceConcurrency.Single ? (SingleNetTcpPort, SingleSoapPort) : (NetTcpPort, SoapPort);
 }
 
 /// <summary>What a server process has done so far; the console reports deltas between two of these.</summary>
@@ -31,8 +41,8 @@ internal sealed record WcfEndpoints(int NetTcpPort, int SoapPort, byte[] Certifi
 /// <param name="CpuSeconds">Processor time the server process used.</param>
 /// <param name="AllocatedBytes">Bytes the server process allocated.</param>
 /// <param name="Duplex">The polling duplex endpoints' counters, by instrument name (for example <c>pollingduplex.messages.redelivered</c>).</param>
-/// <param name="NetTcp">The net.tcp test host's counters: connections, TLS handshakes, sessions, calls.</param>
-/// <param name="Soap">The SoapCore host's counters (all three HTTPS paths together).</param>
+/// <param name="NetTcp">The net.tcp test hosts' counters (both concurrencies together): connections, TLS handshakes, sessions, calls.</param>
+/// <param name="Soap">The SoapCore hosts' counters (every HTTPS path and both concurrencies together).</param>
 internal sealed record ServerStats(
     bool IsKnown, double CpuSeconds, long AllocatedBytes, IReadOnlyDictionary<string, long> Duplex, ServerCountsSnapshot NetTcp = default, ServerCountsSnapshot Soap = default)
 {

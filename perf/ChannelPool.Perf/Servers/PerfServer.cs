@@ -3,8 +3,8 @@ using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using System.Net;
 using ChannelPool.Perf.Peers.SignalR;
+using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.PollingDuplex;
-using ChannelPool.PollingDuplex.PubSub;
 using ChannelPool.Testing;
 using ChannelPool.Testing.ServiceModel;
 using ChannelPool.Testing.ServiceModel.NetTcp;
@@ -42,22 +42,26 @@ internal sealed record PerfServerSettings
 /// <summary>
 /// The embedded servers, on 127.0.0.1: Kestrel (HTTP/1.1) with the polling duplex pub/sub service at <c>/pubsub</c>,
 /// the flood at <c>/flood</c>, SignalR at <c>/signalr</c> and the WebSocket flood at <c>/ws/flood</c>; and the WCF
-/// test services the proxies scenario calls: the [MC-NMF] net.tcp TLS host and SoapCore over HTTPS, each with its
-/// <see cref="ServerCounters"/>.
+/// test services the proxies scenario calls: the [MC-NMF] net.tcp TLS host and SoapCore over HTTPS, each started twice,
+/// serving a session's calls at once and one at a time (WCF's defaults), with one <see cref="ServerCounters"/> a kind.
 /// </summary>
 internal sealed class PerfServer : IPerfServer
 {
     private readonly WebApplication _app;
-    private readonly NetTcpTestHost? _netTcp;
-    private readonly SoapTestHost? _soap;
+    private readonly IReadOnlyList<NetTcpTestHost> _netTcp;
+    private readonly IReadOnlyList<SoapTestHost> _soap;
+    private readonly ServerCounters? _netTcpCounters;
+    private readonly ServerCounters? _soapCounters;
     private readonly MeterListener _listener;
     private readonly ConcurrentDictionary<string, long> _duplex = new(StringComparer.Ordinal);
 
-    private PerfServer(WebApplication app, NetTcpTestHost? netTcp, SoapTestHost? soap, PerfEndpoints endpoints)
+    private PerfServer(WebApplication app, IReadOnlyList<NetTcpTestHost> netTcp, IReadOnlyList<SoapTestHost> soap, PerfEndpoints endpoints)
     {
         _app = app;
         _netTcp = netTcp;
         _soap = soap;
+        _netTcpCounters = netTcp.Count > 0 ? netTcp[0].Counters : null;
+        _soapCounters = soap.Count > 0 ? soap[0].Counters : null;
         Endpoints = endpoints;
         _listener = new MeterListener
         {
@@ -90,7 +94,6 @@ internal sealed class PerfServer : IPerfServer
             kestrel.Limits.MaxConcurrentConnections = null;
             kestrel.Limits.MaxConcurrentUpgradedConnections = null;
         });
-        builder.Services.AddSingleton<PubSubHandler>();
         builder.Services.AddSingleton<FloodHandler>();
         builder.Services.AddSignalRPubSub();
         var app = builder.Build();
@@ -98,13 +101,22 @@ internal sealed class PerfServer : IPerfServer
 
         // As in the original's measurements: sessions arrive all at once, live for the whole run, and the server takes
         // them all. The per-session message limit stays at its default (64 messages queued with no poll outstanding).
-        app.MapPollingDuplexPubSub("/pubsub", o =>
+        // Every simulated client may use every topic: no topic rule, chosen explicitly. The broadcast and collaboration
+        // scenarios measure a rule's cost against this on a second endpoint (TopicRuleEndpoint).
+        void PubSub(PollingDuplexOptions o)
         {
             o.ServerPollTimeout = settings.PollTimeout;
             o.InactivityTimeout = TimeSpan.FromHours(2);
             o.MaxPendingSessions = 1_000_000;
             o.MaxConcurrentSessions = 1_000_000;
+        }
+
+        app.MapPollingDuplexPubSub("/pubsub", o =>
+        {
+            PubSub(o);
+            o.Topics.AllowAnonymous = true;
         });
+        app.MapTopicRuleEndpoint(PubSub);
         app.MapPollingDuplex<FloodHandler>("/flood", o =>
         {
             o.ServerPollTimeout = settings.PollTimeout;
@@ -115,16 +127,23 @@ internal sealed class PerfServer : IPerfServer
         await app.StartAsync(cancellationToken);
         var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
 
-        NetTcpTestHost? netTcp = null;
-        SoapTestHost? soap = null;
+        var netTcp = new List<NetTcpTestHost>();
+        var soap = new List<SoapTestHost>();
         WcfEndpoints? wcf = null;
         if (settings.Wcf)
         {
-            // Not disposed: the hosts present it for as long as they run.
+            // Not disposed: the hosts present it for as long as they run. The two hosts of a kind share their counters:
+            // cells run one at a time, so a cell's counts are its own host's.
             var certificate = TestCertificate.Create();
-            netTcp = await NetTcpTestHost.StartAsync(certificate, cancellationToken: cancellationToken);
-            soap = await SoapTestHost.StartAsync(certificate, cancellationToken: cancellationToken);
-            wcf = new WcfEndpoints(netTcp.Port, soap.Port, certificate.RawData);
+            ServerCounters netTcpCounters = new(), soapCounters = new();
+            foreach (var concurrency in (ServiceConcurrency[])[ServiceConcurrency.Multiple, ServiceConcurrency.Single])
+            {
+                netTcp.Add(await NetTcpTestHost.StartAsync(certificate, counters: netTcpCounters, concurrency: concurrency, cancellationToken: cancellationToken));
+                soap.Add(await SoapTestHost.StartAsync(
+                    certificate, counters: soapCounters, secureConversation: new() { Concurrency = concurrency }, cancellationToken: cancellationToken));
+            }
+
+            wcf = new WcfEndpoints(netTcp[0].Port, soap[0].Port, netTcp[1].Port, soap[1].Port, certificate.RawData);
         }
 
         return new PerfServer(app, netTcp, soap, new PerfEndpoints(new Uri(address.TrimEnd('/') + "/"), wcf));
@@ -151,8 +170,8 @@ internal sealed class PerfServer : IPerfServer
             process.TotalProcessorTime.TotalSeconds,
             GC.GetTotalAllocatedBytes(precise: false),
             new Dictionary<string, long>(_duplex),
-            _netTcp?.Counters.Snapshot() ?? default,
-            _soap?.Counters.Snapshot() ?? default);
+            _netTcpCounters?.Snapshot() ?? default,
+            _soapCounters?.Snapshot() ?? default);
     }
 
     public async ValueTask DisposeAsync()
@@ -164,14 +183,14 @@ internal sealed class PerfServer : IPerfServer
         }
 
         await _app.DisposeAsync();
-        if (_netTcp is not null)
+        foreach (var host in _netTcp)
         {
-            await _netTcp.StopAsync();
+            await host.StopAsync();
         }
 
-        if (_soap is not null)
+        foreach (var host in _soap)
         {
-            await _soap.StopAsync();
+            await host.StopAsync();
         }
     }
 }

@@ -1,3 +1,4 @@
+using ChannelPool.PollingDuplex.PubSub;
 using ChannelPool.PollingDuplex.Stores;
 using Microsoft.AspNetCore.Http;
 
@@ -11,14 +12,14 @@ internal static class DuplexProblems
 {
     /// <summary>Answers a request without the session's token.</summary>
     public static Task WriteMissingTokenAsync(HttpContext context) =>
-        WriteProblemAsync(context, 401, DuplexWire.Codes.MissingToken, "Missing token", "Send the session's token: Authorization: Bearer <token>.");
+        WriteProblemAsync(context, 401, DuplexWire.Codes.MissingToken, "Missing token", $"Send the session's token in the {DuplexWire.SessionTokenHeader} header; Authorization is left to the application's own authentication.");
 
     /// <summary>Answers a request whose session the store could not reach.</summary>
     public static Task WriteLookupFailureAsync(HttpContext context, string id, DuplexSessionLookup lookup) => lookup.Status switch
     {
         DuplexLookupStatus.InvalidToken => WriteProblemAsync(context, 403, DuplexWire.Codes.InvalidToken, "Invalid token", $"The token does not belong to session {id}."),
+        DuplexLookupStatus.WrongUser => WriteProblemAsync(context, 403, DuplexWire.Codes.WrongUser, "Wrong user", $"Session {id} belongs to the user who opened it, and this request is not theirs (or one of the two is anonymous). Send its requests with that user's credentials; the session is unaffected."),
         DuplexLookupStatus.Ended => WriteEndedAsync(context, id, lookup.EndReason ?? DuplexSessionEndReason.ClosedByServer),
-        DuplexLookupStatus.WrongUser => WriteProblemAsync(context, 403, "wrong-user", "Wrong user", $"Session {id} belongs to another user; the request's identity must be the one that opened it."),
         _ => WriteProblemAsync(context, 404, DuplexWire.Codes.UnknownSession, "Unknown session", $"There is no session {id}. Open a new one."),
     };
 
@@ -83,6 +84,26 @@ internal static class DuplexProblems
     public static Task WriteRejectedAsync(HttpContext context, long sequence, string reason, long received) =>
         WriteProblemAsync(context, 422, DuplexWire.Codes.MessageRejected, "Message rejected", $"Message {sequence}: {reason}", ("received", received));
 
+    /// <summary>Answers a command the topic rule denied; it counts as received, and later messages of the request were not delivered.</summary>
+    public static Task WriteTopicForbiddenAsync(HttpContext context, long sequence, PubSubTopicAccess access, long received) =>
+        WriteProblemAsync(
+            context,
+            403,
+            DuplexWire.Codes.TopicForbidden,
+            "Topic forbidden",
+            $"Message {sequence}: {Describe(access)} is not allowed. It counts as received; messages after it in this request were not delivered.",
+            ("received", received));
+
+    /// <summary>Answers a command the topic rule failed on; it was not received.</summary>
+    public static Task WriteTopicRuleFailedAsync(HttpContext context, long sequence, PubSubTopicAccess access, long received) =>
+        WriteProblemAsync(
+            context,
+            500,
+            DuplexWire.Codes.TopicAuthorizationFailed,
+            "Topic rule failed",
+            $"Message {sequence}: the server could not decide whether {Describe(access)} is allowed. It was not received and may be sent again.",
+            ("received", received));
+
     /// <summary>Answers a message the application failed on; it was not received.</summary>
     public static Task WriteReceiveFailedAsync(HttpContext context, long sequence, long received) =>
         WriteProblemAsync(context, 500, DuplexWire.Codes.HandlerFailed, "The application failed", $"Message {sequence} was not received; it may be sent again.", ("received", received));
@@ -116,8 +137,12 @@ internal static class DuplexProblems
         DuplexSessionEndReason.Expired => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionExpired, "Session expired", $"Session {id} had no request within the inactivity timeout and was ended."),
         DuplexSessionEndReason.Overflow => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} faulted: overflow. Its pending buffer was full; the client did not keep up."),
         DuplexSessionEndReason.ServerShutdown => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} ended: the server is shutting down."),
+        DuplexSessionEndReason.Evicted => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionEvicted, "Session evicted", $"Session {id} had not polled when the endpoint reached its limit of sessions waiting for a first poll, and a newer one took its place. Open a new session and poll at once."),
         _ => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} was closed by the server."),
     };
+
+    private static string Describe(PubSubTopicAccess access) =>
+        $"{(access.Operation == PubSubOperation.Subscribe ? "subscribing to" : "publishing to")} topic \"{access.Topic}\"";
 
     private static async Task WriteProblemAsync(HttpContext context, int status, string code, string title, string detail, (string Name, object Value)? extra = null)
     {
@@ -132,7 +157,8 @@ internal static class DuplexProblems
         response.Headers.CacheControl = "no-store";
         if (status == StatusCodes.Status401Unauthorized)
         {
-            response.Headers.WWWAuthenticate = "Bearer";
+            // A 401 names its challenge; ours is the session token, so the application's own (Bearer, cookies) stays its own.
+            response.Headers.WWWAuthenticate = DuplexWire.SessionTokenHeader;
         }
 
         var extensions = new Dictionary<string, object?> { ["code"] = code };

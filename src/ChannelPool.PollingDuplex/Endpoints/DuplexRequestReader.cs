@@ -4,6 +4,7 @@ using System.Net.Http.Headers;
 using System.Text.Json;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Features;
+using Microsoft.AspNetCore.Http.Features.Authentication;
 
 namespace ChannelPool.PollingDuplex;
 
@@ -19,13 +20,17 @@ internal static class DuplexRequestReader
     /// <summary>Gets the session id from the request's path.</summary>
     public static string SessionId(HttpContext context) => (string)context.Request.RouteValues["id"]!;
 
-    /// <summary>Gets the session token from <c>Authorization: Bearer</c>, or null.</summary>
-    public static string? Token(HttpContext context)
-    {
-        var header = context.Request.Headers.Authorization.ToString();
-        const string Scheme = "Bearer ";
-        return header.StartsWith(Scheme, StringComparison.OrdinalIgnoreCase) && header.Length > Scheme.Length ? header[Scheme.Length..].Trim() : null;
-    }
+    /// <summary>Gets the session token from its own header (<see cref="DuplexWire.SessionTokenHeader"/>), or null.</summary>
+    public static string? Token(HttpContext context) =>
+        context.Request.Headers[DuplexWire.SessionTokenHeader] is [{ Length: > 0 } token] ? token.Trim() : null;
+
+    /// <summary>Gets the request's user id through the endpoint's selector; empty counts as anonymous.</summary>
+    /// <remarks>
+    /// Read from the authentication feature rather than <c>HttpContext.User</c>, whose getter makes an empty principal
+    /// for a request no authentication ran on: an anonymous poll allocates nothing for identity.
+    /// </remarks>
+    public static string? UserId(HttpContext context, PollingDuplexOptions options) =>
+        context.Features.Get<IHttpAuthenticationFeature>()?.User is { } user && options.UserIdSelector(user) is { Length: > 0 } id ? id : null;
 
     /// <summary>Reads a poll's <c>ack</c>: the highest sequence number the client received, a whole number from 0.</summary>
     public static bool TryReadAck(HttpContext context, out long ack) =>

@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Text.Json;
+using ChannelPool.PollingDuplex.PubSub;
 using ChannelPool.PollingDuplex.Stores;
 using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Logging;
@@ -10,7 +11,10 @@ namespace ChannelPool.PollingDuplex;
 /// The four requests of the protocol (docs/polling-duplex-protocol.md), on any <see cref="DuplexSessionStore"/>: each
 /// handler reads the request, asks the store, and answers. What a request may do is decided here, once for every store.
 /// </summary>
-internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger logger)
+/// <param name="store">The endpoint's store.</param>
+/// <param name="topics">A pub/sub endpoint's topic rule, run on each client message before the store sees it; null for none.</param>
+/// <param name="logger">Where failures of the application and of the topic rule are logged.</param>
+internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTopicAuthorizer? topics, ILogger logger)
 {
     private readonly PollResponder _responder = new(store.Options, store.TimeProvider);
 
@@ -30,7 +34,7 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
             using (var activity = PollingDuplexTelemetry.ActivitySource.StartActivity("pollingduplex.session.open"))
             {
                 activity?.SetTag(PollingDuplexTelemetry.EndpointTag, store.Endpoint);
-                opened = await store.OpenAsync(encoding, mode, UserId(context), context.RequestAborted);
+                opened = await store.OpenAsync(encoding, mode, DuplexRequestReader.UserId(context, Options), context.RequestAborted);
                 activity?.SetTag("pollingduplex.session.id", opened.SessionId);
             }
 
@@ -68,7 +72,8 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
     {
         try
         {
-            var lookup = await store.FindAsync(id, token, UserId(context), context.RequestAborted);
+            var userId = DuplexRequestReader.UserId(context, Options);
+            var lookup = await store.FindAsync(id, token, userId, context.RequestAborted);
             if (lookup.Session is not { } session)
             {
                 await DuplexProblems.WriteLookupFailureAsync(context, id, lookup);
@@ -80,7 +85,7 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
                 return;
             }
 
-            await ReceiveAsync(context, session, frames);
+            await ReceiveAsync(context, session, userId, frames);
         }
         catch (DuplexStoreUnavailableException ex)
         {
@@ -93,15 +98,16 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
     {
         try
         {
+            var userId = DuplexRequestReader.UserId(context, Options);
             if (!DuplexRequestReader.TryReadAck(context, out var ack))
             {
                 // A session that fails its lookup says so before its ack is judged.
-                var found = await store.FindAsync(id, token, UserId(context), context.RequestAborted);
+                var found = await store.FindAsync(id, token, userId, context.RequestAborted);
                 await (found.Status == DuplexLookupStatus.Found ? DuplexProblems.WriteBadAckAsync(context) : DuplexProblems.WriteLookupFailureAsync(context, id, found));
                 return;
             }
 
-            var start = await store.BeginPollAsync(id, token, UserId(context), ack, context.RequestAborted);
+            var start = await store.BeginPollAsync(id, token, userId, ack, context.RequestAborted);
             if (start.Poll is not { } poll)
             {
                 await (start.AckBeyondSent ? DuplexProblems.WriteAckBeyondSentAsync(context, id, ack) : DuplexProblems.WriteLookupFailureAsync(context, id, start.Lookup));
@@ -132,7 +138,7 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
     {
         try
         {
-            var lookup = await store.CloseAsync(id, token, UserId(context), context.RequestAborted);
+            var lookup = await store.CloseAsync(id, token, DuplexRequestReader.UserId(context, Options), context.RequestAborted);
             if (lookup.Status == DuplexLookupStatus.Found || lookup is { Status: DuplexLookupStatus.Ended, EndReason: DuplexSessionEndReason.ClosedByClient })
             {
                 context.Response.StatusCode = StatusCodes.Status204NoContent;
@@ -162,16 +168,14 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
         return DuplexProblems.WriteNotFoundOrWrongMethodAsync(context, allow);
     }
 
-    /// <summary>The id of the request's authenticated user (its name identifier, else its name), or null when anonymous.</summary>
-    private static string? UserId(HttpContext context) => context.User.Identity is { IsAuthenticated: true } identity
-        ? context.User.FindFirst(System.Security.Claims.ClaimTypes.NameIdentifier)?.Value ?? identity.Name
-        : null;
-
     /// <summary>
     /// Hands a send's new frames to the store, one by one. Frames the session already received are skipped, so a retried
     /// request delivers nothing twice; a request that skips a sequence number is refused before anything is delivered.
+    /// On a pub/sub endpoint each frame passes the topic rule first: a denied command is counted received without being
+    /// run (<c>403 topic-forbidden</c>), a rule that throws leaves it unreceived (<c>500</c>), and either way the frames
+    /// after it are not delivered, as after any refused message.
     /// </summary>
-    private async Task ReceiveAsync(HttpContext context, DuplexStoreSession session, List<DuplexFrame> frames)
+    private async Task ReceiveAsync(HttpContext context, DuplexStoreSession session, string? userId, List<DuplexFrame> frames)
     {
         var received = session.Received;
         var first = 0;
@@ -197,7 +201,18 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
             activity?.SetTag(PollingDuplexTelemetry.EndpointTag, store.Endpoint);
             activity?.SetTag("pollingduplex.session.id", session.Id);
             activity?.SetTag("pollingduplex.message.sequence", frame.Sequence);
-            var result = await store.ReceiveAsync(session, frame.Sequence, frame.Message!, context.RequestAborted);
+            var verdict = topics is null ? default : await topics.CheckAsync(context, userId, frame.Message!, context.RequestAborted);
+            if (verdict.Decision == TopicDecision.Failed)
+            {
+                activity?.SetStatus(ActivityStatusCode.Error, verdict.Error!.Message);
+                PollingDuplexLog.TopicRuleFailed(logger, store.Endpoint, session.Id, verdict.Access!.Operation, verdict.Access.Topic, userId ?? "(anonymous)", verdict.Error!);
+                await DuplexProblems.WriteTopicRuleFailedAsync(context, frame.Sequence, verdict.Access, received);
+                return;
+            }
+
+            var result = verdict.Decision == TopicDecision.Forbidden
+                ? await store.RefuseAsync(session, frame.Sequence, DuplexWire.Codes.TopicForbidden, context.RequestAborted)
+                : await store.ReceiveAsync(session, frame.Sequence, frame.Message!, context.RequestAborted);
             switch (result.Status)
             {
                 case DuplexReceiveStatus.Accepted:
@@ -208,6 +223,10 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, ILogger l
                     // Another request of this session (on another node, perhaps) received it first: once is enough.
                     received = result.Received;
                     break;
+                case DuplexReceiveStatus.Rejected when verdict.Decision == TopicDecision.Forbidden:
+                    activity?.SetStatus(ActivityStatusCode.Error, DuplexWire.Codes.TopicForbidden);
+                    await DuplexProblems.WriteTopicForbiddenAsync(context, frame.Sequence, verdict.Access!, result.Received);
+                    return;
                 case DuplexReceiveStatus.Rejected:
                     activity?.SetStatus(ActivityStatusCode.Error, result.Rejection);
                     await DuplexProblems.WriteRejectedAsync(context, frame.Sequence, result.Rejection!, result.Received);

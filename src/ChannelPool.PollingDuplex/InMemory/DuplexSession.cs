@@ -38,13 +38,15 @@ public sealed class DuplexSession
     /// <summary>What one held frame costs beyond its payload (its slot, sequence number and share of the message), in bytes.</summary>
     internal const int HeldFrameOverhead = 64;
 
-    internal DuplexSession(InMemorySessionStore store, string id, byte[] tokenHash, DuplexEncoding encoding, PollingDuplexMode mode, long now)
+    internal DuplexSession(InMemorySessionStore store, string id, byte[] tokenHash, DuplexEncoding encoding, PollingDuplexMode mode, string? userId, long now)
     {
         _store = store;
         Id = id;
         _tokenHash = tokenHash;
         Encoding = encoding;
         Mode = mode;
+        UserId = userId;
+        OpenedAt = now;
         _lastActivity = now;
         AsStoreSession = new Receiver(this);
     }
@@ -52,14 +54,17 @@ public sealed class DuplexSession
     /// <summary>Gets the session's id (not a secret; the token is).</summary>
     public string Id { get; }
 
+    /// <summary>
+    /// Gets the id of the user who opened the session (<see cref="PollingDuplexOptions.UserIdSelector"/>), or
+    /// <see langword="null"/> when it was opened anonymously. Every request of the session comes from this user.
+    /// </summary>
+    public string? UserId { get; }
+
     /// <summary>Gets how the session's frames are encoded.</summary>
     public DuplexEncoding Encoding { get; }
 
     /// <summary>Gets how many frames a poll response carries.</summary>
     public PollingDuplexMode Mode { get; }
-
-    /// <summary>Gets the id of the user who opened the session, or null for an anonymous one.</summary>
-    internal string? UserId { get; init; }
 
     /// <summary>Gets why the session ended, or <see langword="null"/> while it is active.</summary>
     public DuplexSessionEndReason? EndReason
@@ -90,6 +95,12 @@ public sealed class DuplexSession
     internal SemaphoreSlim SendGate { get; } = new(1, 1);
 
     internal bool HasPolled { get; private set; }
+
+    /// <summary>Gets when the session opened: its first-poll deadline counts from here, whatever else it does.</summary>
+    internal long OpenedAt { get; }
+
+    /// <summary>Gets or sets the session's place among the never-polled sessions; changed only under <see cref="PendingSessions"/>' lock.</summary>
+    internal LinkedListNode<DuplexSession>? PendingNode { get; set; }
 
     /// <summary>Gets the session as the endpoint's send path sees it; one per session, so a send allocates nothing for it.</summary>
     internal DuplexStoreSession AsStoreSession { get; }

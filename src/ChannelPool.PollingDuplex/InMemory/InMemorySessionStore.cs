@@ -8,8 +8,9 @@ namespace ChannelPool.PollingDuplex;
 
 /// <summary>
 /// The store of an endpoint mapped with <c>MapPollingDuplex</c>: its sessions are <see cref="DuplexSession"/> objects in
-/// this process, and a client's messages go to the application's <see cref="PollingDuplexHandler"/>. It opens sessions,
-/// finds them for each request (checking the token), ends them and sweeps out the inactive ones.
+/// this process, and a client's messages go to the application's <see cref="PollingDuplexHandler"/>. It opens sessions
+/// (evicting the oldest never-polled one at the pending limit), finds them for each request (checking the token and the
+/// user), ends them and sweeps out the inactive ones.
 /// </summary>
 /// <remarks>
 /// Every operation completes synchronously except where the application's handler does not: the seam costs this store
@@ -23,10 +24,13 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     // Ended sessions' ids in the order they ended, so the oldest record goes first once MaxEndedSessionRecords is reached.
     private readonly Queue<string> _tombstoneOrder = new();
     private readonly Lock _tombstoneLock = new();
+    private readonly PendingSessions _pending;
+
+    // Each signed-in user's live sessions, for SendToUserAsync.
+    private readonly SessionGroups _users = new();
     private readonly ILogger _logger;
     private readonly ITimer _sweep;
     private int _sessionCount;
-    private int _pendingCount;
     private int _shuttingDown;
 
     public InMemorySessionStore(string endpoint, PollingDuplexOptions options, PollingDuplexHandler handler, TimeProvider timeProvider, ILogger logger)
@@ -39,6 +43,7 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         }
 
         _logger = logger;
+        _pending = new PendingSessions(options.MaxPendingSessions);
         var shortest = FirstPollTimeout.Ticks;
         var period = TimeSpan.FromTicks(Math.Clamp(shortest / 4, TimeSpan.TicksPerMillisecond * 10, TimeSpan.TicksPerSecond * 5));
         _sweep = timeProvider.CreateTimer(static state => ((InMemorySessionStore)state!).Sweep(), this, period, period);
@@ -46,16 +51,19 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
 
     public PollingDuplexHandler Handler { get; }
 
-    private PubSubHandler PubSub => Handler as PubSubHandler
-        ?? throw new InvalidOperationException($"The endpoint '{Endpoint}' is not a pub/sub endpoint: its handler is {Handler.GetType().Name}, which has no topics.");
-
     public int SessionCount => Volatile.Read(ref _sessionCount);
+
+    /// <summary>Gets how many sessions have opened and not yet polled.</summary>
+    internal int PendingCount => _pending.Count;
 
     /// <summary>Gets how many ended sessions are remembered, at most MaxEndedSessionRecords.</summary>
     internal int EndedSessionRecordCount => _tombstones.Count;
 
+    /// <summary>Gets how many users have live sessions.</summary>
+    internal int UserCount => _users.Count;
+
     internal override (int Pending, int Active)? SessionCounts =>
-        (Volatile.Read(ref _pendingCount), Volatile.Read(ref _sessionCount) - Volatile.Read(ref _pendingCount));
+        (_pending.Count, Volatile.Read(ref _sessionCount) - _pending.Count);
 
     /// <inheritdoc />
     protected internal override async ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, CancellationToken cancellationToken)
@@ -73,7 +81,7 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         }
         catch
         {
-            Unreserve();
+            Interlocked.Decrement(ref _sessionCount);
             throw;
         }
 
@@ -94,55 +102,21 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     protected internal override ValueTask<DuplexSessionLookup> FindAsync(string sessionId, string token, string? userId, CancellationToken cancellationToken)
     {
         var lookup = Find(sessionId, token, userId, out var session);
+
+        // Inactivity only: a pending session's first-poll deadline counts from its open, whatever it sends.
         session?.Touch();
         return new(lookup);
     }
 
     /// <inheritdoc />
-    protected internal override async ValueTask<DuplexReceiveResult> ReceiveAsync(DuplexStoreSession found, long sequence, DuplexMessage message, CancellationToken cancellationToken)
+    protected internal override ValueTask<DuplexReceiveResult> ReceiveAsync(DuplexStoreSession session, long sequence, DuplexMessage message, CancellationToken cancellationToken) =>
+        ReceiveInOrderAsync(((DuplexSession.Receiver)session).Session, sequence, message, refusal: null, cancellationToken);
+
+    /// <inheritdoc />
+    protected internal override ValueTask<DuplexReceiveResult> RefuseAsync(DuplexStoreSession session, long sequence, string reason, CancellationToken cancellationToken)
     {
-        var session = ((DuplexSession.Receiver)found).Session;
-
-        // One message at a time per session, so the application sees them one by one, in order, once each.
-        await session.SendGate.WaitAsync(cancellationToken);
-        try
-        {
-            var received = session.Received;
-            if (session.EndReason is { } ended)
-            {
-                return DuplexReceiveResult.LookupFailed(DuplexSessionLookup.Ended(ended));
-            }
-
-            if (sequence <= received)
-            {
-                return DuplexReceiveResult.AlreadyReceived(received);
-            }
-
-            if (sequence != received + 1)
-            {
-                return DuplexReceiveResult.OutOfOrder(received);
-            }
-
-            try
-            {
-                await Handler.OnMessageAsync(session, message, cancellationToken);
-                session.Received = sequence;
-                return DuplexReceiveResult.Accepted(sequence);
-            }
-            catch (DuplexMessageRejectedException ex)
-            {
-                session.Received = sequence;
-                return DuplexReceiveResult.Rejected(sequence, ex.Message);
-            }
-            catch (Exception ex) when (ex is not OperationCanceledException || !cancellationToken.IsCancellationRequested)
-            {
-                return DuplexReceiveResult.Failed(received, ex);
-            }
-        }
-        finally
-        {
-            session.SendGate.Release();
-        }
+        ArgumentNullException.ThrowIfNull(reason);
+        return ReceiveInOrderAsync(((DuplexSession.Receiver)session).Session, sequence, message: null, reason, cancellationToken);
     }
 
     /// <inheritdoc />
@@ -162,7 +136,8 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
 
         if (firstPoll)
         {
-            Interlocked.Decrement(ref _pendingCount);
+            // The one thing that ends the pending state.
+            _pending.Remove(session);
         }
 
         return new(DuplexPollStart.Started(ticket));
@@ -199,8 +174,6 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     /// <inheritdoc />
     protected internal override ValueTask PublishAsync(string topic, DuplexMessage notification, CancellationToken cancellationToken)
     {
-        ArgumentNullException.ThrowIfNull(topic);
-        ArgumentNullException.ThrowIfNull(notification);
         PubSub.Publish(topic, notification);
         return ValueTask.CompletedTask;
     }
@@ -208,14 +181,9 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     /// <inheritdoc />
     protected internal override ValueTask SendToUserAsync(string userId, DuplexMessage message, CancellationToken cancellationToken)
     {
-        ArgumentNullException.ThrowIfNull(userId);
-        ArgumentNullException.ThrowIfNull(message);
-        foreach (var session in _sessions.Values)
+        foreach (var session in _users.Members(userId))
         {
-            if (session.UserId == userId)
-            {
-                session.Send(message);
-            }
+            session.Send(message);
         }
 
         return ValueTask.CompletedTask;
@@ -225,7 +193,7 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     protected internal override ValueTask<long> CountSubscribersAsync(string topic, CancellationToken cancellationToken) =>
         new(PubSub.SubscriberCount(topic));
 
-    /// <summary>Reserves room for a new session, or says which limit refuses it.</summary>
+    /// <summary>Reserves room for a new session within MaxConcurrentSessions, or says why not. The pending limit evicts instead (see <see cref="Create"/>).</summary>
     internal DuplexOpenResult? TryReserve()
     {
         if (Volatile.Read(ref _shuttingDown) != 0)
@@ -239,29 +207,36 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
             return DuplexOpenResult.TooManySessions;
         }
 
-        if (Interlocked.Increment(ref _pendingCount) > Options.MaxPendingSessions)
-        {
-            Interlocked.Decrement(ref _pendingCount);
-            Interlocked.Decrement(ref _sessionCount);
-            return DuplexOpenResult.TooManyPendingSessions;
-        }
-
         return null;
     }
 
-    /// <summary>Creates a session in the room <see cref="TryReserve"/> made. Returns it with its token, shown only now.</summary>
+    /// <summary>
+    /// Creates a session in the room <see cref="TryReserve"/> made, pending until its first poll; at MaxPendingSessions the
+    /// oldest never-polled session is evicted to make room. Returns it with its token, shown only now.
+    /// </summary>
     internal (DuplexSession Session, string Token) Create(DuplexEncoding encoding, PollingDuplexMode mode, string? userId = null)
     {
         var token = CreateToken();
-        while (true)
+        var tokenHash = HashToken(token);
+        DuplexSession session;
+        do
         {
-            var session = new DuplexSession(this, CreateSessionId(), HashToken(token), encoding, mode, TimeProvider.GetTimestamp()) { UserId = userId };
-            if (_sessions.TryAdd(session.Id, session))
-            {
-                Metrics.Opened();
-                return (session, token);
-            }
+            session = new DuplexSession(this, CreateSessionId(), tokenHash, encoding, mode, userId, TimeProvider.GetTimestamp());
         }
+        while (!_sessions.TryAdd(session.Id, session));
+
+        Metrics.Opened();
+        if (userId is not null)
+        {
+            _users.Add(userId, session);
+        }
+
+        if (_pending.Add(session) is { } evicted)
+        {
+            End(evicted, DuplexSessionEndReason.Evicted);
+        }
+
+        return (session, token);
     }
 
     /// <summary>Ends a session once: stops its poll, remembers why for a while, and tells the application.</summary>
@@ -275,9 +250,10 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         _sessions.TryRemove(session.Id, out _);
         var forgetAt = TimeProvider.GetTimestamp() + (long)(Options.InactivityTimeout.TotalSeconds * 2 * TimeProvider.TimestampFrequency);
         Remember(session, reason, forgetAt);
-        if (!session.HasPolled)
+        _pending.Remove(session);
+        if (session.UserId is { } userId)
         {
-            Interlocked.Decrement(ref _pendingCount);
+            _users.Remove(userId, session);
         }
 
         Interlocked.Decrement(ref _sessionCount);
@@ -320,7 +296,13 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
 
     private static byte[] HashToken(string token) => SHA256.HashData(System.Text.Encoding.UTF8.GetBytes(token));
 
-    /// <summary>Finds the session a request names and checks its token, in constant time.</summary>
+    private PubSubHandler PubSub => Handler as PubSubHandler
+        ?? throw new NotSupportedException($"Endpoint '{Endpoint}' is not a pub/sub endpoint (its handler is {Handler.GetType().Name}), so it has no topics to publish to or count.");
+
+    /// <summary>
+    /// Finds the session a request names and checks its token, in constant time, then its user: a request whose user is
+    /// not the session's learns nothing more about it, not even that it ended.
+    /// </summary>
     private DuplexSessionLookup Find(string id, string token, string? userId, out DuplexSession? session)
     {
         session = null;
@@ -343,19 +325,65 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
 
         if (_tombstones.TryGetValue(id, out var tombstone))
         {
-            return CryptographicOperations.FixedTimeEquals(tombstone.TokenHash, hash)
-                ? DuplexSessionLookup.Ended(tombstone.Reason)
-                : DuplexSessionLookup.InvalidToken;
+            return !CryptographicOperations.FixedTimeEquals(tombstone.TokenHash, hash) ? DuplexSessionLookup.InvalidToken
+                : !string.Equals(tombstone.UserId, userId, StringComparison.Ordinal) ? DuplexSessionLookup.WrongUser
+                : DuplexSessionLookup.Ended(tombstone.Reason);
         }
 
         return DuplexSessionLookup.Unknown;
     }
 
-    /// <summary>Gives back room reserved for a session that was never created.</summary>
-    private void Unreserve()
+    /// <summary>
+    /// Receives a message (to the application) or a refusal (the endpoint's; nothing reaches the application), if its
+    /// sequence number is the next: one at a time per session, so the application sees them one by one, in order, once each.
+    /// </summary>
+    private async ValueTask<DuplexReceiveResult> ReceiveInOrderAsync(DuplexSession session, long sequence, DuplexMessage? message, string? refusal, CancellationToken cancellationToken)
     {
-        Interlocked.Decrement(ref _pendingCount);
-        Interlocked.Decrement(ref _sessionCount);
+        await session.SendGate.WaitAsync(cancellationToken);
+        try
+        {
+            var received = session.Received;
+            if (session.EndReason is { } ended)
+            {
+                return DuplexReceiveResult.LookupFailed(DuplexSessionLookup.Ended(ended));
+            }
+
+            if (sequence <= received)
+            {
+                return DuplexReceiveResult.AlreadyReceived(received);
+            }
+
+            if (sequence != received + 1)
+            {
+                return DuplexReceiveResult.OutOfOrder(received);
+            }
+
+            if (refusal is not null)
+            {
+                session.Received = sequence;
+                return DuplexReceiveResult.Rejected(sequence, refusal);
+            }
+
+            try
+            {
+                await Handler.OnMessageAsync(session, message!, cancellationToken);
+                session.Received = sequence;
+                return DuplexReceiveResult.Accepted(sequence);
+            }
+            catch (DuplexMessageRejectedException ex)
+            {
+                session.Received = sequence;
+                return DuplexReceiveResult.Rejected(sequence, ex.Message);
+            }
+            catch (Exception ex) when (ex is not OperationCanceledException || !cancellationToken.IsCancellationRequested)
+            {
+                return DuplexReceiveResult.Failed(received, ex);
+            }
+        }
+        finally
+        {
+            session.SendGate.Release();
+        }
     }
 
     /// <summary>Keeps an ended session's record, forgetting the oldest beyond MaxEndedSessionRecords, so any number of opens and closes holds bounded memory.</summary>
@@ -368,7 +396,7 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
 
         using (_tombstoneLock.EnterScope())
         {
-            _tombstones[session.Id] = new Tombstone(session.TokenHash, reason, forgetAt);
+            _tombstones[session.Id] = new Tombstone(session.TokenHash, session.UserId, reason, forgetAt);
             _tombstoneOrder.Enqueue(session.Id);
             while (_tombstoneOrder.Count > Options.MaxEndedSessionRecords && _tombstoneOrder.TryDequeue(out var oldest))
             {
@@ -380,15 +408,25 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     private void Sweep()
     {
         var now = TimeProvider.GetTimestamp();
+
+        // Measured from the open, never from the last request: sends do not keep a session that never polls pending.
+        if (_pending.TakeOpenedBy(now - (long)(FirstPollTimeout.TotalSeconds * TimeProvider.TimestampFrequency)) is { } due)
+        {
+            foreach (var session in due)
+            {
+                if (!session.HasPolled)
+                {
+                    End(session, DuplexSessionEndReason.Expired);
+                }
+            }
+        }
+
+        // A poll in progress touched the session when it began and is bounded by the poll timeout, so only a client that
+        // stopped talking, or stopped reading a response, gets here.
         var limit = (long)(Options.InactivityTimeout.TotalSeconds * TimeProvider.TimestampFrequency);
-        var firstPollLimit = (long)(FirstPollTimeout.TotalSeconds * TimeProvider.TimestampFrequency);
         foreach (var session in _sessions.Values)
         {
-            // A poll in progress touched the session when it began and is bounded by the poll timeout, so only a
-            // client that stopped talking, or stopped reading a response, gets here. A session that never polled has
-            // the shorter first-poll deadline, so opens that never poll cannot hold MaxPendingSessions for long.
-            var idle = now - session.LastActivity;
-            if (idle > limit || (!session.HasPolled && idle > firstPollLimit))
+            if (now - session.LastActivity > limit)
             {
                 End(session, DuplexSessionEndReason.Expired);
             }
@@ -418,5 +456,5 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         }
     }
 
-    private sealed record Tombstone(byte[] TokenHash, DuplexSessionEndReason Reason, long ForgetAt);
+    private sealed record Tombstone(byte[] TokenHash, string? UserId, DuplexSessionEndReason Reason, long ForgetAt);
 }

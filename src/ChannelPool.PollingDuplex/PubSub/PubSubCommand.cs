@@ -39,7 +39,7 @@ public readonly struct PubSubCommand
     /// <summary>Gets what the command asks for.</summary>
     public PubSubOperation Operation { get; }
 
-    /// <summary>Gets the topic's name: 1 to <see cref="PubSubHandler.MaxTopicLength"/> characters.</summary>
+    /// <summary>Gets the topic's name: 1 to <see cref="PubSubHandler.MaxTopicLength"/> characters, valid Unicode, no control characters.</summary>
     public string Topic { get; }
 
     /// <summary>Gets whether a publish goes to its publisher too, when subscribed.</summary>
@@ -118,6 +118,11 @@ public readonly struct PubSubCommand
         {
             throw new DuplexMessageRejectedException($"A command must be a JSON object: {ex.Message}", ex);
         }
+        catch (InvalidOperationException ex)
+        {
+            // A string escape the reader cannot turn into text, such as an unpaired surrogate (\ud800).
+            throw new DuplexMessageRejectedException($"A command's strings must be valid Unicode text: {ex.Message}", ex);
+        }
 
         PubSubOperation operation = op switch
         {
@@ -127,9 +132,14 @@ public readonly struct PubSubCommand
             _ => throw new DuplexMessageRejectedException($"Unknown op \"{op}\"; use subscribe, unsubscribe or publish."),
         };
 
-        if (string.IsNullOrEmpty(topic) || topic.Length > PubSubHandler.MaxTopicLength)
+        if (topic is null)
         {
-            throw new DuplexMessageRejectedException($"A {op} needs a \"topic\" of 1 to {PubSubHandler.MaxTopicLength} characters.");
+            throw new DuplexMessageRejectedException($"A {op} needs a \"topic\": a string of 1 to {PubSubHandler.MaxTopicLength} characters.");
+        }
+
+        if (PubSubTopicName.Check(topic) is { } problem)
+        {
+            throw new DuplexMessageRejectedException($"A {op} needs a valid \"topic\". {problem}");
         }
 
         if (operation == PubSubOperation.Publish && !hasData)

@@ -1,4 +1,3 @@
-using System.Collections.Concurrent;
 using System.Text.Json;
 
 namespace ChannelPool.PollingDuplex.PubSub;
@@ -21,26 +20,27 @@ public sealed class PubSubHandler : PollingDuplexHandler
     public const int MaxTopicLength = 256;
 
     private static readonly object SubscriptionsKey = new();
-    private readonly ConcurrentDictionary<string, Topic> _topics = new(StringComparer.Ordinal);
+    private readonly SessionGroups _topics = new();
 
     /// <summary>Gets the number of subscribers of <paramref name="topic"/>.</summary>
     /// <param name="topic">The topic.</param>
     /// <returns>How many sessions are subscribed.</returns>
-    public int SubscriberCount(string topic) => _topics.TryGetValue(topic, out var t) ? t.Count : 0;
+    public int SubscriberCount(string topic) => _topics.Members(topic).Length;
 
     /// <summary>Gets how many topics have subscribers: a topic goes away with its last one.</summary>
     internal int TopicCount => _topics.Count;
 
     /// <summary>Publishes <paramref name="data"/> to <paramref name="topic"/> from the server side.</summary>
-    /// <param name="topic">The topic.</param>
+    /// <param name="topic">The topic: 1 to <see cref="MaxTopicLength"/> characters, no control characters.</param>
     /// <param name="data">One UTF-8 JSON value.</param>
     /// <returns>How many subscribers it was queued for.</returns>
     /// <exception cref="ArgumentException">
-    /// The data is not one JSON value in valid UTF-8, or the notification would exceed the endpoint's MaxMessageSize.
+    /// The topic is not a valid name, the data is not one JSON value in valid UTF-8, or the notification would exceed
+    /// the endpoint's MaxMessageSize.
     /// </exception>
     public int Publish(string topic, ReadOnlySpan<byte> data)
     {
-        ArgumentNullException.ThrowIfNull(topic);
+        PubSubTopicName.ThrowIfInvalid(topic, nameof(topic));
         DuplexMessage value;
         try
         {
@@ -52,24 +52,13 @@ public sealed class PubSubHandler : PollingDuplexHandler
             throw new ArgumentException($"The data must be one JSON value in valid UTF-8: {ex.Message}", nameof(data), ex);
         }
 
-        return Fanout(topic, JsonEncodedText.Encode(topic).EncodedUtf8Bytes, value.Payload.Span, except: null, fromClient: false);
-    }
-
-    /// <summary>Queues a notification made once (<see cref="PubSubCommand.CreateNotification"/>) to every subscriber of <paramref name="topic"/>.</summary>
-    internal int Publish(string topic, DuplexMessage notification)
-    {
-        if (!_topics.TryGetValue(topic, out var t))
+        var subscribers = _topics.Members(topic);
+        if (subscribers.Length == 0)
         {
             return 0;
         }
 
-        var queued = 0;
-        foreach (var subscriber in t.Subscribers)
-        {
-            queued += subscriber.Send(notification) == DuplexSendResult.Queued ? 1 : 0;
-        }
-
-        return queued;
+        return Fanout(subscribers, PubSubNotification.Create(topic, JsonEncodedText.Encode(topic).EncodedUtf8Bytes, value.Payload.Span, subscribers[0].MaxMessageSize, fromClient: false), except: null);
     }
 
     /// <inheritdoc />
@@ -86,7 +75,12 @@ public sealed class PubSubHandler : PollingDuplexHandler
                 Unsubscribe(session, command.Topic);
                 break;
             default:
-                Fanout(command.Topic, command.EscapedTopic, command.Data, command.Echo ? null : session, fromClient: true);
+                var subscribers = _topics.Members(command.Topic);
+                if (subscribers.Length > 0)
+                {
+                    Fanout(subscribers, command.CreateNotification(session.MaxMessageSize), command.Echo ? null : session);
+                }
+
                 break;
         }
 
@@ -108,32 +102,23 @@ public sealed class PubSubHandler : PollingDuplexHandler
 
             foreach (var topic in subscribed)
             {
-                RemoveFrom(topic, session);
+                _topics.Remove(topic, session);
             }
         }
 
         return ValueTask.CompletedTask;
     }
 
-    /// <param name="topic">The topic's name.</param>
-    /// <param name="escapedTopic">The name as JSON string content, escaped as the publisher wrote it, so it is never re-escaped longer.</param>
-    /// <param name="data">One JSON value, checked.</param>
-    /// <param name="except">The publisher, unless it asked for an echo.</param>
-    /// <param name="fromClient">Whether a client's command asked for this, which makes an oversized notification its error.</param>
-    private int Fanout(string topic, ReadOnlySpan<byte> escapedTopic, ReadOnlySpan<byte> data, DuplexSession? except, bool fromClient)
-    {
-        if (!_topics.TryGetValue(topic, out var t))
-        {
-            return 0;
-        }
+    /// <summary>Queues a notification made once (by a client's publish or the server's) to every subscriber of <paramref name="topic"/>.</summary>
+    internal int Publish(string topic, DuplexMessage notification) => Fanout(_topics.Members(topic), notification, except: null);
 
-        var subscribers = t.Subscribers;
-        var limit = (except ?? subscribers.FirstOrDefault())?.MaxMessageSize ?? int.MaxValue;
-        var message = PubSubNotification.Create(topic, escapedTopic, data, limit, fromClient);
+    /// <summary>Queues the same notification to every subscriber but <paramref name="except"/> (the publisher, unless it asked for an echo).</summary>
+    private static int Fanout(DuplexSession[] subscribers, DuplexMessage notification, DuplexSession? except)
+    {
         var queued = 0;
         foreach (var subscriber in subscribers)
         {
-            if (subscriber != except && subscriber.Send(message) == DuplexSendResult.Queued)
+            if (subscriber != except && subscriber.Send(notification) == DuplexSendResult.Queued)
             {
                 queued++;
             }
@@ -153,11 +138,7 @@ public sealed class PubSubHandler : PollingDuplexHandler
             }
         }
 
-        while (_topics.GetOrAdd(topic, static _ => new Topic()) is var t && !t.TryAdd(session))
-        {
-            // The topic emptied and was retired: help remove it, and the next GetOrAdd makes a fresh one.
-            _topics.TryRemove(new KeyValuePair<string, Topic>(topic, t));
-        }
+        _topics.Add(topic, session);
 
         // A session that ended meanwhile must not linger as a subscriber.
         if (session.EndReason is not null)
@@ -176,53 +157,6 @@ public sealed class PubSubHandler : PollingDuplexHandler
             }
         }
 
-        RemoveFrom(topic, session);
-    }
-
-    /// <summary>Removes a subscriber; the last one out removes the topic, so topics nobody holds cost nothing.</summary>
-    private void RemoveFrom(string topic, DuplexSession session)
-    {
-        if (_topics.TryGetValue(topic, out var t) && t.Remove(session))
-        {
-            _topics.TryRemove(new KeyValuePair<string, Topic>(topic, t));
-        }
-    }
-
-    /// <summary>A topic's subscribers: copy-on-write, so a broadcast walks a stable array with no lock held.</summary>
-    private sealed class Topic
-    {
-        private readonly Lock _lock = new();
-        private DuplexSession[] _subscribers = [];
-        private bool _retired;
-
-        public DuplexSession[] Subscribers => Volatile.Read(ref _subscribers);
-
-        public int Count => Subscribers.Length;
-
-        /// <summary>Adds a subscriber; false when the topic has emptied and been retired, so the caller needs a new one.</summary>
-        public bool TryAdd(DuplexSession session)
-        {
-            using (_lock.EnterScope())
-            {
-                if (_retired)
-                {
-                    return false;
-                }
-
-                _subscribers = [.. _subscribers, session];
-                return true;
-            }
-        }
-
-        /// <summary>Removes a subscriber; returns true when that left the topic empty, which retires it for good.</summary>
-        public bool Remove(DuplexSession session)
-        {
-            using (_lock.EnterScope())
-            {
-                _subscribers = [.. _subscribers.Where(s => s != session)];
-                _retired = _subscribers.Length == 0;
-                return _retired;
-            }
-        }
+        _topics.Remove(topic, session);
     }
 }

@@ -3,6 +3,19 @@ namespace ChannelPool.PollingDuplex.Stores;
 /// <summary>What a store needs to run an <see cref="AsyncPollingDuplexHandler"/>: its sends go through the store.</summary>
 public abstract partial class DuplexSessionStore
 {
+    /// <summary>
+    /// Queues <paramref name="message"/> for the session <paramref name="sessionId"/>, from the server side, on any node:
+    /// within the session's limits (<see cref="PollingDuplexOptions.MaxPendingMessagesPerSession"/>,
+    /// <see cref="PollingDuplexOptions.MaxPendingBytesPerSession"/>, the overflow policy), as
+    /// <see cref="DuplexSession.Send"/> queues in memory. Never counts as the session's activity.
+    /// </summary>
+    /// <param name="sessionId">The session.</param>
+    /// <param name="message">The message; a text session takes JSON messages only.</param>
+    /// <param name="cancellationToken">Stops waiting for the store.</param>
+    /// <returns>What happened to the message.</returns>
+    /// <exception cref="ArgumentException">A raw-bytes message for a text session, or one larger than <see cref="PollingDuplexOptions.MaxMessageSize"/>.</exception>
+    protected internal abstract ValueTask<DuplexSendResult> SendAsync(string sessionId, DuplexMessage message, CancellationToken cancellationToken);
+
     /// <summary>Ends the session <paramref name="sessionId"/> from the server side (<see cref="DuplexSessionEndReason.ClosedByServer"/>), from any node.</summary>
     /// <param name="sessionId">The session.</param>
     /// <param name="cancellationToken">Stops waiting for the store.</param>

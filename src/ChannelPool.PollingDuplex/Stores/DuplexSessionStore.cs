@@ -61,21 +61,32 @@ public abstract partial class DuplexSessionStore : IDisposable
     }
 
     /// <summary>
-    /// Opens a session within the endpoint's limits (<see cref="PollingDuplexOptions.MaxConcurrentSessions"/>,
-    /// <see cref="PollingDuplexOptions.MaxPendingSessions"/>). The session counts as pending until its first poll, and
-    /// expires after <see cref="FirstPollTimeout"/> without one.
+    /// Opens a session within the endpoint's limits. Past <see cref="PollingDuplexOptions.MaxConcurrentSessions"/> it
+    /// refuses; at <see cref="PollingDuplexOptions.MaxPendingSessions"/> it makes room by ending the oldest session
+    /// that has never polled (<see cref="DuplexSessionEndReason.Evicted"/>) rather than refusing the newcomer, so opens
+    /// that never poll cannot lock out a client that polls at once. The session counts as pending until its first poll,
+    /// and expires <see cref="FirstPollTimeout"/> after it opened without one: only a poll ends the pending state, and
+    /// nothing else (a send, say) moves that deadline.
     /// </summary>
     /// <param name="encoding">The encoding the client asked for.</param>
     /// <param name="mode">The mode the client asked for.</param>
-    /// <param name="userId">The id of the user who opens it, which every later request must carry; null for an anonymous session.</param>
+    /// <param name="userId">
+    /// The id of the user who opened it (<see cref="PollingDuplexOptions.UserIdSelector"/>), or <see langword="null"/>
+    /// for an anonymous client. The store keeps it with the session; every later lookup compares it.
+    /// </param>
     /// <param name="cancellationToken">Cancelled when the client goes away.</param>
     /// <returns>The new session's id and token, or which limit refused it, or that the application failed to open it.</returns>
     protected internal abstract ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, CancellationToken cancellationToken);
 
-    /// <summary>Finds the session a send request names, checking its token in constant time, and counts the request as activity.</summary>
+    /// <summary>
+    /// Finds the session a send request names, checking its token in constant time and its user in the same step, and
+    /// counts the request as activity. A session whose user is not <paramref name="userId"/> (either being
+    /// <see langword="null"/> included) answers <see cref="DuplexLookupStatus.WrongUser"/> and is left as it was. The
+    /// activity never extends a pending session's first-poll deadline.
+    /// </summary>
     /// <param name="sessionId">The session id from the request's path.</param>
     /// <param name="token">The token the request carried.</param>
-    /// <param name="userId">The request's user id, checked with the token: another user gets <see cref="DuplexLookupStatus.WrongUser"/>.</param>
+    /// <param name="userId">The request's user id, or <see langword="null"/> for an anonymous request.</param>
     /// <param name="cancellationToken">Cancelled when the client goes away.</param>
     /// <returns>The session, or why there is none.</returns>
     protected internal abstract ValueTask<DuplexSessionLookup> FindAsync(string sessionId, string token, string? userId, CancellationToken cancellationToken);
@@ -93,60 +104,73 @@ public abstract partial class DuplexSessionStore : IDisposable
     protected internal abstract ValueTask<DuplexReceiveResult> ReceiveAsync(DuplexStoreSession session, long sequence, DuplexMessage message, CancellationToken cancellationToken);
 
     /// <summary>
+    /// Counts one client message received without doing what it asks, because the endpoint refused it (a pub/sub
+    /// command on a topic the user may not use): if <paramref name="sequence"/> is the next the session expects, it
+    /// becomes the last received and the result is <see cref="DuplexReceiveStatus.Rejected"/> with
+    /// <paramref name="reason"/>. Otherwise it answers as <see cref="ReceiveAsync"/> would (already received, out of
+    /// order, session gone), and changes nothing. Exactly once per sequence number, as <see cref="ReceiveAsync"/>.
+    /// </summary>
+    /// <param name="session">The session <see cref="FindAsync"/> found.</param>
+    /// <param name="sequence">The refused message's sequence number.</param>
+    /// <param name="reason">Why, for the client.</param>
+    /// <param name="cancellationToken">Cancelled when the client goes away.</param>
+    /// <returns>Whether the refusal was counted, and the last sequence number received.</returns>
+    protected internal abstract ValueTask<DuplexReceiveResult> RefuseAsync(DuplexStoreSession session, long sequence, string reason, CancellationToken cancellationToken);
+
+    /// <summary>
     /// Starts a poll: frees the frames <paramref name="ack"/> acknowledges, makes the poll the session's one outstanding
     /// poll (a poll it replaces answers <c>409 poll-superseded</c>), ends the session's pending state if this is its
-    /// first poll, and counts as activity.
+    /// first poll, and counts as activity. A session whose user is not <paramref name="userId"/> answers
+    /// <see cref="DuplexLookupStatus.WrongUser"/> and is left as it was: no ack applied, no poll superseded.
     /// </summary>
     /// <param name="sessionId">The session id from the request's path.</param>
     /// <param name="token">The token the request carried.</param>
-    /// <param name="userId">The request's user id, checked with the token: another user changes nothing.</param>
+    /// <param name="userId">The request's user id, or <see langword="null"/> for an anonymous request.</param>
     /// <param name="ack">The highest sequence number the client has received.</param>
     /// <param name="cancellationToken">Cancelled when the client goes away.</param>
     /// <returns>The poll, or why it could not start.</returns>
     protected internal abstract ValueTask<DuplexPollStart> BeginPollAsync(string sessionId, string token, string? userId, long ack, CancellationToken cancellationToken);
 
-    /// <summary>Ends a session because its client closed it. Returns <see cref="DuplexLookupStatus.Ended"/> with the reason when it had already ended.</summary>
+    /// <summary>
+    /// Ends a session because its client closed it. Returns <see cref="DuplexLookupStatus.Ended"/> with the reason when it
+    /// had already ended, and <see cref="DuplexLookupStatus.WrongUser"/>, closing nothing, when the request's user is not
+    /// the session's.
+    /// </summary>
     /// <param name="sessionId">The session id from the request's path.</param>
     /// <param name="token">The token the request carried.</param>
-    /// <param name="userId">The request's user id, checked with the token: another user changes nothing.</param>
+    /// <param name="userId">The request's user id, or <see langword="null"/> for an anonymous request.</param>
     /// <param name="cancellationToken">Cancelled when the client goes away.</param>
     /// <returns>Found when this request closed it, or why not.</returns>
     protected internal abstract ValueTask<DuplexSessionLookup> CloseAsync(string sessionId, string token, string? userId, CancellationToken cancellationToken);
 
     /// <summary>
-    /// Queues <paramref name="message"/> for the session <paramref name="sessionId"/>, from the server side, on any node:
-    /// within the session's limits (<see cref="PollingDuplexOptions.MaxPendingMessagesPerSession"/>,
-    /// <see cref="PollingDuplexOptions.MaxPendingBytesPerSession"/>, the overflow policy), as
-    /// <see cref="DuplexSession.Send"/> queues in memory. Never counts as the session's activity.
+    /// Publishes a pub/sub notification from the server side: queues <paramref name="notification"/> (already the
+    /// <c>{"topic":…,"data":…}</c> message, serialized once) to every session subscribed to <paramref name="topic"/>,
+    /// on every node, each under its own limits and overflow policy. Messages a store publishes to one topic reach each
+    /// subscriber in the order they were published.
     /// </summary>
-    /// <param name="sessionId">The session.</param>
-    /// <param name="message">The message; a text session takes JSON messages only.</param>
-    /// <param name="cancellationToken">Stops waiting for the store.</param>
-    /// <returns>What happened to the message.</returns>
-    /// <exception cref="ArgumentException">A raw-bytes message for a text session, or one larger than <see cref="PollingDuplexOptions.MaxMessageSize"/>.</exception>
-    protected internal abstract ValueTask<DuplexSendResult> SendAsync(string sessionId, DuplexMessage message, CancellationToken cancellationToken);
-
-    /// <summary>
-    /// Publishes a pub/sub notification (<see cref="PubSub.PubSubCommand.CreateNotification"/>) to every subscriber of
-    /// <paramref name="topic"/>, serialized once, on any node.
-    /// </summary>
-    /// <param name="topic">The topic.</param>
+    /// <param name="topic">The topic, already checked (see <see cref="PubSub.PubSubHandler.MaxTopicLength"/>).</param>
     /// <param name="notification">The notification, the same bytes for every subscriber.</param>
     /// <param name="cancellationToken">Stops waiting for the store.</param>
-    /// <returns>A task that completes when the notification is published.</returns>
+    /// <returns>A task that completes when the notification is queued (in memory) or stored (shared stores).</returns>
+    /// <exception cref="NotSupportedException">The endpoint is not a pub/sub endpoint.</exception>
     protected internal abstract ValueTask PublishAsync(string topic, DuplexMessage notification, CancellationToken cancellationToken);
 
-    /// <summary>Sends <paramref name="message"/> to every live session of the user <paramref name="userId"/>, exactly once each, in order per sender.</summary>
-    /// <param name="userId">The user's id, as sessions recorded it when they opened.</param>
-    /// <param name="message">The message.</param>
+    /// <summary>
+    /// Sends <paramref name="message"/> to every live session of the user <paramref name="userId"/>, on every node:
+    /// exactly once each, and in the order of this store's calls for that user.
+    /// </summary>
+    /// <param name="userId">The user's id, as <see cref="PollingDuplexOptions.UserIdSelector"/> gave it.</param>
+    /// <param name="message">The message; a JSON message, so that text sessions can carry it too.</param>
     /// <param name="cancellationToken">Stops waiting for the store.</param>
-    /// <returns>A task that completes when the message is queued.</returns>
+    /// <returns>A task that completes when the message is queued (in memory) or stored (shared stores).</returns>
     protected internal abstract ValueTask SendToUserAsync(string userId, DuplexMessage message, CancellationToken cancellationToken);
 
-    /// <summary>Counts the subscribers of <paramref name="topic"/>: every node's, on a shared store.</summary>
+    /// <summary>Counts the sessions subscribed to <paramref name="topic"/>: on a shared store, over every node.</summary>
     /// <param name="topic">The topic.</param>
     /// <param name="cancellationToken">Stops waiting for the store.</param>
-    /// <returns>How many live sessions are subscribed.</returns>
+    /// <returns>How many sessions are subscribed.</returns>
+    /// <exception cref="NotSupportedException">The endpoint is not a pub/sub endpoint.</exception>
     protected internal abstract ValueTask<long> CountSubscribersAsync(string topic, CancellationToken cancellationToken);
 
     /// <summary>Creates a session id: 128 random bits, base64url. Not a secret; the token is.</summary>

@@ -16,8 +16,8 @@ public enum DuplexLookupStatus
     Unknown = 3,
 
     /// <summary>
-    /// The token is the session's, but the request's user is not the one who opened it (including a request with no
-    /// user on a session that has one, and the reverse): <c>403</c>. Nothing about the session changed.
+    /// The token is the session's, but the request's user is not the one who opened it (or one of them is anonymous):
+    /// <c>403 wrong-user</c>. Nothing about the session changed.
     /// </summary>
     WrongUser = 4,
 }
@@ -38,7 +38,7 @@ public readonly struct DuplexSessionLookup
     /// <summary>Gets a lookup of a session nobody knows.</summary>
     public static DuplexSessionLookup Unknown => new(DuplexLookupStatus.Unknown, null, null);
 
-    /// <summary>Gets a lookup whose token is the session's, but whose user is not.</summary>
+    /// <summary>Gets a lookup whose token is the session's but whose user is not.</summary>
     public static DuplexSessionLookup WrongUser => new(DuplexLookupStatus.WrongUser, null, null);
 
     /// <summary>Gets what the lookup found.</summary>
@@ -74,7 +74,11 @@ public enum DuplexOpenStatus
     /// <summary><see cref="PollingDuplexOptions.MaxConcurrentSessions"/> sessions are open, or the server is stopping: <c>503 too-many-sessions</c>.</summary>
     TooManySessions = 1,
 
-    /// <summary><see cref="PollingDuplexOptions.MaxPendingSessions"/> sessions have not polled yet: <c>503 too-many-pending-sessions</c>.</summary>
+    /// <summary>
+    /// <see cref="PollingDuplexOptions.MaxPendingSessions"/> sessions have not polled yet and none could be evicted (each
+    /// began its first poll meanwhile): <c>503 too-many-pending-sessions</c>. Stores evict the oldest never-polled
+    /// session rather than answer this, so it is rare.
+    /// </summary>
     TooManyPendingSessions = 2,
 
     /// <summary>The application failed to open the session, which was ended: <c>500 handler-failed</c>.</summary>

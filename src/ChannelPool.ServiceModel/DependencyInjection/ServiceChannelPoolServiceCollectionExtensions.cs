@@ -33,8 +33,7 @@ public static class ServiceChannelPoolServiceCollectionExtensions
         ArgumentException.ThrowIfNullOrWhiteSpace(name);
         ArgumentNullException.ThrowIfNull(configureEndpoint);
 
-        services.AddChannelPoolCore(name, typeof(TContract));
-        services.AddKeyedSingleton(name, (provider, _) =>
+        var builder = services.AddChannelPool<TContract, ServiceChannelPool<TContract>>(name, (provider, options) =>
         {
             var endpoint = new ServiceEndpointOptions<TContract>();
             configureEndpoint(endpoint, provider);
@@ -49,15 +48,14 @@ public static class ServiceChannelPoolServiceCollectionExtensions
             return new ServiceChannelPool<TContract>(
                 endpoint.Binding,
                 endpoint.Address,
-                provider.GetRequiredService<IOptionsMonitor<ChannelPoolOptions>>().Get(name),
+                options,
                 endpoint.ConfigureChannelFactory,
                 provider.GetService<TimeProvider>(),
                 provider.GetService<ILoggerFactory>(),
                 provider.GetService<IMeterFactory>());
         });
-        services.AddKeyedSingleton<IChannelPool>(name, (provider, key) => provider.GetRequiredKeyedService<ServiceChannelPool<TContract>>(key));
         services.TryAddSingleton(provider => provider.GetRequiredKeyedService<ServiceChannelPool<TContract>>(name));
-        return new ChannelPoolBuilder<TContract>(services, name);
+        return builder;
     }
 
     /// <summary>

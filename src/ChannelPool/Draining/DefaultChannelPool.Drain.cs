@@ -2,11 +2,6 @@ namespace ChannelPool;
 
 public sealed partial class DefaultChannelPool<TChannel>
 {
-    // Guarded by _gate; created when the drain starts.
-    private Task? _drainTask;
-    private TaskCompletionSource? _leasesReturned;
-    private TaskCompletionSource? _quiescent;
-
     /// <summary>
     /// Shuts the pool down: fails waiting callers, closes idle channels gracefully, waits up to
     /// <see cref="ChannelPoolOptions.DrainTimeout"/> for leases to come back (closing each as it does), then aborts
@@ -19,35 +14,13 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <returns>A task that completes when every channel the pool opened is closed or aborted.</returns>
     public Task DrainAsync(CancellationToken cancellationToken = default)
     {
-        List<PooledChannel<TChannel>> idle;
-        List<Waiter<TChannel>> waiters;
-        List<(int Ready, TaskCompletionSource Done)>? warmUps;
-        int leased;
-        TaskCompletionSource drained;
-        using (_gate.Enter())
+        var start = _state.BeginDrain();
+        if (start.Drained is not null)
         {
-            if (_drainTask is not null)
-            {
-                return _drainTask;
-            }
-
-            _disposed = true;
-            drained = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-            _drainTask = drained.Task;
-            _leasesReturned = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-            _quiescent = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-
-            idle = EvictIdle_NoLock();
-            StopSharing_NoLock();
-            waiters = AbandonAll_NoLock();
-            warmUps = _warmUpWaiters;
-            _warmUpWaiters = null;
-            leased = _leasedCount;
-            UpdateDrainProgress_NoLock();
+            _ = DrainCoreAsync(start, cancellationToken);
         }
 
-        _ = DrainCoreAsync(drained, idle, waiters, warmUps, leased, cancellationToken);
-        return drained.Task;
+        return start.Drain;
     }
 
     /// <summary>Drains the pool (see <see cref="DrainAsync"/>).</summary>
@@ -62,35 +35,31 @@ public sealed partial class DefaultChannelPool<TChannel>
         DrainAsync().GetAwaiter().GetResult();
     }
 
-    private async Task DrainCoreAsync(
-        TaskCompletionSource drained,
-        List<PooledChannel<TChannel>> idle,
-        List<Waiter<TChannel>> waiters,
-        List<(int Ready, TaskCompletionSource Done)>? warmUps,
-        int leased,
-        CancellationToken cancellationToken)
+    private async Task DrainCoreAsync(PoolState<TChannel>.DrainStart start, CancellationToken cancellationToken)
     {
         try
         {
-            var settings = Volatile.Read(ref _settings);
-            Log.DrainStarted(_logger, Name, idle.Count, leased, settings.DrainTimeout);
+            var settings = _state.Settings;
+            Log.DrainStarted(_logger, Name, start.Idle.Count, start.Leased, settings.DrainTimeout);
             _cleanupTimer.Dispose();
             _resumeTimer.Dispose();
+            _leakTimer.Dispose();
+            _idleTargetTimer.Dispose();
             _clock.Dispose();
             await _shutdown.CancelAsync().ConfigureAwait(false);
 
-            foreach (var waiter in waiters)
+            foreach (var waiter in start.Waiters)
             {
                 waiter.Fail(new ObjectDisposedException(GetType().FullName, $"Channel pool '{Name}' was disposed while this caller waited for a channel."));
             }
 
-            warmUps?.ForEach(warmUp => warmUp.Done.TrySetException(new ObjectDisposedException(GetType().FullName, $"Channel pool '{Name}' was disposed during warm-up.")));
-            foreach (var entry in idle)
+            start.WarmUps?.ForEach(warmUp => warmUp.Done.TrySetException(new ObjectDisposedException(GetType().FullName, $"Channel pool '{Name}' was disposed during warm-up.")));
+            foreach (var entry in start.Idle)
             {
                 QueueClose(entry, EvictionReason.Shutdown);
             }
 
-            if (!await WaitBoundedAsync(_leasesReturned!.Task, settings.DrainTimeout, cancellationToken).ConfigureAwait(false))
+            if (!await WaitBoundedAsync(start.LeasesReturned, settings.DrainTimeout, cancellationToken).ConfigureAwait(false))
             {
                 AbortOutstandingLeases();
             }
@@ -98,7 +67,7 @@ public sealed partial class DefaultChannelPool<TChannel>
             // Closes carry their own timeout and opens were cancelled; still, a factory that ignores both must not hang
             // shutdown, and neither may a host whose shutdown time is up. Whatever finishes later is closed or aborted
             // as it lands, because the pool is disposed.
-            if (!await WaitBoundedAsync(_quiescent!.Task, settings.CloseTimeout, cancellationToken).ConfigureAwait(false))
+            if (!await WaitBoundedAsync(start.Quiescent, settings.CloseTimeout, cancellationToken).ConfigureAwait(false))
             {
                 var snapshot = GetSnapshot();
                 Log.DrainLeftWorkInFlight(_logger, Name, snapshot.Opening, snapshot.Closing);
@@ -110,20 +79,14 @@ public sealed partial class DefaultChannelPool<TChannel>
         finally
         {
             _metrics.Dispose();
-            drained.TrySetResult();
+            start.Drained!.TrySetResult();
         }
     }
 
     /// <summary>Aborts channels whose holders did not release them in time; their later release does nothing.</summary>
     private void AbortOutstandingLeases()
     {
-        List<PooledChannel<TChannel>> abandoned;
-        using (_gate.Enter())
-        {
-            abandoned = EvictOutstandingLeases_NoLock();
-            UpdateDrainProgress_NoLock();
-        }
-
+        var abandoned = _state.EvictOutstandingLeases();
         if (abandoned.Count > 0)
         {
             Log.LeasesAbortedAtDrain(_logger, Name, abandoned.Count);
@@ -136,18 +99,6 @@ public sealed partial class DefaultChannelPool<TChannel>
             RecordEviction(entry, EvictionReason.Shutdown);
             Abort(entry);
             OnChannelEnded(entry);
-        }
-    }
-
-    private void UpdateDrainProgress_NoLock()
-    {
-        if (_leasedCount == 0)
-        {
-            _leasesReturned?.TrySetResult();
-            if (_openingCount == 0 && _evictedCount == 0)
-            {
-                _quiescent?.TrySetResult();
-            }
         }
     }
 

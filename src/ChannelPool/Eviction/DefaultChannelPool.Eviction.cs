@@ -10,54 +10,48 @@ public sealed partial class DefaultChannelPool<TChannel>
 
     /// <summary>
     /// The cleanup timer: evicts idle channels that are past their deadline or no longer usable, so a quiet pool does
-    /// not hold dead channels until the next caller trips over them.
+    /// not hold dead channels until the next caller trips over them; then closes those a burst left idle longer than
+    /// <see cref="ChannelPoolOptions.IdleTimeout"/>, down to the pool's idle target.
     /// </summary>
     private void RunCleanup()
     {
-        PooledChannel<TChannel>[] idle;
-        using (_gate.Enter())
+        var doomed = FindUnfit(_state.IdleChannels());
+        if (doomed is not null)
         {
-            if (_disposed || _idle.Count == 0)
+            var (evicted, opens) = _state.EvictIdle(doomed.ContainsKey);
+            foreach (var entry in evicted)
             {
-                return;
+                QueueClose(entry, doomed[entry]);
             }
 
-            idle = _idle.ToArray();
+            StartOpens(opens);
         }
 
-        // IsUsable is the factory's code: ask it outside the lock.
-        Dictionary<PooledChannel<TChannel>, EvictionReason>? doomed = null;
-        foreach (var entry in idle)
+        foreach (var entry in _state.TimeOutIdle())
         {
-            var reason = _clock.HasPassedPrecise(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
+            QueueClose(entry, EvictionReason.IdleTimeout);
+        }
+    }
+
+    /// <summary>
+    /// Which of <paramref name="idle"/> must not be leased again, and why: past their deadline, or unusable. Asked outside
+    /// the gate, because <c>IsUsable</c> is the factory's code.
+    /// </summary>
+    private Dictionary<PooledChannel<TChannel>, EvictionReason>? FindUnfit(PooledChannel<TChannel>[]? idle)
+    {
+        Dictionary<PooledChannel<TChannel>, EvictionReason>? unfit = null;
+        foreach (var entry in idle ?? [])
+        {
+            var reason = entry.EvictAfter <= _timeProvider.GetTimestamp() ? entry.ExpiredReason
                 : !IsUsable(entry) ? EvictionReason.Unusable
                 : (EvictionReason?)null;
             if (reason is { } r)
             {
-                (doomed ??= [])[entry] = r;
+                (unfit ??= [])[entry] = r;
             }
         }
 
-        if (doomed is null)
-        {
-            return;
-        }
-
-        List<PooledChannel<TChannel>> evicted;
-        int opens;
-        using (_gate.Enter())
-        {
-            // Only channels still idle go; one leased meanwhile is checked again on its own lease path.
-            evicted = EvictIdle_NoLock(doomed.ContainsKey);
-            opens = Refill_NoLock();
-        }
-
-        foreach (var entry in evicted)
-        {
-            QueueClose(entry, doomed[entry]);
-        }
-
-        StartOpens(opens);
+        return unfit;
     }
 
     /// <summary>Counts and logs the eviction and queues the close. The entry must already be evicted.</summary>
@@ -83,7 +77,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         var graceful = !entry.IsBroken && entry.EvictionReason != EvictionReason.Unusable && IsUsable(entry);
         if (graceful)
         {
-            using var timeout = new CancellationTokenSource(Volatile.Read(ref _settings).CloseTimeout, _timeProvider);
+            using var timeout = new CancellationTokenSource(_state.Settings.CloseTimeout, _timeProvider);
             try
             {
                 await _factory.CloseAsync(entry.Channel, timeout.Token);
@@ -102,18 +96,8 @@ public sealed partial class DefaultChannelPool<TChannel>
         OnChannelEnded(entry);
     }
 
-    /// <summary>Books a closed or aborted channel out of the pool.</summary>
-    private void OnChannelEnded(PooledChannel<TChannel> entry)
-    {
-        using (_gate.Enter())
-        {
-            Closed_NoLock(entry);
-            if (_disposed)
-            {
-                UpdateDrainProgress_NoLock();
-            }
-        }
-    }
+    /// <summary>Books a closed or aborted channel out of the pool, and completes the clears that waited for it.</summary>
+    private void OnChannelEnded(PooledChannel<TChannel> entry) => _state.Closed(entry)?.ForEach(static cleared => cleared.TrySetResult());
 
     private void Abort(PooledChannel<TChannel> entry)
     {

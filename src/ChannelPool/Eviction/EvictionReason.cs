@@ -17,4 +17,16 @@ public enum EvictionReason
 
     /// <summary>The pool runs in <see cref="LeaseMode.SingleUse"/> and the channel has served its one lease.</summary>
     SingleUse = 4,
+
+    /// <summary>
+    /// The pool was cleared (<see cref="DefaultChannelPool{TChannel}.ClearAsync"/>, or an error its
+    /// <see cref="ChannelPoolOptions.IsFatalError"/> rule calls fatal) after this channel's open began.
+    /// </summary>
+    Cleared = 5,
+
+    /// <summary>
+    /// The channel idled longer than <see cref="ChannelPoolOptions.IdleTimeout"/> while more channels idled than the pool
+    /// keeps ready.
+    /// </summary>
+    IdleTimeout = 6,
 }

@@ -1,3 +1,6 @@
+using System.Diagnostics.CodeAnalysis;
+using System.Runtime.CompilerServices;
+
 namespace ChannelPool;
 
 /// <summary>
@@ -29,8 +32,11 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
     /// <exception cref="InvalidOperationException">The lease was already released, or was never acquired.</exception>
     public TChannel Channel => EnsureActive().Channel;
 
+    /// <summary>Gets whether this value came from a pool (it may have been released since); false for <c>default</c>.</summary>
+    internal bool IsAcquired => _entry is not null;
+
     /// <summary>Gets whether this lease still holds its channel.</summary>
-    public bool IsActive => _entry is not null && Volatile.Read(ref _entry.Slots[_slot].Version) == _version;
+    public bool IsActive => _entry is not null && Volatile.Read(ref _entry.SlotAt(_slot).Version) == _version;
 
     /// <summary>Gets the pool-wide id of the leased channel, for logs and diagnostics.</summary>
     public long ChannelId => EnsureActive().Id;
@@ -41,6 +47,22 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
     /// </summary>
     /// <exception cref="InvalidOperationException">The lease was already released, or was never acquired.</exception>
     public void MarkBroken() => EnsureActive().IsBroken = true;
+
+    /// <summary>
+    /// Marks the channel broken because a call on it failed with <paramref name="error"/>, as <see cref="MarkBroken()"/>
+    /// does; and if the pool's <see cref="ChannelPoolOptions.IsFatalError"/> rule calls the error fatal, the release
+    /// clears the pool: every channel opened before this one retires.
+    /// </summary>
+    /// <param name="error">What the call on the channel threw.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="error"/> is null.</exception>
+    /// <exception cref="InvalidOperationException">The lease was already released, or was never acquired.</exception>
+    public void MarkBroken(Exception error)
+    {
+        ArgumentNullException.ThrowIfNull(error);
+        var entry = EnsureActive();
+        entry.Failure = error;
+        entry.IsBroken = true;
+    }
 
     /// <summary>Gives the channel back to the pool. Calling it again does nothing.</summary>
     public void Release() => _entry?.Pool.Release(_entry, _slot, _version);
@@ -79,17 +101,19 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
 
     private PooledChannel<TChannel> EnsureActive()
     {
-        if (_entry is null)
+        if (_entry is null || Volatile.Read(ref _entry.SlotAt(_slot).Version) != _version)
         {
-            throw new InvalidOperationException("This lease was never acquired from a pool.");
-        }
-
-        if (Volatile.Read(ref _entry.Slots[_slot].Version) != _version)
-        {
-            throw new InvalidOperationException(
-                $"This lease on channel {_entry.Id} of pool '{_entry.Pool.Name}' was already released; acquire a new lease.");
+            ThrowInactive(_entry);
         }
 
         return _entry;
     }
+
+    // Out of line: the message's formatting, inlined into every caller of Channel, cost them a large zeroed frame.
+    [DoesNotReturn]
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private static void ThrowInactive(PooledChannel<TChannel>? entry) => throw (entry is null
+        ? new InvalidOperationException("This lease was never acquired from a pool.")
+        : new InvalidOperationException(
+            $"This lease on channel {entry.Id} of pool '{entry.Pool.Name}' was already released; acquire a new lease."));
 }

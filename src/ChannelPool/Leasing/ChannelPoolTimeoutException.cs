@@ -52,11 +52,11 @@ public sealed class ChannelPoolTimeoutException : TimeoutException
 
     private static string FormatMessage(string poolName, TimeSpan timeout, ChannelPoolSnapshot snapshot, Exception? lastOpenError)
     {
-        var hint = snapshot.Leased > 0 && snapshot.Opening == 0 && lastOpenError is null
-            ? " Every channel is leased: raise MaxChannels if the load is real, or look for leases that are never released."
-            : lastOpenError is not null
-                ? $" Opening new channels is failing: {lastOpenError.GetType().Name}: {lastOpenError.Message}"
-                : string.Empty;
+        var hint = snapshot.IsPaused ? " The pool is paused: it hands out no channel until it is resumed."
+            : snapshot.Leased > 0 && snapshot.Opening == 0 && lastOpenError is null
+                ? " Every channel is leased: raise MaxChannels if the load is real, or look for leases that are never released (LeakDetectionThreshold finds them)."
+            : lastOpenError is not null ? $" Opening new channels is failing: {lastOpenError.GetType().Name}: {lastOpenError.Message}"
+            : string.Empty;
         return $"Timed out after {timeout} waiting for a channel from pool '{poolName}' ({snapshot}).{hint}";
     }
 }

@@ -21,7 +21,8 @@ public sealed partial class DefaultChannelPool<TChannel>
     public ValueTask<ChannelLease<TChannel>> AcquireAsync(CancellationToken cancellationToken = default)
     {
         var waitStartedAt = _metrics.WaitTimeEnabled ? _timeProvider.GetTimestamp() : NotMeasured;
-        return TryLeaseIdle(waitStartedAt, out var lease)
+        var lease = TryLeaseIdle(waitStartedAt);
+        return lease.IsAcquired
             ? new ValueTask<ChannelLease<TChannel>>(lease)
             : WaitAsync(waitStartedAt, cancellationToken);
     }
@@ -43,7 +44,8 @@ public sealed partial class DefaultChannelPool<TChannel>
     public ChannelLease<TChannel> Acquire(CancellationToken cancellationToken = default)
     {
         var waitStartedAt = _metrics.WaitTimeEnabled ? _timeProvider.GetTimestamp() : NotMeasured;
-        if (TryLeaseIdle(waitStartedAt, out var lease))
+        var lease = TryLeaseIdle(waitStartedAt);
+        if (lease.IsAcquired)
         {
             return lease;
         }
@@ -61,77 +63,50 @@ public sealed partial class DefaultChannelPool<TChannel>
 
     /// <summary>
     /// The hot path: join a shared channel with room, or take an idle channel, in the configured
-    /// <see cref="IdleOrder"/>, that is still in date and usable.
+    /// <see cref="IdleOrder"/>, that is still in date and usable. Returns a default lease when nothing is free.
     /// </summary>
-    private bool TryLeaseIdle(long waitStartedAt, out ChannelLease<TChannel> lease)
+    /// <remarks>Returned by value, not through an out parameter, so the lease comes back in registers.</remarks>
+    private ChannelLease<TChannel> TryLeaseIdle(long waitStartedAt)
     {
         while (true)
         {
-            PooledChannel<TChannel>? entry;
-            int slot;
-            bool joined;
-            var opens = 0;
-            using (_gate.Enter())
+            var claim = _state.TryLease();
+            if (claim.Entry is not { } entry)
             {
-                if (!Lease_NoLock(out entry, out slot, out joined))
-                {
-                    lease = default;
-                    return false;
-                }
-
-                if (RefillDue_NoLock())
-                {
-                    opens = Refill_NoLock();
-                }
+                return default;
             }
 
-            if (opens > 0)
-            {
-                StartOpens(opens);
-            }
-
-            if (joined)
+            StartOpens(claim.Opens);
+            if (claim.Kind == LeaseKind.Joined)
             {
                 // Other leases are using the channel, so only the factory's cheap verdict is asked: a call on it may
                 // have failed since (the WCF adapter records that), and then no further lease may join it.
                 if (IsUsable(entry))
                 {
-                    lease = BeginLease(entry, slot, waitStartedAt);
-                    return true;
+                    return BeginLease(entry, claim.Slot, waitStartedAt);
                 }
 
-                LeaveUnused(entry, slot, EvictionReason.Unusable);
+                LeaveUnused(entry, claim.Slot, EvictionReason.Unusable);
                 continue;
             }
 
-            var reason = _clock.HasPassed(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
+            var reason = entry.EvictAfter <= _clock.Now ? entry.ExpiredReason
                 : !IsUsable(entry) ? EvictionReason.Unusable
                 : (EvictionReason?)null;
             if (reason is null)
             {
-                if (Volatile.Read(ref _settings).MaxLeasesPerChannel > 1)
+                if (claim.Kind == LeaseKind.IdleShareable)
                 {
-                    Share(entry);
+                    CompleteJoiners(entry, _state.Share(entry));
                 }
 
-                lease = BeginLease(entry, slot, waitStartedAt);
-                return true;
+                return BeginLease(entry, slot: 0, waitStartedAt);
             }
 
-            EvictLeased(entry, reason.Value);
+            var opens = _state.EvictLeased(entry);
+            QueueClose(entry, reason.Value);
+            StartOpens(opens);
         }
-    }
-
-    /// <summary>Lets a channel just leased from idle, and checked, take more leases: waiting callers' first.</summary>
-    private void Share(PooledChannel<TChannel> entry)
-    {
-        List<(Waiter<TChannel> Waiter, int Slot)>? joiners;
-        using (_gate.Enter())
-        {
-            joiners = Share_NoLock(entry);
-        }
-
-        CompleteJoiners(entry, joiners);
     }
 
     private void CompleteJoiners(PooledChannel<TChannel> entry, List<(Waiter<TChannel> Waiter, int Slot)>? joiners)
@@ -143,9 +118,13 @@ public sealed partial class DefaultChannelPool<TChannel>
 
         foreach (var (waiter, slot) in joiners)
         {
-            waiter.Complete(BeginLease(entry, slot, waiter.WaitStartedAt));
+            CompleteWaiter(waiter, entry, slot);
         }
     }
+
+    /// <summary>Hands a waiter the slot the state gave it: the lease starts on its behalf, with its wait and its stack.</summary>
+    private void CompleteWaiter(Waiter<TChannel> waiter, PooledChannel<TChannel> entry, int slot) =>
+        waiter.Complete(BeginLease(entry, slot, waiter.WaitStartedAt, waiter.AcquiredAt));
 
     private ValueTask<ChannelLease<TChannel>> WaitAsync(long waitStartedAt, CancellationToken cancellationToken)
     {
@@ -174,60 +153,41 @@ public sealed partial class DefaultChannelPool<TChannel>
     private Waiter<TChannel> RentWaiter(bool blocking, long waitStartedAt, CancellationToken cancellationToken)
     {
         var waiter = _waiterPool.Get();
-        waiter.Prepare(blocking, waitStartedAt, Volatile.Read(ref _settings).AcquireTimeout, _timeProvider, cancellationToken);
+        waiter.Prepare(blocking, waitStartedAt, _state.Settings.AcquireTimeout, _timeProvider, CaptureAcquiringStack(), cancellationToken);
         return waiter;
     }
 
     /// <summary>
-    /// Queues <paramref name="waiter"/>, or leases a channel that became idle since the fast path looked. Returns
+    /// Queues <paramref name="waiter"/>, or leases a channel that became free since the fast path looked. Returns
     /// <see langword="false"/> with <paramref name="lease"/> set in the second case; throws when the caller must not wait.
     /// </summary>
     private bool TryEnqueue(Waiter<TChannel> waiter, out ChannelLease<TChannel> lease)
     {
         while (true)
         {
-            Exception? refusal = null;
-            var queued = false;
-            var opens = 0;
-            using (_gate.Enter())
-            {
-                if (_disposed)
-                {
-                    refusal = new ObjectDisposedException(GetType().FullName, $"Channel pool '{Name}' is disposed.");
-                }
-                else if (!CanLease_NoLock())
-                {
-                    if (RefusesWaiters_NoLock())
-                    {
-                        refusal = new ChannelPoolUnavailableException(Name, SnapshotNoLock(), RemainingPause_NoLock(), Volatile.Read(ref _lastOpenError));
-                    }
-                    else
-                    {
-                        // Queued under the same gate that release takes, so a channel released from here on finds us.
-                        Wait_NoLock(waiter);
-                        queued = true;
-                        opens = Refill_NoLock();
-                    }
-                }
-            }
-
             // Decided inside the gate, not read back from the waiter afterwards: by now a release may already have
             // handed this waiter a channel, and that lease must reach the caller through it.
-            StartOpens(opens);
-            if (queued)
+            var outcome = _state.Enqueue(waiter);
+            StartOpens(outcome.Opens);
+            switch (outcome.Kind)
             {
-                lease = default;
-                return true;
-            }
-
-            if (refusal is not null)
-            {
-                waiter.Recycle();
-                throw refusal;
+                case EnqueueKind.Queued:
+                    lease = default;
+                    return true;
+                case EnqueueKind.Disposed:
+                    waiter.Recycle();
+                    throw new ObjectDisposedException(GetType().FullName, $"Channel pool '{Name}' is disposed.");
+                case EnqueueKind.Refused:
+                    waiter.Recycle();
+                    throw new ChannelPoolUnavailableException(Name, outcome.Snapshot, outcome.RetryAfter, Volatile.Read(ref _lastOpenError));
+                case EnqueueKind.Paused:
+                    waiter.Recycle();
+                    throw new ChannelPoolUnavailableException(Name, outcome.Snapshot);
             }
 
             // A channel was released between the fast path and the gate: take it instead of waiting.
-            if (TryLeaseIdle(waiter.WaitStartedAt, out lease))
+            lease = TryLeaseIdle(waiter.WaitStartedAt);
+            if (lease.IsAcquired)
             {
                 waiter.Recycle();
                 return false;
@@ -238,28 +198,16 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <summary>Takes a timed-out or cancelled waiter out of the queue, unless a channel already reached it.</summary>
     internal void AbandonWaiter(Waiter<TChannel> waiter, bool timedOut)
     {
-        ChannelPoolSnapshot snapshot;
-        Exception? lastOpenError;
-        TimeSpan timeout;
-        using (_gate.Enter())
+        if (_state.Abandon(waiter) is not var (snapshot, timeout))
         {
-            if (!waiter.IsQueued)
-            {
-                return;
-            }
-
-            // Snapshot first, so the counts include the caller that is giving up.
-            snapshot = SnapshotNoLock();
-            Abandon_NoLock(waiter);
-            lastOpenError = Volatile.Read(ref _lastOpenError);
-            timeout = _settings.AcquireTimeout;
+            return;
         }
 
         if (timedOut)
         {
             _metrics.Timeout();
             Log.AcquireTimedOut(_logger, Name, timeout, snapshot);
-            waiter.Fail(new ChannelPoolTimeoutException(Name, timeout, snapshot, lastOpenError));
+            waiter.Fail(new ChannelPoolTimeoutException(Name, timeout, snapshot, Volatile.Read(ref _lastOpenError)));
         }
         else
         {
@@ -270,12 +218,18 @@ public sealed partial class DefaultChannelPool<TChannel>
 
     internal void ReturnWaiter(Waiter<TChannel> waiter) => _waiterPool.Return(waiter);
 
-    /// <summary>Starts the lease of <paramref name="slot"/>, which the caller already claimed under the gate.</summary>
-    private ChannelLease<TChannel> BeginLease(PooledChannel<TChannel> entry, int slot, long waitStartedAt)
+    /// <summary>
+    /// Starts the lease of <paramref name="slot"/>, which the state already claimed under its gate. With leak detection
+    /// on, the lease is watched, with <paramref name="acquiredAt"/> (a waiter's stack) or the calling thread's own.
+    /// </summary>
+    private ChannelLease<TChannel> BeginLease(PooledChannel<TChannel> entry, int slot, long waitStartedAt, System.Diagnostics.StackTrace? acquiredAt = null)
     {
+        // The slot is ours alone until we release it; its version was written under the gate when it was claimed or freed.
+        ref var lease = ref entry.SlotAt(slot);
         var startedAt = NotMeasured;
         var measureUse = _metrics.UseTimeEnabled;
-        if (measureUse || waitStartedAt != NotMeasured)
+        var watchLeaks = _leakThreshold != 0;
+        if (measureUse || waitStartedAt != NotMeasured || watchLeaks)
         {
             var now = _timeProvider.GetTimestamp();
             if (waitStartedAt != NotMeasured)
@@ -283,129 +237,102 @@ public sealed partial class DefaultChannelPool<TChannel>
                 _metrics.RecordWaitTime(_timeProvider.GetElapsedTime(waitStartedAt, now));
             }
 
-            startedAt = measureUse ? now : NotMeasured;
+            startedAt = measureUse || watchLeaks ? now : NotMeasured;
+            if (watchLeaks)
+            {
+                Watch(ref lease, acquiredAt, now);
+            }
         }
 
-        // The slot is ours alone until we release it; its version was written under the gate when it was claimed or freed.
-        ref var lease = ref entry.Slots[slot];
         lease.StartedAt = startedAt;
         return new ChannelLease<TChannel>(entry, slot, lease.Version);
     }
 
     /// <summary>
-    /// Ends the lease <paramref name="version"/> of <paramref name="entry"/>'s <paramref name="slot"/>: hands the slot
-    /// to the oldest waiter, frees it (the channel going back to idle when it was the last), or evicts the channel. A
-    /// stale or repeated release does nothing.
+    /// Ends the lease <paramref name="version"/> of <paramref name="entry"/>'s <paramref name="slot"/>: the state hands
+    /// the slot to the oldest waiter, frees it (the channel going back to idle when it was the last), or evicts the
+    /// channel, and this completes the waiter or queues the close. A stale or repeated release does nothing.
     /// </summary>
     internal void Release(PooledChannel<TChannel> entry, int slot, int version)
     {
-        // Judged before taking the gate, so the factory's IsUsable never runs inside it. For a stale release this
-        // looks at a channel someone else may hold, which is harmless: the version check below then turns it away.
-        var reason = ReasonToEvictAfterUse(entry);
-        ref var lease = ref entry.Slots[slot];
-        var leaseStartedAt = lease.StartedAt;
-        Waiter<TChannel>? waiter = null;
-        var evicted = false;
-        var opens = 0;
-        using (_gate.Enter())
+        // Judged before the state takes its gate, so the factory's IsUsable never runs inside it. For a stale release
+        // this looks at a channel someone else may hold, which is harmless: the state's version check turns it away.
+        EvictionReason? reason = entry.IsBroken ? EvictionReason.Broken
+            : !IsUsable(entry) ? EvictionReason.Unusable
+            : null;
+        if (entry.SlotAt(slot).StartedAt != NotMeasured)
         {
-            // Of two racing releases of one lease, exactly one gets past here; a stale lease never does.
-            if (lease.Version != version)
-            {
-                return;
-            }
-
-            lease.Version = version + 1;
-            reason ??= entry.RetireReason;
-            if (reason is null && !_disposed && _waiters.Count == 0)
-            {
-                // The common case: a healthy channel back to idle, or to its other leases.
-                Release_NoLock(entry, slot);
-            }
-            else if (reason is null && !_disposed)
-            {
-                // Handed straight to the oldest waiter: the slot stays leased.
-                waiter = HandOver_NoLock();
-            }
-            else
-            {
-                reason ??= EvictionReason.Shutdown;
-                evicted = Leave_NoLock(entry, slot, reason.Value);
-                if (evicted)
-                {
-                    opens = Refill_NoLock();
-                    if (_disposed)
-                    {
-                        UpdateDrainProgress_NoLock();
-                    }
-                }
-            }
+            ReleaseMeasured(entry, slot, version, reason);
+            return;
         }
 
-        if (leaseStartedAt != NotMeasured)
+        var outcome = _state.Release(entry, slot, version, reason);
+        if (outcome.Kind is not (ReleaseKind.Kept or ReleaseKind.Stale))
         {
-            _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt));
-        }
-
-        if (waiter is not null)
-        {
-            waiter.Complete(BeginLease(entry, slot, waiter.WaitStartedAt));
-        }
-        else if (evicted)
-        {
-            QueueClose(entry, reason!.Value);
-        }
-
-        if (opens > 0)
-        {
-            StartOpens(opens);
+            ActOnRelease(entry, slot, outcome);
         }
     }
 
-    private EvictionReason? ReasonToEvictAfterUse(PooledChannel<TChannel> entry) =>
-        entry.IsBroken ? EvictionReason.Broken
-        : !IsUsable(entry) ? EvictionReason.Unusable
-        : Volatile.Read(ref _settings).LeaseMode == LeaseMode.SingleUse ? EvictionReason.SingleUse
-        : _clock.HasPassed(entry.ExpiresAt) ? EvictionReason.LifetimeExpired
-        : null;
+    /// <summary>
+    /// A release whose lease was timed (use time) or watched (leak detection); out of line, so the common release does
+    /// not carry what only these need across the state's transition.
+    /// </summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private void ReleaseMeasured(PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason)
+    {
+        // Read before the state frees the slot: from then on the slot's next lease may overwrite them.
+        ref var lease = ref entry.SlotAt(slot);
+        var leaseStartedAt = lease.StartedAt;
+        var watch = lease.Watch;
+        var outcome = _state.Release(entry, slot, version, reason);
+        if (outcome.Kind == ReleaseKind.Stale)
+        {
+            return;
+        }
+
+        _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt));
+        if (watch is not null)
+        {
+            EndWatch(entry, watch);
+        }
+
+        if (outcome.Kind != ReleaseKind.Kept)
+        {
+            ActOnRelease(entry, slot, outcome);
+        }
+    }
+
+    /// <summary>What a release leaves to do outside the gate; out of line, so the common release stays small.</summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private void ActOnRelease(PooledChannel<TChannel> entry, int slot, PoolState<TChannel>.ReleaseOutcome outcome)
+    {
+        switch (outcome.Kind)
+        {
+            case ReleaseKind.HandedOver:
+                CompleteWaiter(outcome.Waiter!, entry, slot);
+                break;
+            case ReleaseKind.Evicted:
+                QueueClose(entry, outcome.Reason);
+                break;
+        }
+
+        if (outcome.Kind is (ReleaseKind.Evicted or ReleaseKind.Left) && outcome.Reason is (EvictionReason.Broken or EvictionReason.Unusable))
+        {
+            ClearIfFatal(entry.Generation, entry.Failure ?? GetFailure(entry));
+        }
+
+        StartOpens(outcome.Opens);
+    }
 
     /// <summary>Gives back a slot the fast path claimed on a shared channel but found unusable, retiring the channel.</summary>
     private void LeaveUnused(PooledChannel<TChannel> entry, int slot, EvictionReason reason)
     {
-        var opens = 0;
-        bool evicted;
-        using (_gate.Enter())
-        {
-            evicted = Leave_NoLock(entry, slot, reason);
-            if (evicted)
-            {
-                opens = Refill_NoLock();
-                if (_disposed)
-                {
-                    UpdateDrainProgress_NoLock();
-                }
-            }
-        }
-
+        var (evicted, opens) = _state.LeaveUnused(entry, slot, reason);
         if (evicted)
         {
             QueueClose(entry, reason);
         }
 
-        StartOpens(opens);
-    }
-
-    /// <summary>Evicts a channel the fast path took out of the idle set but found expired or unusable.</summary>
-    private void EvictLeased(PooledChannel<TChannel> entry, EvictionReason reason)
-    {
-        int opens;
-        using (_gate.Enter())
-        {
-            EvictLeased_NoLock(entry);
-            opens = Refill_NoLock();
-        }
-
-        QueueClose(entry, reason);
         StartOpens(opens);
     }
 }

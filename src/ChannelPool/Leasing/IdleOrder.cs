@@ -5,8 +5,9 @@ public enum IdleOrder
 {
     /// <summary>
     /// The channel released last (a stack, as <c>SocketsHttpHandler</c> and HikariCP effectively do). A light load keeps
-    /// reusing the same few warm connections; the rest wait, are probed before use when they have been idle a while, and
-    /// are replaced when their lifetime ends. Measured faster on real net.tcp channels (docs/performance.md).
+    /// reusing the same few warm connections; the rest wait, are checked with the factory's <c>IsUsable</c> before use
+    /// like every channel, and are replaced when their lifetime ends. Measured faster on real net.tcp channels
+    /// (docs/performance.md).
     /// </summary>
     MostRecentlyUsed = 0,
 

@@ -2,7 +2,7 @@ namespace ChannelPool;
 
 /// <summary>
 /// The idle channels, in the order they were released. A lease takes from either end, as <see cref="IdleOrder"/> says.
-/// Not thread-safe: the pool's gate guards it.
+/// Not thread-safe: the pool state's gate guards it.
 /// </summary>
 /// <remarks>
 /// A ring of struct slots rather than a <see cref="Queue{T}"/>: storing a reference into a reference-type array from
@@ -75,6 +75,20 @@ internal sealed class IdleQueue<TChannel>
         return copy;
     }
 
+    /// <summary>Says whether any idle entry matches; allocates nothing, for the invariant check on every transition.</summary>
+    public bool Any<TState>(Func<PooledChannel<TChannel>, TState, bool> match, TState state)
+    {
+        for (var i = 0; i < Count; i++)
+        {
+            if (match(_slots[(_head + i) % _slots.Length].Entry!, state))
+            {
+                return true;
+            }
+        }
+
+        return false;
+    }
+
     /// <summary>Removes, keeping the order of the rest, every entry <paramref name="remove"/> selects.</summary>
     /// <returns>The removed entries.</returns>
     public List<PooledChannel<TChannel>> RemoveAll(Func<PooledChannel<TChannel>, bool> remove)
@@ -103,7 +117,7 @@ internal sealed class IdleQueue<TChannel>
         return removed;
     }
 
-    // Idle never exceeds MaxChannels, the initial capacity; growing only keeps the queue correct if that ever changes.
+    // The first capacity is MaxChannels; a reconfiguration that raises MaxChannels can make idle outgrow it.
     private void Grow()
     {
         var larger = new Slot[_slots.Length * 2];

@@ -9,7 +9,7 @@ namespace ChannelPool;
 /// <remarks>
 /// Async callers await it as an <see cref="IValueTaskSource{TResult}"/>. Blocking callers wait on its event, which the
 /// releasing thread sets directly: a blocked caller never needs a thread-pool thread to wake up, so sync callers cannot
-/// starve the thread pool the way sync-over-async does. Queue membership changes only under the pool's lock; the
+/// starve the thread pool the way sync-over-async does. Queue membership changes only under the pool state's gate; the
 /// result is delivered after the lock is released.
 /// </remarks>
 internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>>, IDisposable
@@ -30,7 +30,7 @@ internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>
         _core.RunContinuationsAsynchronously = true;
     }
 
-    // Intrusive FIFO links, owned by WaiterQueue under the pool's lock.
+    // Intrusive FIFO links, owned by WaiterQueue under the pool state's gate.
     internal Waiter<TChannel>? Next { get; set; }
 
     internal Waiter<TChannel>? Previous { get; set; }
@@ -44,14 +44,18 @@ internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>
 
     public CancellationToken CallerToken { get; private set; }
 
+    /// <summary>Gets the stack of the caller, captured while leak detection is on, for the lease this wait ends in.</summary>
+    public System.Diagnostics.StackTrace? AcquiredAt { get; private set; }
+
     public short Version => _core.Version;
 
     /// <summary>Readies a (possibly recycled) waiter. The acquire timeout starts counting here, before the caller queues.</summary>
-    public void Prepare(bool blocking, long waitStartedAt, TimeSpan timeout, TimeProvider timeProvider, CancellationToken cancellationToken)
+    public void Prepare(bool blocking, long waitStartedAt, TimeSpan timeout, TimeProvider timeProvider, System.Diagnostics.StackTrace? acquiredAt, CancellationToken cancellationToken)
     {
         _core.Reset();
         IsBlocking = blocking;
         WaitStartedAt = waitStartedAt;
+        AcquiredAt = acquiredAt;
         CallerToken = cancellationToken;
         _blockingResult = default;
         _blockingError = null;
@@ -169,6 +173,7 @@ internal sealed class Waiter<TChannel> : IValueTaskSource<ChannelLease<TChannel>
         }
 
         CallerToken = default;
+        AcquiredAt = null;
         _pool.ReturnWaiter(this);
     }
 }

@@ -2,7 +2,7 @@ namespace ChannelPool;
 
 /// <summary>
 /// FIFO of waiting callers, linked through the waiters themselves so that a timed-out or cancelled waiter leaves in
-/// O(1) and the count is always exact. Not thread-safe: the pool's lock guards it.
+/// O(1) and the count is always exact. Not thread-safe: the pool state's gate guards it.
 /// </summary>
 internal sealed class WaiterQueue<TChannel>
     where TChannel : class

@@ -8,9 +8,6 @@ public sealed partial class DefaultChannelPool<TChannel>
     private const string OpenOperationKey = "channelpool.open";
     private static readonly Func<object?, Task> OpenOne = static state => ((DefaultChannelPool<TChannel>)state!).OpenOneAsync();
 
-    // Guarded by _gate.
-    private List<(int Ready, TaskCompletionSource Done)>? _warmUpWaiters;
-
     // Written by whichever open attempt failed last; read for error messages.
     private Exception? _lastOpenError;
     private long _nextChannelId;
@@ -20,7 +17,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <returns>A task that completes when <see cref="ChannelPoolOptions.PoolSize"/> channels are open.</returns>
     /// <exception cref="ChannelPoolUnavailableException">The breaker opened before enough channels were open.</exception>
     public Task WarmUpAsync(CancellationToken cancellationToken = default) =>
-        WarmUpAsync(Volatile.Read(ref _settings).PoolSize, cancellationToken);
+        WarmUpAsync(_state.Settings.PoolSize, cancellationToken);
 
     /// <summary>
     /// Starts filling the pool to <see cref="ChannelPoolOptions.PoolSize"/> on the background worker and waits until
@@ -33,40 +30,31 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <exception cref="ChannelPoolUnavailableException">The breaker opened before enough channels were open.</exception>
     public Task WarmUpAsync(int readyChannels, CancellationToken cancellationToken = default)
     {
-        var poolSize = Volatile.Read(ref _settings).PoolSize;
+        var poolSize = _state.Settings.PoolSize;
         if (readyChannels < 0 || readyChannels > poolSize)
         {
             throw new ArgumentOutOfRangeException(
                 nameof(readyChannels), readyChannels, $"Must be between 0 and the pool size ({poolSize}) of pool '{Name}'.");
         }
 
-        TaskCompletionSource? done = null;
-        int opens;
-        using (_gate.Enter())
-        {
-            ObjectDisposedException.ThrowIf(_disposed, this);
-
-            // Warm-up fills to PoolSize whatever the threshold says.
-            opens = Refill_NoLock(toPoolSize: true);
-            if (_idle.Count + _leasedCount < readyChannels)
-            {
-                done = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
-                (_warmUpWaiters ??= []).Add((readyChannels, done));
-            }
-        }
-
+        // Warm-up fills to PoolSize whatever the threshold says.
+        var (opens, done) = _state.WarmUp(readyChannels);
         StartOpens(opens);
         return done is null ? Task.CompletedTask : done.Task.WaitAsync(cancellationToken);
     }
 
-    /// <summary>Queues <paramref name="count"/> reserved opens on the background worker.</summary>
+    /// <summary>Queues <paramref name="count"/> opens the state reserved on the background worker.</summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
     private void StartOpens(int count)
     {
-        if (count <= 0)
+        if (count > 0)
         {
-            return;
+            PostOpens(count);
         }
+    }
 
+    private void PostOpens(int count)
+    {
         Log.OpensStarted(_logger, Name, count);
         for (var i = 0; i < count; i++)
         {
@@ -83,7 +71,7 @@ public sealed partial class DefaultChannelPool<TChannel>
 
         // Continuing on the captured context keeps retries and their delays on the low-priority worker.
         var context = ResilienceContextPool.Shared.Get(OpenOperationKey, continueOnCapturedContext: true, _shutdown.Token);
-        (TChannel Channel, long Id) opened;
+        (TChannel Channel, long Id, long Generation) opened;
         try
         {
             opened = await _openPipeline.ExecuteAsync(
@@ -99,14 +87,19 @@ public sealed partial class DefaultChannelPool<TChannel>
             ResilienceContextPool.Shared.Return(context);
         }
 
-        _metrics.RecordCreateTime(_timeProvider.GetElapsedTime(startedAt));
-        OnOpenSucceeded(opened.Channel, opened.Id);
+        var openTime = _timeProvider.GetElapsedTime(startedAt);
+        _metrics.RecordCreateTime(openTime);
+        OnOpenSucceeded(opened.Channel, opened.Id, opened.Generation, openTime);
     }
 
-    /// <summary>One attempt: a span, the factory call, and the failure bookkeeping the breaker and error messages need.</summary>
-    private async ValueTask<(TChannel Channel, long Id)> OpenAttemptAsync(CancellationToken cancellationToken)
+    /// <summary>
+    /// One attempt: a span, the factory call, and the failure bookkeeping the breaker, error messages and the fatal-error
+    /// rule need. The attempt belongs to the clear generation in force when it begins.
+    /// </summary>
+    private async ValueTask<(TChannel Channel, long Id, long Generation)> OpenAttemptAsync(CancellationToken cancellationToken)
     {
         var id = Interlocked.Increment(ref _nextChannelId);
+        var generation = _state.Generation;
         using var activity = ChannelPoolTelemetry.ActivitySource.StartActivity(ChannelPoolTelemetry.OpenActivityName, ActivityKind.Client);
         activity?.SetTag(ChannelPoolTelemetry.PoolNameTag, Name);
         activity?.SetTag(ChannelPoolTelemetry.ChannelIdTag, id);
@@ -114,7 +107,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         {
             var channel = await _factory.OpenAsync(cancellationToken)
                 ?? throw new InvalidOperationException($"The channel factory {_factory.GetType().Name} of pool '{Name}' returned null from OpenAsync.");
-            return (channel, id);
+            return (channel, id, generation);
         }
         catch (Exception ex) when (!_shutdown.IsCancellationRequested)
         {
@@ -128,73 +121,32 @@ public sealed partial class DefaultChannelPool<TChannel>
             activity?.SetTag(ChannelPoolTelemetry.ErrorTypeTag, error.GetType().FullName);
             activity?.AddException(error);
             Log.OpenAttemptFailed(_logger, Name, error);
+            ClearIfFatal(generation, error);
             throw;
         }
     }
 
-    private void OnOpenSucceeded(TChannel channel, long id)
+    private void OnOpenSucceeded(TChannel channel, long id, long generation, TimeSpan openTime)
     {
         var entry = new PooledChannel<TChannel>(
-            this, id, channel, _timeProvider.GetTimestamp(), Random.Shared.NextDouble(), Volatile.Read(ref _settings).MaxLeasesPerChannel);
-
-        Waiter<TChannel>? waiter;
-        List<(Waiter<TChannel> Waiter, int Slot)>? joiners = null;
-        List<TaskCompletionSource>? warmedUp = null;
-        var opens = 0;
-        using (_gate.Enter())
+            this, id, channel, generation, _timeProvider.GetTimestamp(), Random.Shared.NextDouble(), _state.Settings.MaxLeasesPerChannel);
+        var outcome = _state.Opened(entry, openTime);
+        if (outcome.Evicted is { } reason)
         {
-            OnOpenSucceeded_Breaker_NoLock();
-            entry.ScheduleExpiry(_clock.ToTimestampDelta(_settings.ChannelLifetime), _settings.LifetimeJitter);
-            waiter = Opened_NoLock(entry);
-            if (waiter is not null)
-            {
-                // A new channel that may carry more leases goes to as many waiting callers as it can take.
-                joiners = Share_NoLock(entry);
-            }
-
-            if (_disposed)
-            {
-                // Finished after the drain began: it went straight to evicted.
-                UpdateDrainProgress_NoLock();
-            }
-            else
-            {
-                warmedUp = TakeFinishedWarmUps_NoLock();
-                opens = Refill_NoLock();
-            }
-        }
-
-        if (entry.IsEvicted)
-        {
-            QueueClose(entry, EvictionReason.Shutdown);
+            // Finished after the drain began, or after a clear that came while it was opening.
+            QueueClose(entry, reason);
+            StartOpens(outcome.Opens);
             return;
         }
 
-        waiter?.Complete(BeginLease(entry, slot: 0, waiter.WaitStartedAt));
-        CompleteJoiners(entry, joiners);
-        warmedUp?.ForEach(static done => done.TrySetResult());
-        StartOpens(opens);
-    }
-
-    private List<TaskCompletionSource>? TakeFinishedWarmUps_NoLock()
-    {
-        if (_warmUpWaiters is null)
+        if (outcome.Waiter is { } waiter)
         {
-            return null;
+            _metrics.AwaitedOpen(1 + (outcome.Joiners?.Count ?? 0));
+            CompleteWaiter(waiter, entry, slot: 0);
         }
 
-        var open = _idle.Count + _leasedCount;
-        List<TaskCompletionSource>? finished = null;
-        _warmUpWaiters.RemoveAll(warmUp =>
-        {
-            if (warmUp.Ready > open)
-            {
-                return false;
-            }
-
-            (finished ??= []).Add(warmUp.Done);
-            return true;
-        });
-        return finished;
+        CompleteJoiners(entry, outcome.Joiners);
+        outcome.WarmedUp?.ForEach(static done => done.TrySetResult());
+        StartOpens(outcome.Opens);
     }
 }

@@ -2,11 +2,13 @@ namespace ChannelPool;
 
 /// <summary>
 /// Thrown at once, instead of after a full <see cref="ChannelPoolOptions.AcquireTimeout"/>, when the pool has no idle
-/// channel and cannot open one because its circuit breaker is open after repeated open failures.
+/// channel and cannot open one because its circuit breaker is open after repeated open failures; or when the pool is
+/// paused and <see cref="ChannelPoolOptions.AcquireWhilePaused"/> says fail (then <see cref="Snapshot"/>'s
+/// <see cref="ChannelPoolSnapshot.IsPaused"/> is true).
 /// </summary>
 /// <remarks>
-/// <see cref="Exception.InnerException"/> is the last error the channel factory raised, which usually names the real
-/// cause (server down, wrong credentials, certificate rejected).
+/// After open failures, <see cref="Exception.InnerException"/> is the last error the channel factory raised, which
+/// usually names the real cause (server down, wrong credentials, certificate rejected).
 /// </remarks>
 public sealed class ChannelPoolUnavailableException : Exception
 {
@@ -39,6 +41,13 @@ public sealed class ChannelPoolUnavailableException : Exception
         PoolName = poolName;
         Snapshot = snapshot;
         RetryAfter = retryAfter;
+    }
+
+    internal ChannelPoolUnavailableException(string poolName, ChannelPoolSnapshot pausedSnapshot)
+        : base($"Pool '{poolName}' is paused: it opens and hands out no channel until it is resumed. ({pausedSnapshot})")
+    {
+        PoolName = poolName;
+        Snapshot = pausedSnapshot;
     }
 
     /// <summary>Gets the name of the pool.</summary>

@@ -21,8 +21,11 @@ internal sealed class ChannelPoolMetrics : IDisposable
     private readonly Counter<long> _timeouts;
     private readonly Counter<long> _evictions;
     private readonly Counter<long> _openFailures;
+    private readonly Counter<long> _leaks;
+    private readonly Counter<long> _clears;
+    private readonly Counter<long> _awaitedOpens;
 
-    public ChannelPoolMetrics(string poolName, Func<ChannelPoolSnapshot> snapshot, Func<(int PoolSize, int RefillThreshold, int MaxChannels)> limits, IMeterFactory? meterFactory)
+    public ChannelPoolMetrics(string poolName, Func<ChannelPoolSnapshot> snapshot, Func<(int IdleTarget, int RefillThreshold, int MaxChannels)> limits, IMeterFactory? meterFactory)
     {
         _poolTag = new(ChannelPoolTelemetry.PoolNameTag, poolName);
 
@@ -54,19 +57,30 @@ internal sealed class ChannelPoolMetrics : IDisposable
             description: "The most channels the pool may have opening, idle and leased at once (MaxChannels).");
         _meter.CreateObservableUpDownCounter<int>(
             "channelpool.channel.idle.max",
-            () => new Measurement<int>(limits().PoolSize, poolTag),
+            () => new Measurement<int>(limits().IdleTarget, poolTag),
             unit: "{channel}",
-            description: "The idle count a refill fills the pool back up to (PoolSize). A refill does not count leased channels, so when callers return theirs the idle count can exceed it, up to MaxChannels, until channels are evicted.");
+            description: "The idle count a refill fills the pool back up to: the idle target in force (PoolSize when fixed). A refill does not count leased channels, so when callers return theirs the idle count can exceed it, up to MaxChannels, until channels are evicted.");
         _meter.CreateObservableUpDownCounter<int>(
             "channelpool.channel.idle.min",
             () => new Measurement<int>(limits().RefillThreshold, poolTag),
             unit: "{channel}",
-            description: "The idle count at or below which a refill starts (RefillThreshold).");
+            description: "The idle count at or below which a refill starts (RefillThreshold, or its share of an adaptive idle target).");
+        _meter.CreateObservableUpDownCounter<int>(
+            "channelpool.channel.idle.target",
+            () => new Measurement<int>(limits().IdleTarget, poolTag),
+            unit: "{channel}",
+            description: "The idle target: PoolSize when fixed; when adaptive, what the pool decided from recent demand and open times.");
         _meter.CreateObservableUpDownCounter<int>(
             "channelpool.channel.pending_requests",
             () => new Measurement<int>(snapshot().Waiting, poolTag),
             unit: "{request}",
             description: "The number of callers waiting for a channel.");
+
+        _meter.CreateObservableUpDownCounter<int>(
+            "channelpool.pool.paused",
+            () => new Measurement<int>(snapshot().IsPaused ? 1 : 0, poolTag),
+            unit: "{pool}",
+            description: "1 while the pool is paused (it opens and hands out nothing), else 0.");
 
         _timeouts = _meter.CreateCounter<long>(
             "channelpool.channel.timeouts", unit: "{timeout}", description: "Acquires that timed out waiting for a channel.");
@@ -74,6 +88,14 @@ internal sealed class ChannelPoolMetrics : IDisposable
             "channelpool.channel.evictions", unit: "{channel}", description: "Channels the pool closed, by reason.");
         _openFailures = _meter.CreateCounter<long>(
             "channelpool.channel.open_failures", unit: "{failure}", description: "Channel open attempts that failed, by error type.");
+        _leaks = _meter.CreateCounter<long>(
+            "channelpool.channel.leaks", unit: "{lease}", description: "Leases held longer than LeakDetectionThreshold, each counted once, when found.");
+        _clears = _meter.CreateCounter<long>(
+            "channelpool.pool.clears", unit: "{clear}", description: "Times the pool retired every channel opened so far, by reason: requested or fatal_error.");
+        _awaitedOpens = _meter.CreateCounter<long>(
+            "channelpool.channel.awaited_opens",
+            unit: "{lease}",
+            description: "Leases that waited for an open: they found nothing idle and got a channel straight from its open. Zero while the pre-opened channels keep ahead of demand.");
 
         var advice = new InstrumentAdvice<double> { HistogramBucketBoundaries = SecondsBuckets };
         _createTime = _meter.CreateHistogram(
@@ -96,11 +118,18 @@ internal sealed class ChannelPoolMetrics : IDisposable
 
     public void Timeout() => _timeouts.Add(1, _poolTag);
 
+    public void AwaitedOpen(int leases) => _awaitedOpens.Add(leases, _poolTag);
+
     public void Evicted(EvictionReason reason) =>
         _evictions.Add(1, _poolTag, new(ChannelPoolTelemetry.EvictionReasonTag, ChannelPoolTelemetry.ToTagValue(reason)));
 
     public void OpenFailed(Exception error) =>
         _openFailures.Add(1, _poolTag, new(ChannelPoolTelemetry.ErrorTypeTag, error.GetType().FullName));
+
+    public void LeakFound() => _leaks.Add(1, _poolTag);
+
+    public void Cleared(bool fatalError) =>
+        _clears.Add(1, _poolTag, new(ChannelPoolTelemetry.ClearReasonTag, fatalError ? "fatal_error" : "requested"));
 
     public void Dispose()
     {

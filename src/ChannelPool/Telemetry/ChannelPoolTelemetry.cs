@@ -26,8 +26,14 @@ public static class ChannelPoolTelemetry
     /// <summary>The tag that says which state a <c>channelpool.channel.count</c> measurement counts: idle, used or opening.</summary>
     public const string StateTag = "channelpool.channel.state";
 
-    /// <summary>The tag that says why a channel was evicted: lifetime, unusable, broken, shutdown or single_use.</summary>
+    /// <summary>
+    /// The tag that says why a channel was evicted: lifetime, unusable, broken, shutdown, single_use, cleared or
+    /// idle_timeout.
+    /// </summary>
     public const string EvictionReasonTag = "channelpool.eviction.reason";
+
+    /// <summary>The tag that says why a pool was cleared: <c>requested</c> (a call to clear it) or <c>fatal_error</c>.</summary>
+    public const string ClearReasonTag = "channelpool.clear.reason";
 
     /// <summary>The tag that names the exception type of a failed open, following OpenTelemetry's <c>error.type</c>.</summary>
     public const string ErrorTypeTag = "error.type";
@@ -50,6 +56,8 @@ public static class ChannelPoolTelemetry
         EvictionReason.Broken => "broken",
         EvictionReason.Shutdown => "shutdown",
         EvictionReason.SingleUse => "single_use",
+        EvictionReason.Cleared => "cleared",
+        EvictionReason.IdleTimeout => "idle_timeout",
         _ => "unknown",
     };
 }

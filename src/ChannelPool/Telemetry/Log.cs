@@ -50,6 +50,33 @@ internal static partial class Log
     [LoggerMessage(16, LogLevel.Information, "Channel pool '{PoolName}' reconfigured: PoolSize={PoolSize}, MaxChannels={MaxChannels}, RefillThreshold={RefillThreshold}, ChannelLifetime={ChannelLifetime}, LeaseMode={LeaseMode}.")]
     public static partial void PoolReconfigured(ILogger logger, string poolName, int poolSize, int maxChannels, int refillThreshold, TimeSpan channelLifetime, LeaseMode leaseMode);
 
+    [LoggerMessage(17, LogLevel.Information, "Channel pool '{PoolName}' cleared: {Idle} idle channel(s) close now, {Leased} leased channel(s) close when their leases end, and new channels replace them.")]
+    public static partial void Cleared(ILogger logger, string poolName, int idle, int leased);
+
+    [LoggerMessage(18, LogLevel.Warning, "Channel pool '{PoolName}' cleared after a {ErrorType} that its IsFatalError rule calls fatal: {Idle} idle channel(s) close now, {Leased} leased channel(s) close when their leases end.")]
+    public static partial void ClearedAfterFatalError(ILogger logger, string poolName, string errorType, int idle, int leased, Exception error);
+
+    [LoggerMessage(19, LogLevel.Error, "The IsFatalError rule of channel pool '{PoolName}' threw while judging a {ErrorType}; the error counts as not fatal. The rule must not throw: fix it.")]
+    public static partial void FatalErrorRuleFailed(ILogger logger, string poolName, string errorType, Exception ruleError);
+
+    [LoggerMessage(20, LogLevel.Information, "Channel pool '{PoolName}' paused: it opens and hands out no channel until it is resumed ({Snapshot}).")]
+    public static partial void Paused(ILogger logger, string poolName, ChannelPoolSnapshot snapshot);
+
+    [LoggerMessage(21, LogLevel.Information, "Channel pool '{PoolName}' resumed: {Handed} waiting caller(s) served, {Evicted} parked channel(s) retired, {Opens} open(s) started.")]
+    public static partial void Resumed(ILogger logger, string poolName, int handed, int evicted, int opens);
+
+    // 22 was a repeated pause or resume, logged; it is an error since, so the id stays unused.
+
+    [LoggerMessage(23, LogLevel.Warning, "A lease of channel {ChannelId} from pool '{PoolName}' has been held for {HeldFor}, longer than LeakDetectionThreshold ({Threshold}): probably leaked. It was acquired at:\n{AcquiredAt}")]
+    public static partial void LeakFound(ILogger logger, string poolName, long channelId, TimeSpan heldFor, TimeSpan threshold, string acquiredAt);
+
+    [LoggerMessage(24, LogLevel.Information, "The lease of channel {ChannelId} from pool '{PoolName}' reported as leaked came back after {HeldFor}.")]
+    public static partial void LeakReturned(ILogger logger, string poolName, long channelId, TimeSpan heldFor);
+
     [LoggerMessage(13, LogLevel.Warning, "Channel pool '{PoolName}' stopped waiting for {Opening} open(s) and {Closing} close(s) still in flight at drain; they are aborted as they finish.")]
     public static partial void DrainLeftWorkInFlight(ILogger logger, string poolName, int opening, int closing);
+
+    // 30 onwards: the adaptive idle target (IdleTarget/).
+    [LoggerMessage(30, LogLevel.Debug, "Channel pool '{PoolName}' moved its idle target from {From} to {To}: peak demand {WindowPeak} over the window, {Flow} channel(s) used up while one opens.")]
+    public static partial void IdleTargetMoved(ILogger logger, string poolName, int from, int to, int windowPeak, double flow);
 }

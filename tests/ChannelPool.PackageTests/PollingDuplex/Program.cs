@@ -13,7 +13,8 @@ builder.WebHost.UseUrls("http://127.0.0.1:0");
 builder.Logging.SetMinimumLevel(LogLevel.Warning);
 builder.Services.AddPollingDuplexRedis(o => o.Configuration = "127.0.0.1:6379");
 await using var app = builder.Build();
-app.MapPollingDuplexPubSub("/pubsub");
+// Every client may use every topic: the explicit choice an app makes when it gives no topic rule.
+app.MapPollingDuplexPubSub("/pubsub", o => o.Topics.AllowAnonymous = true);
 await app.StartAsync();
 
 var address = app.Services.GetRequiredService<IServer>().Features.GetRequiredFeature<IServerAddressesFeature>().Addresses.First();

@@ -12,7 +12,7 @@ public class RedisMappingTests
     {
         var builder = WebApplication.CreateSlimBuilder();
         using var app = builder.Build();
-        var error = Assert.Throws<InvalidOperationException>(() => app.MapPollingDuplexPubSubOnRedis("/pubsub"));
+        var error = Assert.Throws<InvalidOperationException>(() => app.MapPollingDuplexPubSubOnRedis("/pubsub", o => o.Topics.AllowAnonymous = true));
         Assert.That(error!.Message, Does.Contain("AddPollingDuplexRedis"));
     }
 
@@ -64,7 +64,7 @@ public class RedisMappingTests
             o.OperationTimeout = TimeSpan.Zero;
         });
         using var app = builder.Build();
-        var error = Assert.Throws<OptionsValidationException>(() => app.MapPollingDuplexPubSubOnRedis("/pubsub"));
+        var error = Assert.Throws<OptionsValidationException>(() => app.MapPollingDuplexPubSubOnRedis("/pubsub", o => o.Topics.AllowAnonymous = true));
         Assert.That(error!.Message, Does.Contain(expected).And.Contain("KeyPrefix").And.Contain("OperationTimeout"));
     }
 }

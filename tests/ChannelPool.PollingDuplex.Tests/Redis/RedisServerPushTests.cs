@@ -1,6 +1,7 @@
 using System.Security.Claims;
 using System.Text.Json;
 using ChannelPool.PollingDuplex.Client;
+using ChannelPool.PollingDuplex.PubSub;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.DependencyInjection;
@@ -27,7 +28,7 @@ public class RedisServerPushTests(RedisKind kind)
         {
             if (index == 0)
             {
-                builder.Services.AddHostedService(s => new TopicPublisher(new StorePublisher(s), ready.Task, Messages));
+                builder.Services.AddHostedService(s => new TopicPublisher(s.GetRequiredService<IPubSubPublisher>(), ready.Task, Messages));
             }
         });
         using var http = DuplexCluster.CreateHttpClient(inner => new FaultInjectingHandler(inner, seed: 24) { CutResponseRate = 0.1, LoseResponseRate = 0.05 });
@@ -66,10 +67,10 @@ public class RedisServerPushTests(RedisKind kind)
         await using var bobs = await new PollingDuplexClient(bob, cluster.PubSub, options).OpenSessionAsync().Within();
         var reading = alices.Select(s => DeliveryTests.ReadAsync(s, 50, TimeSpan.FromMinutes(1))).ToList();
 
-        var publisher = new StorePublisher(cluster.Nodes[0].Services);
+        var publisher = cluster.Nodes[0].Services.GetRequiredService<IPubSubPublisher>();
         for (var i = 1; i <= 50; i++)
         {
-            await publisher.SendToUserAsync("alice", i);
+            await publisher.SendToUserAsync("alice", DuplexMessage.FromJson(new { user = "alice", data = i }));
         }
 
         var received = await Task.WhenAll(reading);
@@ -93,7 +94,7 @@ public class RedisServerPushTests(RedisKind kind)
             await session.SendAsync(DuplexMessage.FromJson(new { op = "subscribe", topic = "news" }));
             return session;
         })).Within();
-        var onA = new StorePublisher(cluster.Nodes[0].Services);
+        var onA = cluster.Nodes[0].Services.GetRequiredService<IPubSubPublisher>();
         Assert.That(await onA.CountSubscribersAsync("news"), Is.EqualTo(5));
         Assert.That(await onA.CountSubscribersAsync("nobody-reads-this"), Is.Zero);
 
@@ -110,6 +111,7 @@ public class RedisServerPushTests(RedisKind kind)
         return http;
     }
 
+    /// <summary>Three nodes on the Redis, each with the application's publisher (<c>AddPollingDuplexPubSub</c>); the balancer reaches B and C only.</summary>
     private async Task<DuplexCluster> StartAsync(Action<int, WebApplicationBuilder>? configure = null, Action<int, WebApplication>? map = null) =>
         await DuplexCluster.StartAsync(new DuplexClusterOptions
         {
@@ -122,19 +124,23 @@ public class RedisServerPushTests(RedisKind kind)
                 o.ServerPollTimeout = TimeSpan.FromSeconds(2);
                 o.MaxPendingMessagesPerSession = 256;
             },
-            ConfigureNode = configure,
+            ConfigureNode = (index, builder) =>
+            {
+                builder.Services.AddPollingDuplexPubSub();
+                configure?.Invoke(index, builder);
+            },
             MapNode = map,
         });
 
     /// <summary>Publishes 1..count to "feed" once the subscribers are ready: the application's background work on node A.</summary>
-    private sealed class TopicPublisher(StorePublisher publisher, Task ready, int count) : BackgroundService
+    private sealed class TopicPublisher(IPubSubPublisher publisher, Task ready, int count) : BackgroundService
     {
         protected override async Task ExecuteAsync(CancellationToken stoppingToken)
         {
             await ready.WaitAsync(stoppingToken);
             for (var i = 1; i <= count; i++)
             {
-                await publisher.PublishAsync("feed", i, stoppingToken);
+                await publisher.PublishAsync("feed", DuplexMessage.FromJson(i), stoppingToken);
             }
         }
     }

@@ -1,5 +1,4 @@
 using System.Net;
-using System.Net.Http.Headers;
 using System.Text;
 using System.Text.Json;
 
@@ -46,7 +45,7 @@ internal sealed class RestartingSubscriber(Uri endpoint, string id, string token
                 try
                 {
                     using var request = new HttpRequestMessage(HttpMethod.Get, new Uri($"{endpoint}/sessions/{id}/poll?ack={last}"));
-                    request.Headers.Authorization = new AuthenticationHeaderValue("Bearer", token);
+                    request.Headers.Add(DuplexWire.SessionTokenHeader, token);
                     using var response = await http.SendAsync(request, timeout.Token);
                     if (response.StatusCode != HttpStatusCode.OK)
                     {

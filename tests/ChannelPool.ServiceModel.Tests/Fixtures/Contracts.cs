@@ -39,6 +39,8 @@ public class EchoProxy : PooledClientBase<IEchoService>, IEchoService
     public string Fail(string reason) => Channel.Fail(reason);
 
     public string WhoAmI() => Channel.WhoAmI();
+
+    public Task<string> EchoAfterAsync(string text, int milliseconds) => Channel.EchoAfterAsync(text, milliseconds);
 }
 
 /// <summary>A proxy for the sessionful contract.</summary>

@@ -95,6 +95,27 @@ public sealed class SoapTestHostTests
     [TestCase(Endpoint.Basic)]
     [TestCase(Endpoint.Ws)]
     [TestCase(Endpoint.UserName)]
+    public async Task EchoAfter_AnswersAfterItsServiceTime_AndTwoCallsAtOnceOverlap_OnASessionlessEndpoint(Endpoint endpoint)
+    {
+        await using var host = await SoapTestHost.StartAsync(_certificate, secureConversation: new() { Concurrency = ServiceConcurrency.Single });
+        using var factory = new Factory(_certificate, host, endpoint);
+        var channel = factory.Open();
+        await channel.EchoAfterAsync("warm", 0);
+
+        var started = System.Diagnostics.Stopwatch.StartNew();
+        var replies = await Task.WhenAll(channel.EchoAfterAsync("first", 800), channel.EchoAfterAsync("second", 800));
+
+        // No session, so nothing to serve one at a time: WCF serves a sessionless channel concurrently even under Single.
+        Assert.That(replies, Is.EquivalentTo(new[] { "first", "second" }));
+        Assert.That(started.Elapsed, Is.GreaterThanOrEqualTo(TimeSpan.FromMilliseconds(780)).And.LessThan(TimeSpan.FromMilliseconds(1600)));
+        Assert.That(host.Counters.PeakCallsPerSession, Is.Zero, "HTTP bindings have no sessions");
+        var fault = Assert.ThrowsAsync<FaultException>(() => channel.EchoAfterAsync("never", -5));
+        Assert.That(fault!.Reason.ToString(), Does.Contain("0 to 60000 ms").And.Contain("asked for -5 ms"));
+    }
+
+    [TestCase(Endpoint.Basic)]
+    [TestCase(Endpoint.Ws)]
+    [TestCase(Endpoint.UserName)]
     public async Task ChannelsOfOneFactory_ShareItsConnection_WhileASecondFactoryCostsASecondHandshake(Endpoint endpoint)
     {
         await using var host = await SoapTestHost.StartAsync(_certificate);

@@ -112,13 +112,21 @@ public sealed class DuplexNode : IAsyncDisposable
             });
         }
 
+        // The nodes serve anonymous clients on every topic, a choice made here once for every cluster test; a test that
+        // gives a topic rule in Configure gets its rule instead.
+        void Configure(PollingDuplexOptions o)
+        {
+            options.Configure?.Invoke(o);
+            o.Topics.AllowAnonymous = o.Topics.Authorize is null && o.Topics.Policy is null;
+        }
+
         if (options.Redis is null)
         {
-            app.MapPollingDuplexPubSub("/" + pubSubPath, options.Configure);
+            app.MapPollingDuplexPubSub("/" + pubSubPath, Configure);
         }
         else
         {
-            app.MapPollingDuplexPubSubOnRedis("/" + pubSubPath, options.Configure);
+            app.MapPollingDuplexPubSubOnRedis("/" + pubSubPath, Configure);
         }
 
         options.MapNode?.Invoke(index, app);

@@ -39,6 +39,8 @@ public sealed class RedisServerProcess : IAsyncDisposable
     /// </summary>
     public static Action<string>? WhenNotInstalled { get; set; }
 
+    /// <summary>Gets whether <see cref="Executable"/> is there, for a test that skips itself without it.</summary>
+    public static bool IsInstalled => File.Exists(Executable);
 
     /// <summary>Gets the port the server listens on, the same across <see cref="StartAgainAsync"/>.</summary>
     public int Port { get; }

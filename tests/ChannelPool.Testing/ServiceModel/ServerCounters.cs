@@ -15,6 +15,7 @@ public sealed class ServerCounters
     private long _negotiations;
     private long _cancels;
     private long _securityFaults;
+    private long _peakSessionCalls;
 
     /// <summary>Gets the TCP connections accepted.</summary>
     public long Connections => Interlocked.Read(ref _connections);
@@ -46,6 +47,14 @@ public sealed class ServerCounters
     /// <summary>Gets the requests the WS-SecureConversation endpoint refused with a fault.</summary>
     public long SecurityFaults => Interlocked.Read(ref _securityFaults);
 
+    /// <summary>
+    /// Gets the most calls one session has had in progress at once since the service started: on a session-based
+    /// endpoint (net.tcp, WS-SecureConversation) served with <see cref="ServiceConcurrency.Single"/> it never passes 1,
+    /// however many calls the client sends at once; with <see cref="ServiceConcurrency.Multiple"/> it shows how many
+    /// overlapped. 0 until a call arrives on a session.
+    /// </summary>
+    public long PeakCallsPerSession => Interlocked.Read(ref _peakSessionCalls);
+
     /// <summary>Takes all counts at once, for before/after comparisons.</summary>
     /// <returns>The counts now.</returns>
     public ServerCountsSnapshot Snapshot() => new(Connections, TlsHandshakes, SessionsStarted, SessionsEnded, Calls, EndRecords, Negotiations);
@@ -67,6 +76,22 @@ public sealed class ServerCounters
     internal void TokenCancelled() => Interlocked.Increment(ref _cancels);
 
     internal void SecurityFaultSent() => Interlocked.Increment(ref _securityFaults);
+
+    /// <summary>Notes how many calls a session has in progress, now that one more has started.</summary>
+    internal void SessionCallsInProgress(long inProgress)
+    {
+        long peak = Interlocked.Read(ref _peakSessionCalls);
+        while (inProgress > peak)
+        {
+            long seen = Interlocked.CompareExchange(ref _peakSessionCalls, inProgress, peak);
+            if (seen == peak)
+            {
+                return;
+            }
+
+            peak = seen;
+        }
+    }
 }
 
 /// <summary>A server's counts at one moment.</summary>

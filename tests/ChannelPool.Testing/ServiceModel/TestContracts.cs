@@ -17,6 +17,16 @@ public interface IEchoService
     /// <summary>Returns the authenticated user name, or "anonymous".</summary>
     [OperationContract]
     string WhoAmI();
+
+    /// <summary>
+    /// Returns <paramref name="text"/> after the service has spent <paramref name="milliseconds"/> on the call, waiting
+    /// as a call to a database or another service does: the call holds its session for that long, but no thread or CPU.
+    /// A service time of 0 to <see cref="TestContract.MaxServiceTimeMilliseconds"/> is served; any other is answered
+    /// with a fault that says so.
+    /// </summary>
+    /// <remarks>WCF names the operation <c>EchoAfter</c>; the suffix marks the task-returning form.</remarks>
+    [OperationContract]
+    Task<string> EchoAfterAsync(string text, int milliseconds);
 }
 
 /// <summary>
@@ -36,4 +46,23 @@ public static class TestContract
 {
     /// <summary>The XML namespace of the test contracts.</summary>
     public const string Namespace = "urn:channelpool:tests";
+
+    /// <summary>The longest service time <see cref="IEchoService.EchoAfterAsync"/> serves: one minute.</summary>
+    public const int MaxServiceTimeMilliseconds = 60_000;
+
+    /// <summary>Checks a service time asked of <see cref="IEchoService.EchoAfterAsync"/>.</summary>
+    /// <param name="milliseconds">The service time asked for.</param>
+    /// <returns>Why it is not served, for the fault; <see langword="null"/> when it is.</returns>
+    internal static string? ServiceTimeProblem(int milliseconds) => milliseconds is < 0 or > MaxServiceTimeMilliseconds
+        ? $"EchoAfter serves a service time of 0 to {MaxServiceTimeMilliseconds} ms; it was asked for {milliseconds} ms."
+        : null;
+
+    /// <summary>Reads a service time as a hand-written endpoint receives it, the parameter's text.</summary>
+    /// <param name="text">The <c>milliseconds</c> parameter as it came.</param>
+    /// <param name="milliseconds">The service time, when it is served.</param>
+    /// <returns>Why it is not served, for the fault; <see langword="null"/> when it is.</returns>
+    internal static string? ServiceTimeProblem(string? text, out int milliseconds) =>
+        int.TryParse(text, System.Globalization.NumberStyles.Integer, System.Globalization.CultureInfo.InvariantCulture, out milliseconds)
+            ? ServiceTimeProblem(milliseconds)
+            : $"EchoAfter needs a service time in milliseconds; it got '{text}'.";
 }

@@ -10,12 +10,13 @@ public class MetricsTests : PoolTestBase
         ["channelpool.channel.create_time", "channelpool.channel.wait_time", "channelpool.channel.use_time"];
 
     private static readonly string[] Counters =
-        ["channelpool.channel.timeouts", "channelpool.channel.evictions", "channelpool.channel.open_failures"];
+        ["channelpool.channel.timeouts", "channelpool.channel.evictions", "channelpool.channel.open_failures", "channelpool.channel.leaks", "channelpool.pool.clears",
+         "channelpool.channel.awaited_opens"];
 
     private static readonly string[] Gauges =
     [
         "channelpool.channel.count", "channelpool.channel.max", "channelpool.channel.idle.max", "channelpool.channel.idle.min",
-        "channelpool.channel.pending_requests",
+        "channelpool.channel.idle.target", "channelpool.channel.pending_requests", "channelpool.pool.paused",
     ];
 
     private ServiceProvider _services = null!;
@@ -144,6 +145,33 @@ public class MetricsTests : PoolTestBase
         var failures = _counters["channelpool.channel.open_failures"].GetMeasurementSnapshot();
         Assert.That(failures, Has.Count.GreaterThanOrEqualTo(1));
         Assert.That(failures.Select(f => f.Tags[ChannelPoolTelemetry.ErrorTypeTag]), Has.All.EqualTo("System.IO.IOException"));
+    }
+
+    [Test]
+    public async Task Clears_AreCountedByReason_AndPausedReadsOneWhilePaused()
+    {
+        var pool = MeteredPool(o =>
+        {
+            o.PoolSize = 2;
+            o.IsFatalError = static error => error is InvalidDataException;
+        });
+        await pool.WarmUpAsync().Within();
+        await pool.ClearAsync().Within();
+        await using (var lease = await pool.AcquireAsync().Within())
+        {
+            lease.MarkBroken(new InvalidDataException("the service's keys changed"));
+        }
+
+        pool.Pause();
+        _gauges["channelpool.pool.paused"].RecordObservableInstruments();
+        var paused = _gauges["channelpool.pool.paused"].LastMeasurement!.Value;
+        pool.Resume();
+        _gauges["channelpool.pool.paused"].RecordObservableInstruments();
+
+        var reasons = _counters["channelpool.pool.clears"].GetMeasurementSnapshot().Select(m => m.Tags[ChannelPoolTelemetry.ClearReasonTag]);
+        Assert.That(reasons, Is.EqualTo(new[] { "requested", "fatal_error" }));
+        Assert.That((paused, _gauges["channelpool.pool.paused"].LastMeasurement!.Value), Is.EqualTo((1, 0)));
+        Assert.That(_counters["channelpool.channel.evictions"].GetMeasurementSnapshot().Select(m => m.Tags[ChannelPoolTelemetry.EvictionReasonTag]), Does.Contain("cleared"));
     }
 
     private static IEnumerable<string> Untagged<T>(MetricCollector<T> collector)

@@ -28,7 +28,71 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
             }
         }
 
+        if (settings.CompareTopicRule)
+        {
+            await CompareTopicRuleAsync(transports, results, cancellationToken);
+        }
+
         return results;
+    }
+
+    /// <summary>
+    /// Each search ran on its own, minutes apart, so on a shared machine their M differ by the load as much as by the rule.
+    /// Here both sides run K-burst probes at the same M, alternating (a b, b a, ...) with both fleets connected throughout,
+    /// so drift falls on both alike; the server's CPU per delivery is what the rule would cost capacity.
+    /// </summary>
+    private async Task CompareTopicRuleAsync(IReadOnlyList<IPubSubTransport> transports, List<BroadcastResult> results, CancellationToken cancellationToken)
+    {
+        foreach (var ruled in transports.Where(t => TopicRuleEndpoint.WithoutRule(t.Name) is not null))
+        {
+            if (transports.FirstOrDefault(t => t.Name == TopicRuleEndpoint.WithoutRule(ruled.Name)) is not { } bare)
+            {
+                continue;
+            }
+
+            foreach (var period in settings.Periods)
+            {
+                var pair = results.Where(r => r.PeriodSeconds == period.TotalSeconds && (r.Transport == bare.Name || r.Transport == ruled.Name)).ToList();
+                var clients = Math.Min(pair.Select(r => r.LargestClients).Where(m => m > 0).DefaultIfEmpty(0).Min(), context.ClientCapacity / 2);
+                if (clients == 0)
+                {
+                    continue;
+                }
+
+                context.Console.MarkupLine($"  topic rule against none: {settings.CompareRounds} alternating rounds of K = {settings.Bursts} at M = {clients:N0}, P = {period.TotalSeconds:0.#} s");
+                var sides = new List<(IPubSubTransport Transport, ClientFleet Fleet, IPubSubClient Publisher, BurstRun Run, List<BroadcastProbe> Probes)>();
+                try
+                {
+                    foreach (var transport in new[] { bare, ruled })
+                    {
+                        var fleet = new ClientFleet(transport, Topic, settings.ConnectConcurrency);
+                        sides.Add((transport, fleet, await transport.ConnectAsync(static _ => { }, cancellationToken), new BurstRun(fleet), []));
+                    }
+
+                    for (var round = 0; round < settings.CompareRounds; round++)
+                    {
+                        foreach (var side in round % 2 == 0 ? sides : Enumerable.Reverse(sides))
+                        {
+                            side.Probes.Add(await ProbeAsync(side.Run, side.Fleet, side.Publisher, side.Transport, clients, period, settings.Bursts, cancellationToken));
+                        }
+                    }
+                }
+                finally
+                {
+                    foreach (var side in sides)
+                    {
+                        await side.Publisher.DisposeAsync();
+                        await side.Fleet.DisposeAsync();
+                    }
+                }
+
+                foreach (var side in sides)
+                {
+                    var index = results.FindIndex(r => r.Transport == side.Transport.Name && r.PeriodSeconds == period.TotalSeconds);
+                    results[index] = results[index] with { Alternating = side.Probes };
+                }
+            }
+        }
     }
 
     private async Task<BroadcastResult> SearchAsync(IPubSubTransport transport, TimeSpan period, CancellationToken cancellationToken)

@@ -28,6 +28,12 @@ internal sealed record BroadcastSettings
 
     /// <summary>Gets which transports run, one after the other.</summary>
     public PubSubTransportChoice Transports { get; init; } = PubSubTransportChoice.Ours;
+
+    /// <summary>Gets whether our clients also run against the endpoint with a trivial topic rule (<see cref="TopicRuleEndpoint"/>).</summary>
+    public bool CompareTopicRule { get; init; }
+
+    /// <summary>Gets how many K-burst probes each side of the rule comparison runs, alternating, at one M, after the searches.</summary>
+    public int CompareRounds { get; init; } = 4;
 }
 
 /// <summary>One try at M clients.</summary>
@@ -41,4 +47,8 @@ internal sealed record BroadcastProbe(int Clients, int Bursts, bool Passed, int 
 }
 
 /// <summary>The search's outcome for one transport at one period.</summary>
-internal sealed record BroadcastResult(string Transport, double PeriodSeconds, int Bursts, int LargestClients, bool LimitReached, string? Limit, IReadOnlyList<BroadcastProbe> Probes);
+internal sealed record BroadcastResult(string Transport, double PeriodSeconds, int Bursts, int LargestClients, bool LimitReached, string? Limit, IReadOnlyList<BroadcastProbe> Probes)
+{
+    /// <summary>Gets the probes of the topic-rule comparison's alternating rounds (<see cref="BroadcastSettings.CompareRounds"/>), if it ran.</summary>
+    public IReadOnlyList<BroadcastProbe> Alternating { get; init; } = [];
+}

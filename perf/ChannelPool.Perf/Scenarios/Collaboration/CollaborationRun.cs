@@ -16,11 +16,13 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
     public async Task<IReadOnlyList<CollaborationResult>> RunAsync(IReadOnlyList<IPubSubTransport> transports, CancellationToken cancellationToken)
     {
         var results = new List<CollaborationResult>();
-        foreach (var row in settings.Rows)
+        for (var r = 0; r < settings.Rows.Count; r++)
         {
-            foreach (var transport in transports)
+            // Comparing a topic rule against none, every other row runs them the other way round, so whichever runs
+            // second on a warmer (or busier) machine is not always the same one.
+            foreach (var transport in settings.CompareTopicRule && r % 2 == 1 ? transports.Reverse() : transports)
             {
-                results.Add(await RunRowAsync(transport, row, cancellationToken));
+                results.Add(await RunRowAsync(transport, settings.Rows[r], cancellationToken));
             }
         }
 

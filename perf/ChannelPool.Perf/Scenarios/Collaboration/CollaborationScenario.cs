@@ -58,6 +58,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
         command.Add(_rows);
         command.Add(_row);
         command.Add(_phase);
+        Broadcast.TopicRuleEndpoint.AddTo(command);
     }
 
     /// <summary>The suite's collaboration: the original's seven rows, three iterations, every D at a tenth, ours beside both SignalR peers.</summary>
@@ -84,11 +85,12 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
             DelayScale = Explicit(parse, _delayScale) ?? basis.DelayScale,
             Phase = parse.GetValue(_phase) == "aligned" ? CollaborationPhase.Aligned : CollaborationPhase.Spread,
             Transports = _transports.Read(parse),
+            CompareTopicRule = Broadcast.TopicRuleEndpoint.Compare(parse),
         };
     }
 
     public override Task<IReadOnlyList<CollaborationResult>> RunAsync(PerfContext context, CollaborationSettings settings, CancellationToken cancellationToken) =>
-        settings.Transports.UseAsync(context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
+        Broadcast.TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
 
     public override ReportSection Report(IReadOnlyList<CollaborationResult> results, CollaborationSettings settings, PerfContext context)
     {
@@ -124,6 +126,19 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
             [.. results.Where(r => r.Latency.Count > 0).Select(r => new ChartPoint(r.Transport, r.Row.Label, 0, Math.Max(r.Latency.MeanMs, 0.01))),
              .. results.Where(r => r.Row.Original is not null).DistinctBy(r => r.Row).Select(r => new ChartPoint("original (2009)", r.Row.Label, 0, Math.Max(r.Row.Original!.MeanMs, 0.01)))],
             LogScaleY: true));
+        if (results.Any(r => Broadcast.TopicRuleEndpoint.WithoutRule(r.Transport) is not null))
+        {
+            section.Tables.Add(new ReportTable(
+                "A trivial topic rule against no rule (ms)",
+                ["T×N, D", "Mean without", "Mean with", "p99 without", "p99 with", "Lost with the rule"],
+                [.. results.Where(r => Broadcast.TopicRuleEndpoint.WithoutRule(r.Transport) is not null && r.Latency.Count > 0)
+                    .Select(ruled => (Ruled: ruled, Bare: results.FirstOrDefault(b => b.Transport == Broadcast.TopicRuleEndpoint.WithoutRule(ruled.Transport) && b.Row == ruled.Row)))
+                    .Where(pair => pair.Bare is { Latency.Count: > 0 })
+                    .Select(pair => (IReadOnlyList<string>)[
+                        pair.Ruled.Row.Label, Num(pair.Bare!.Latency.MeanMs, "0.0"), Num(pair.Ruled.Latency.MeanMs, "0.0"),
+                        Num(pair.Bare.Latency.P99Ms, "0.0"), Num(pair.Ruled.Latency.P99Ms, "0.0"), $"{pair.Ruled.Lost:N0} of {pair.Ruled.Expected:N0}"])]));
+        }
+
         AddTargets(section, results);
         return section;
     }

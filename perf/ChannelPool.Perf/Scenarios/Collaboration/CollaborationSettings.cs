@@ -58,6 +58,9 @@ internal sealed record CollaborationSettings
 
     /// <summary>Gets which transports run each row, one after the other.</summary>
     public PubSubTransportChoice Transports { get; init; } = PubSubTransportChoice.Ours;
+
+    /// <summary>Gets whether our clients also run against the endpoint with a trivial topic rule (<c>TopicRuleEndpoint</c>).</summary>
+    public bool CompareTopicRule { get; init; }
 }
 
 /// <summary>How the topics' publishes line up in time.</summary>

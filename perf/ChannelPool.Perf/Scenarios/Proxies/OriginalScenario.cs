@@ -1,6 +1,7 @@
 using System.CommandLine;
 using System.Globalization;
 using ChannelPool.Perf.Reporting;
+using ChannelPool.Testing.ServiceModel;
 using static ChannelPool.Perf.Scenarios.Proxies.ProxiesScenario;
 using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
@@ -32,6 +33,9 @@ internal sealed class OriginalScenario : PerfScenario<ProxiesSettings, IReadOnly
             Bindings = _options.Bindings(parse),
             Kinds = [.. OriginalTimes.Select(o => o.Kind)],
             Rounds = 1,
+
+            // The 2007 service ran with WCF's defaults; with one caller, one call at a time is all there is either way.
+            Services = [ServiceConcurrency.Single],
         };
         return quick ? ProxiesOptions.QuickWarmUp(settings) : settings;
     }

@@ -1,10 +1,11 @@
 using System.CommandLine;
 using ChannelPool.Perf.Clients;
+using ChannelPool.Testing.ServiceModel;
 using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
 namespace ChannelPool.Perf.Scenarios.Proxies;
 
-/// <summary>The options of the proxies and original commands: calls and bindings for both, concurrency, rounds and kinds for proxies.</summary>
+/// <summary>The options of the proxies and original commands: calls and bindings for both; the service's settings, concurrency, rounds and kinds for proxies.</summary>
 internal sealed class ProxiesOptions
 {
     private readonly Option<string[]> _binding = new("--binding")
@@ -14,15 +15,40 @@ internal sealed class ProxiesOptions
         AllowMultipleArgumentsPerToken = true,
     };
 
+    private readonly Option<string[]> _service = new("--service")
+    {
+        Description = $"How the service serves one session's calls, for the bindings with sessions (nettcp, wshttp-sct): {Concurrent} (ConcurrencyMode.Multiple), {Single} (one at a time, WCF's defaults: PerSession and ConcurrencyMode.Single), or both (default). Bindings without sessions run once.",
+        DefaultValueFactory = _ => ["both"],
+        AllowMultipleArgumentsPerToken = true,
+    };
+
+    private readonly Option<int> _serviceTime = new("--service-time")
+    {
+        Description = $"Milliseconds the service spends on each call, waiting as on a database (0 to {TestContract.MaxServiceTimeMilliseconds}). 0 answers at once. Default: 0.",
+        DefaultValueFactory = _ => 0,
+    };
+
     private readonly Option<string[]> _kind = new("--kind")
     {
         Description = $"Kinds of proxy to run: {string.Join(", ", ProxiesScenario.SelectableKinds.Select(k => $"'{k}'"))}. Default: all but the last, which measures the other idle order.",
         AllowMultipleArgumentsPerToken = true,
     };
 
+    public const string Concurrent = "concurrent";
+    public const string Single = "single";
+
     /// <summary>Initializes a new instance of the <see cref="ProxiesOptions"/> class.</summary>
     public ProxiesOptions()
     {
+        _service.AcceptOnlyFromAmong(Concurrent, Single, "both");
+        _serviceTime.Validators.Add(r =>
+        {
+            var value = r.GetValueOrDefault<int>();
+            if (value is < 0 or > TestContract.MaxServiceTimeMilliseconds)
+            {
+                r.AddError($"--service-time must be from 0 to {TestContract.MaxServiceTimeMilliseconds} milliseconds; got {value}.");
+            }
+        });
         _kind.AcceptOnlyFromAmong(ProxiesScenario.SelectableKinds);
         Concurrency.Validators.Add(r =>
         {
@@ -48,6 +74,9 @@ internal sealed class ProxiesOptions
 
     public Option<int> Calls { get; } = PositiveInt("--calls", "Calls per cell.", 20_000);
 
+    public Option<int> SharedLeasesPerChannel { get; } = PositiveInt(
+        "--leases-per-channel", $"MaxLeasesPerChannel of the '{ProxiesScenario.PooledReuseShared}' kind: how many proxies may share one channel.", ProxiesScenario.SharedLeasesPerChannel, max: 64);
+
     public Option<int> Rounds { get; } = PositiveInt("--rounds", "Interleaved rounds each cell's calls are split into; the kinds take turns, in reverse order every other round.", 2, max: 100);
 
     public Option<int[]> Concurrency { get; } = new("--concurrency") { Description = "Concurrent callers; one cell per value. Default: 1 8 32.", DefaultValueFactory = _ => [1, 8, 32], AllowMultipleArgumentsPerToken = true };
@@ -58,11 +87,25 @@ internal sealed class ProxiesOptions
         command.Add(_binding);
         if (withConcurrency)
         {
+            command.Add(_service);
+            command.Add(_serviceTime);
+            command.Add(SharedLeasesPerChannel);
             command.Add(Concurrency);
             command.Add(Rounds);
             command.Add(_kind);
         }
     }
+
+    /// <summary>The service settings asked for, concurrent first.</summary>
+    public ServiceConcurrency[] Services(ParseResult parse)
+    {
+        var names = parse.GetValue(_service)!;
+        var both = names.Contains("both");
+        return [.. new[] { (Concurrent, ServiceConcurrency.Multiple), (Single, ServiceConcurrency.Single) }
+            .Where(s => both || names.Contains(s.Item1)).Select(s => s.Item2)];
+    }
+
+    public TimeSpan ServiceTime(ParseResult parse) => TimeSpan.FromMilliseconds(parse.GetValue(_serviceTime));
 
     public string[] Kinds(ParseResult parse) =>
         parse.GetValue(_kind) is { Length: > 0 } kinds ? [.. ProxiesScenario.SelectableKinds.Where(kinds.Contains)] : ProxiesScenario.AllKinds;

@@ -13,8 +13,10 @@ namespace ChannelPool.Perf.Scenarios.Proxies;
 
 /// <summary>
 /// Per-call, per-call with the WCF factory cache, pooled single-use, pooled reuse and singleton WCF proxies, making
-/// the same echo calls on each binding the WCF test services serve, at several concurrencies. The test services run in
-/// the server process and count connections, TLS handshakes and sessions, so each cell shows where its opens happened.
+/// the same echo calls on each binding the WCF test services serve, at several concurrencies; a binding with sessions
+/// runs against each service setting (a session's calls at once, or one at a time as WCF's defaults serve them). The
+/// test services run in the server process and count connections, TLS handshakes and sessions, so each cell shows
+/// where its opens happened.
 /// </summary>
 internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
 {
@@ -25,41 +27,57 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
         var results = new List<ProxiesResult>();
         foreach (var name in settings.Bindings)
         {
-            var binding = new WcfBinding(name, endpoints);
+            // A binding without sessions is served at once under either setting, so it runs once. Each target keeps
+            // one address object: WCF's factory cache (the cached-factory kind) cannot compare two equal addresses with
+            // a DNS identity (EndpointIdentity.GetHashCode is not supported), only the same one.
+            var targets = (WcfBinding.HasSessions(name) ? settings.Services : settings.Services.Take(1))
+                .Select(service => new WcfBinding(name, service, endpoints)).ToList();
 
             // An unreported pass of every kind first, long enough for tier-up, so JIT and start-up costs land on no kind
-            // in particular.
+            // in particular. Once per binding: the client's code path is the same whichever way the service serves it.
             foreach (var kind in settings.Kinds)
             {
-                await RunRoundAsync(binding, kind, 2, settings.WarmUpCalls, new Cell(), "warm-up", settings.WarmUpTime, cancellationToken);
+                await RunRoundAsync(targets[0], kind, 2, settings.WarmUpCalls, new Cell(), "warm-up", settings.WarmUpTime, cancellationToken);
             }
 
-            foreach (var concurrency in settings.Concurrency)
+            foreach (var binding in targets)
             {
-                var cells = settings.Kinds.ToDictionary(kind => kind, _ => new Cell());
-                for (var round = 0; round < settings.Rounds; round++)
+                // A session that carries one call is served alike under either setting: those kinds run under the first.
+                var kinds = binding == targets[0] ? settings.Kinds : [.. settings.Kinds.Where(k => !OneCallPerSession(k))];
+                foreach (var concurrency in settings.Concurrency)
                 {
-                    var calls = (settings.Calls / settings.Rounds) + (round < settings.Calls % settings.Rounds ? 1 : 0);
-                    var order = round % 2 == 0 ? settings.Kinds : settings.Kinds.Reverse();
-                    foreach (var kind in order)
-                    {
-                        await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", settings.MaxRoundTime, cancellationToken);
-                    }
-                }
-
-                foreach (var kind in settings.Kinds)
-                {
-                    var result = cells[kind].ToResult(binding.Description, kind, concurrency);
-                    results.Add(result);
-                    context.Console.MarkupLine(Markup.Escape(
-                        $"  {binding.Description}, concurrency {concurrency}, {kind}: {result.CallsPerSecond:N0} calls/s, p50 {result.Latency.P50Ms:0.000} ms, " +
-                        $"p99 {result.Latency.P99Ms:0.000} ms, {result.CpuMicrosPerCall:N0} µs CPU/call, {result.AllocatedBytesPerCall:N0} B/call, " +
-                        $"{result.DuringCalls.TlsHandshakes:N0} handshakes during calls ({result.WarmUp.TlsHandshakes:N0} in warm-up)" +
-                        (result.WarmUp.Negotiations + result.DuringCalls.Negotiations > 0
-                            ? $", {result.DuringCalls.Negotiations:N0} negotiations during calls ({result.WarmUp.Negotiations:N0} in warm-up)"
-                            : string.Empty)));
+                    results.AddRange(await RunCellsAsync(binding, kinds, concurrency, cancellationToken));
                 }
             }
+        }
+
+        return results;
+    }
+
+    /// <summary>Runs every kind on one binding, service setting and concurrency, in interleaved rounds.</summary>
+    private async Task<IEnumerable<ProxiesResult>> RunCellsAsync(WcfBinding binding, IReadOnlyList<string> kinds, int concurrency, CancellationToken cancellationToken)
+    {
+        var cells = kinds.ToDictionary(kind => kind, _ => new Cell());
+        for (var round = 0; round < settings.Rounds; round++)
+        {
+            var calls = (settings.Calls / settings.Rounds) + (round < settings.Calls % settings.Rounds ? 1 : 0);
+            var order = round % 2 == 0 ? kinds : kinds.Reverse();
+            foreach (var kind in order)
+            {
+                await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", settings.RoundTimeOf(kind), cancellationToken);
+            }
+        }
+
+        var results = kinds.Select(kind => cells[kind].ToResult(binding.Description, binding.Service, settings.ServiceTime.TotalMilliseconds, kind, concurrency)).ToList();
+        foreach (var result in results)
+        {
+            context.Console.MarkupLine(Markup.Escape(
+                $"  {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}, {result.Kind}: {result.CallsPerSecond:N0} calls/s, p50 {result.Latency.P50Ms:0.000} ms, " +
+                $"p99 {result.Latency.P99Ms:0.000} ms, {result.CpuMicrosPerCall:N0} µs CPU/call ({result.ServerCpuMicrosPerCall:N0} server), {result.AllocatedBytesPerCall:N0} B/call, " +
+                $"{result.DuringCalls.TlsHandshakes:N0} handshakes during calls ({result.WarmUp.TlsHandshakes:N0} in warm-up)" +
+                (result.WarmUp.Negotiations + result.DuringCalls.Negotiations > 0
+                    ? $", {result.DuringCalls.Negotiations:N0} negotiations during calls ({result.WarmUp.Negotiations:N0} in warm-up)"
+                    : string.Empty)));
         }
 
         return results;
@@ -68,11 +86,11 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
     private async Task RunRoundAsync(
         WcfBinding binding, string kind, int concurrency, int calls, Cell cell, string round, TimeSpan? maxTime, CancellationToken cancellationToken)
     {
-        var label = $"proxies: {binding.Description}, concurrency {concurrency}, {kind} ({round})";
+        var label = $"proxies: {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}, {kind} ({round})";
         await context.Console.Status().StartAsync(Markup.Escape(label), async status =>
         {
             var before = await context.Server.GetStatsAsync(cancellationToken);
-            await using var proxies = await ProxyKind.StartAsync(kind, binding, concurrency, cancellationToken);
+            await using var proxies = await ProxyKind.StartAsync(kind, binding, concurrency, (int)settings.ServiceTime.TotalMilliseconds, settings.SharedLeasesPerChannel, cancellationToken);
             var warm = await context.Server.GetStatsAsync(cancellationToken);
             cell.WarmUp = Add(cell.WarmUp, binding.CountersOf(warm) - binding.CountersOf(before));
 
@@ -81,6 +99,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
             await context.Server.SettleAsync(cancellationToken);
             PerfServer.Settle();
 
+            var serverBefore = await context.Server.GetStatsAsync(cancellationToken);
             var cpuBefore = Environment.CpuUsage.TotalTime;
             var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);
             var started = Stopwatch.GetTimestamp();
@@ -105,10 +124,13 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
             cell.AllocatedBytes += GC.GetTotalAllocatedBytes(precise: true) - allocatedBefore;
             cell.Calls += done;
             var after = await context.Server.GetStatsAsync(cancellationToken);
+            cell.ServerCpuSeconds += after.CpuSeconds - serverBefore.CpuSeconds;
             cell.DuringCalls = Add(cell.DuringCalls, binding.CountersOf(after) - binding.CountersOf(warm));
             status.Status(Markup.Escape($"{label}: closing"));
         });
     }
+
+    private string ServiceTime() => settings.ServiceTime > TimeSpan.Zero ? $", {settings.ServiceTime.TotalMilliseconds:0} ms a call" : string.Empty;
 
     private static ServerCountsSnapshot Add(ServerCountsSnapshot a, ServerCountsSnapshot b) => new(
         a.Connections + b.Connections, a.TlsHandshakes + b.TlsHandshakes, a.SessionsStarted + b.SessionsStarted, a.SessionsEnded + b.SessionsEnded, a.Calls + b.Calls, a.EndRecords + b.EndRecords,
@@ -125,21 +147,28 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
 
         public double CpuSeconds { get; set; }
 
+        /// <summary>Gets or sets the server process's CPU time during the rounds; NaN for a remote server.</summary>
+        public double ServerCpuSeconds { get; set; }
+
         public long AllocatedBytes { get; set; }
 
         public ServerCountsSnapshot WarmUp { get; set; }
 
         public ServerCountsSnapshot DuringCalls { get; set; }
 
-        public ProxiesResult ToResult(string binding, string kind, int concurrency) => new(
-            binding, kind, concurrency, Calls, Seconds, Calls / Seconds, Latency.Summarize(), CpuSeconds * 1e6 / Calls, (double)AllocatedBytes / Calls, WarmUp, DuringCalls);
+        public ProxiesResult ToResult(string binding, string service, double serviceTimeMs, string kind, int concurrency) => new(
+            binding, service, serviceTimeMs, kind, concurrency, Calls, Seconds, Calls / Seconds, Latency.Summarize(), CpuSeconds * 1e6 / Calls, (double)AllocatedBytes / Calls, WarmUp, DuringCalls, ServerCpuSeconds * 1e6 / Calls);
     }
 
     /// <summary>How one kind of proxy is set up, called and torn down.</summary>
     private sealed class ProxyKind(Func<string, CancellationToken, Task> call, Func<ValueTask> stop) : IAsyncDisposable
     {
-        public static async Task<ProxyKind> StartAsync(string kind, WcfBinding binding, int concurrency, CancellationToken cancellationToken)
+        /// <param name="serviceTime">Milliseconds the service spends on each call; 0 calls <c>Echo</c>, which answers at once.</param>
+        /// <param name="sharedLeasesPerChannel">The <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of the shared kind.</param>
+        public static async Task<ProxyKind> StartAsync(string kind, WcfBinding binding, int concurrency, int serviceTime, int sharedLeasesPerChannel, CancellationToken cancellationToken)
         {
+            Task<string> Call(IEchoClient client, string message) => serviceTime > 0 ? client.EchoAfterAsync(message, serviceTime) : client.EchoAsync(message);
+
             var wcfBinding = binding.CreateBinding();
             switch (kind)
             {
@@ -149,7 +178,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                         {
                             var client = new EchoClient(wcfBinding, binding.Address);
                             binding.Configure(client.ClientCredentials);
-                            await CallAndCloseAsync(client, client.EchoAsync(message));
+                            await CallAndCloseAsync(client, Call(client, message));
                         },
                         () => ValueTask.CompletedTask);
                 case PerCallCached:
@@ -169,7 +198,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                                 binding.Configure(client.ClientCredentials);
                             }
 
-                            await CallAndCloseAsync(client, client.EchoAsync(message));
+                            await CallAndCloseAsync(client, serviceTime > 0 ? client.EchoAfterAsync(message, serviceTime) : client.EchoAsync(message));
                         },
                         () => ValueTask.CompletedTask);
                 }
@@ -180,7 +209,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                     binding.Configure(client.ClientCredentials);
                     ICommunicationObject communication = client;
                     await Task.Factory.FromAsync(communication.BeginOpen, communication.EndOpen, state: null);
-                    return new ProxyKind((message, _) => client.EchoAsync(message), () => new ValueTask(CloseAsync(client)));
+                    return new ProxyKind((message, _) => Call(client, message), () => new ValueTask(CloseAsync(client)));
                 }
 
                 default:
@@ -191,30 +220,76 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                         Name = $"perf-{binding.Name}-{kind.Replace(' ', '-')}-{concurrency}",
                         LeaseMode = kind == PooledSingleUse ? LeaseMode.SingleUse : LeaseMode.Reuse,
                         IdleOrder = kind == PooledReuseLeastRecentlyUsed ? IdleOrder.LeastRecentlyUsed : IdleOrder.MostRecentlyUsed,
-                        MaxLeasesPerChannel = kind == PooledReuseShared ? SharedLeasesPerChannel : 1,
+                        MaxLeasesPerChannel = kind == PooledReuseShared ? sharedLeasesPerChannel : 1,
                     };
                     var pool = new ServiceChannelPool<IEchoClient>(wcfBinding, binding.Address, options, factory => binding.Configure(factory.Credentials));
                     await pool.WarmUpAsync(pool.PoolSize, cancellationToken);
-                    return new ProxyKind(
-                        async (message, token) =>
+                    Func<string, CancellationToken, Task> call = async (message, token) =>
+                    {
+                        var proxy = new PooledEchoClient(pool);
+                        try
                         {
-                            var proxy = new PooledEchoClient(pool);
-                            try
-                            {
-                                await proxy.OpenAsync(token);
-                                await proxy.EchoAsync(message);
-                            }
-                            finally
-                            {
-                                proxy.Close();
-                            }
-                        },
-                        pool.DisposeAsync);
+                            await proxy.OpenAsync(token);
+                            await Call(proxy, message);
+                        }
+                        finally
+                        {
+                            proxy.Close();
+                        }
+                    };
+                    if (options.LeaseMode == LeaseMode.Reuse)
+                    {
+                        await GrowToLoadAsync(pool, concurrency, call, cancellationToken);
+                    }
+
+                    return new ProxyKind(call, pool.DisposeAsync);
                 }
             }
         }
 
         public Task CallAsync(string message, CancellationToken cancellationToken) => call(message, cancellationToken);
+
+        /// <summary>
+        /// Lets a reuse pool grow to the size its load asks for before the clock starts: with <paramref name="concurrency"/>
+        /// channels leased, fewer than the refill threshold may be idle, and the pool opens more in the background, as
+        /// an app's pool does once, in its first second at that load. Left in, a cell of a second or two paid those
+        /// handshakes (48 in the 2026-11-24 suite's net.tcp cell at 32 callers), which a pool at steady state does not.
+        /// </summary>
+        private static async Task GrowToLoadAsync(ServiceChannelPool<IEchoClient> pool, int concurrency, Func<string, CancellationToken, Task> call, CancellationToken cancellationToken)
+        {
+            // The pool opens only while channels are leased, so the load stays on until it has stopped opening.
+            using var grown = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+            grown.CancelAfter(TimeSpan.FromSeconds(10));
+            var callers = Enumerable.Range(0, concurrency).Select(caller => Task.Run(
+                async () =>
+                {
+                    while (!grown.IsCancellationRequested)
+                    {
+                        await call("grow " + caller.ToString(CultureInfo.InvariantCulture), cancellationToken);
+                    }
+                },
+                cancellationToken)).ToList();
+            var opened = -1L;
+            var quietSince = Stopwatch.GetTimestamp();
+            while (!grown.IsCancellationRequested && !callers.Any(c => c.IsFaulted))
+            {
+                var snapshot = pool.GetSnapshot();
+                if (snapshot.TotalOpened != opened || snapshot.Opening > 0)
+                {
+                    opened = snapshot.TotalOpened;
+                    quietSince = Stopwatch.GetTimestamp();
+                }
+                else if (Stopwatch.GetElapsedTime(quietSince) > TimeSpan.FromMilliseconds(200))
+                {
+                    break;
+                }
+
+                await Task.Delay(20, CancellationToken.None);
+            }
+
+            await grown.CancelAsync();
+            await Task.WhenAll(callers);
+        }
 
         public ValueTask DisposeAsync() => stop();
 

@@ -16,11 +16,36 @@ internal sealed record ProxiesSettings
 
     public IReadOnlyList<string> Kinds { get; init; } = ProxiesScenario.AllKinds;
 
+    /// <summary>
+    /// Gets the service settings a binding with sessions runs against: a session's calls served at once, and one at a
+    /// time as a WCF service with its defaults serves them. A binding without sessions runs once, against the first.
+    /// </summary>
+    public IReadOnlyList<ServiceConcurrency> Services { get; init; } = [ServiceConcurrency.Multiple, ServiceConcurrency.Single];
+
+    /// <summary>Gets the <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of the shared pooled kind.</summary>
+    public int SharedLeasesPerChannel { get; init; } = ProxiesScenario.SharedLeasesPerChannel;
+
+    /// <summary>Gets how long the service spends on each call (<c>EchoAfter</c>); zero calls <c>Echo</c>, which answers at once.</summary>
+    public TimeSpan ServiceTime { get; init; } = TimeSpan.Zero;
+
     /// <summary>Gets how many times each cell runs; the kinds run in turn, in reverse order every other round, and each cell sums its rounds.</summary>
     public int Rounds { get; init; } = 2;
 
     /// <summary>Gets the longest one round of one cell may run before it stops early; <see langword="null"/> for no limit.</summary>
     public TimeSpan? MaxRoundTime { get; init; }
+
+    /// <summary>
+    /// Gets the longest a round of the per-call kinds (plain and cached factory) may run, when shorter than
+    /// <see cref="MaxRoundTime"/>. They pay a connection and a handshake a call, 10 to 200 times slower than pooled reuse,
+    /// so a shorter round still holds enough calls for the ratios they are the denominator of.
+    /// </summary>
+    public TimeSpan? PerCallRoundTime { get; init; }
+
+    /// <summary>The longest one round of <paramref name="kind"/> may run: <see cref="PerCallRoundTime"/> for the per-call kinds when it is shorter.</summary>
+    public TimeSpan? RoundTimeOf(string kind) =>
+        kind is ProxiesScenario.PerCall or ProxiesScenario.PerCallCached && PerCallRoundTime is { } perCall && (MaxRoundTime is not { } max || perCall < max)
+            ? perCall
+            : MaxRoundTime;
 
     /// <summary>
     /// Gets the longest each kind's unreported warm-up pass may run, per binding. Long enough for the JIT to finish
@@ -29,11 +54,25 @@ internal sealed record ProxiesSettings
     /// </summary>
     public TimeSpan WarmUpTime { get; init; } = TimeSpan.FromSeconds(2);
 
+    /// <summary>
+    /// Gets passes to run after this one, each with settings of its own (the suite's second pass has a service time);
+    /// their cells join this pass's in one report.
+    /// </summary>
+    public IReadOnlyList<ProxiesSettings> MorePasses { get; init; } = [];
+
+    /// <summary>Gets this pass and the ones after it, in the order they run.</summary>
+    public IEnumerable<ProxiesSettings> Passes => [this, .. MorePasses.SelectMany(p => p.Passes)];
+
     /// <summary>Gets the most calls each kind's warm-up pass makes, per binding (20,000 was enough for tier-up on net.tcp).</summary>
     public int WarmUpCalls { get; init; } = 20_000;
 }
 
-/// <summary>One cell: a kind of proxy, on one binding, at one concurrency.</summary>
+/// <summary>
+/// One cell: a kind of proxy, on one binding against one service setting (<c>Service</c>: how the service served a
+/// session's calls, <see cref="WcfBinding.ServiceLabel"/>, or <see cref="WcfBinding.NoSession"/>) with a service time
+/// (<c>ServiceTimeMs</c>, 0 when the service answers at once), at one concurrency. CPU is the client process's
+/// (<c>CpuMicrosPerCall</c>) and the server process's (<c>ServerCpuMicrosPerCall</c>, NaN when unknown).
+/// </summary>
 internal sealed record ProxiesResult(
-    string Binding, string Kind, int Concurrency, int Calls, double Seconds, double CallsPerSecond, LatencySummary Latency, double CpuMicrosPerCall,
-    double AllocatedBytesPerCall, ServerCountsSnapshot WarmUp, ServerCountsSnapshot DuringCalls);
+    string Binding, string Service, double ServiceTimeMs, string Kind, int Concurrency, int Calls, double Seconds, double CallsPerSecond, LatencySummary Latency, double CpuMicrosPerCall,
+    double AllocatedBytesPerCall, ServerCountsSnapshot WarmUp, ServerCountsSnapshot DuringCalls, double ServerCpuMicrosPerCall = double.NaN);

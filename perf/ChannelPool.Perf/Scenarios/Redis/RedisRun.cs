@@ -1,5 +1,4 @@
 using System.Globalization;
-using System.Net.Http.Headers;
 using System.Text;
 using System.Text.Json;
 using ChannelPool.Perf.Clients;
@@ -189,7 +188,7 @@ internal sealed class RedisRun(PerfContext context, RedisSettings settings)
     private Task<HttpResponseMessage> RawAsync(HttpMethod method, Uri uri, string token, HttpContent? content, CancellationToken cancellationToken)
     {
         var request = new HttpRequestMessage(method, uri) { Content = content };
-        request.Headers.Authorization = new AuthenticationHeaderValue("Bearer", token);
+        request.Headers.Add(DuplexWire.SessionTokenHeader, token);
         return context.Http.SendAsync(request, cancellationToken);
     }
 

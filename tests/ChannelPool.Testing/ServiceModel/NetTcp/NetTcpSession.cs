@@ -10,6 +10,17 @@ namespace ChannelPool.Testing.ServiceModel.NetTcp;
 /// upgrade, then request/reply envelopes until the client's end record (the connection may carry another) or the
 /// connection's end.
 /// </summary>
+/// <remarks>
+/// How a session's calls are served copies WCF's dispatcher (.NET Framework's <c>ChannelHandler</c> and
+/// <c>ImmutableDispatchRuntime</c>, CoreWCF's <c>ConcurrencyBehavior</c>). With <see cref="ServiceConcurrency.Single"/>
+/// a sessionful channel is not concurrent (<c>ConcurrencyBehavior.IsConcurrent</c> is false for <c>Single</c> with a
+/// session), so its message pump receives the next message only once the current call has completed, reply sent
+/// (<c>MessageRpc</c> resumes the pump, <c>EnsureReceive</c>, at the end of the call); the next request waits, unread, in
+/// the connection. With <see cref="ServiceConcurrency.Multiple"/> the pump receives the next message as soon as the
+/// call has started (<c>ProcessMessage41</c> calls <c>EnsureReceive</c> before invoking), and each reply is written when
+/// its call completes. The per-session instance lock of <c>Single</c> (<c>LockInstance</c>) is implied here: one
+/// session is one connection and one pump.
+/// </remarks>
 internal sealed class NetTcpSession
 {
     private const int MaxViaBytes = 2048;
@@ -20,21 +31,24 @@ internal sealed class NetTcpSession
     private readonly X509Certificate2 _certificate;
     private readonly ServerCounters _counters;
     private readonly Func<string, ServedContract?> _resolveVia;
+    private readonly ServiceConcurrency _concurrency;
     private readonly Lock _gate = new();
     private ConnectionState _state;
-    private bool _callInProgress;
+    private int _callsInProgress;
 
     /// <summary>Initializes a session over an accepted socket.</summary>
     /// <param name="socket">The accepted socket; the session owns it.</param>
     /// <param name="certificate">The server certificate for the TLS upgrade.</param>
     /// <param name="counters">Where the session counts its handshake, start, end and calls.</param>
     /// <param name="resolveVia">Maps a via to the contract served there, or <see langword="null"/> when none is.</param>
-    public NetTcpSession(Socket socket, X509Certificate2 certificate, ServerCounters counters, Func<string, ServedContract?> resolveVia)
+    /// <param name="concurrency">Whether a session's calls are served one at a time or at once.</param>
+    public NetTcpSession(Socket socket, X509Certificate2 certificate, ServerCounters counters, Func<string, ServedContract?> resolveVia, ServiceConcurrency concurrency)
     {
         _socket = socket;
         _certificate = certificate;
         _counters = counters;
         _resolveVia = resolveVia;
+        _concurrency = concurrency;
     }
 
     /// <summary>Runs the connection to its end, one session after another; never throws.</summary>
@@ -99,7 +113,7 @@ internal sealed class NetTcpSession
     {
         lock (_gate)
         {
-            bool idle = _state == ConnectionState.BetweenSessions || (_state == ConnectionState.InSession && !_callInProgress);
+            bool idle = _state == ConnectionState.BetweenSessions || (_state == ConnectionState.InSession && _callsInProgress == 0);
             if (!idle)
             {
                 return false;
@@ -252,61 +266,113 @@ internal sealed class NetTcpSession
 
     private async Task<bool> RunEnvelopesAsync(SslStream tls, FramingReader reader, TestServiceDispatcher dispatcher, CancellationToken cancellationToken)
     {
-        // The binary session encoder keeps one dictionary per direction, like the client's one encoder per channel.
+        // The binary session encoder keeps one dictionary per direction, like the client's one encoder per channel: so
+        // requests are decoded in arrival order on this loop, and replies encoded in sending order under the write lock.
         MessageEncoder encoder = new BinaryMessageEncodingBindingElement().CreateMessageEncoderFactory().CreateSessionEncoder();
         BufferManager buffers = BufferManager.CreateBufferManager(0, MaxMessageBytes);
-        while (true)
+        using var writing = new SemaphoreSlim(1, 1);
+        var calls = new List<Task>();
+        try
         {
-            int recordType = await reader.TryReadByteAsync(cancellationToken).ConfigureAwait(false);
-            switch (recordType)
+            while (true)
             {
-                case FramingRecords.SizedEnvelope:
-                    int size = await reader.ReadSizeAsync(cancellationToken).ConfigureAwait(false);
-                    if (size > MaxMessageBytes)
-                    {
-                        await FramingWriter.WriteFaultAsync(tls, FramingRecords.MaxMessageSizeExceededFault, cancellationToken).ConfigureAwait(false);
-                        return false;
-                    }
-
-                    byte[] envelope = await reader.ReadBytesAsync(size, cancellationToken).ConfigureAwait(false);
-                    if (!TryBeginCall())
-                    {
-                        return false;
-                    }
-
-                    try
-                    {
-                        Message request = encoder.ReadMessage(new ArraySegment<byte>(envelope), buffers, encoder.ContentType);
-                        using Message reply = dispatcher.Dispatch(request);
-                        ArraySegment<byte> encoded = encoder.WriteMessage(reply, MaxMessageBytes, buffers);
-                        await FramingWriter.WriteSizedEnvelopeAsync(tls, encoded, cancellationToken).ConfigureAwait(false);
-                        buffers.ReturnBuffer(encoded.Array!);
-                    }
-                    finally
-                    {
-                        lock (_gate)
+                int recordType = await reader.TryReadByteAsync(cancellationToken).ConfigureAwait(false);
+                switch (recordType)
+                {
+                    case FramingRecords.SizedEnvelope:
+                        int size = await reader.ReadSizeAsync(cancellationToken).ConfigureAwait(false);
+                        if (size > MaxMessageBytes)
                         {
-                            _callInProgress = false;
+                            await FramingWriter.WriteFaultAsync(tls, FramingRecords.MaxMessageSizeExceededFault, cancellationToken).ConfigureAwait(false);
+                            return false;
                         }
-                    }
 
-                    break;
+                        byte[] envelope = await reader.ReadBytesAsync(size, cancellationToken).ConfigureAwait(false);
+                        if (!TryBeginCall())
+                        {
+                            return false;
+                        }
 
-                case FramingRecords.End:
-                    // The client closed its output session: close ours; the connection stays open for the client's pool.
-                    _counters.EndRecordReceived();
-                    await FramingWriter.WriteEndAsync(tls, cancellationToken).ConfigureAwait(false);
-                    return true;
+                        Message request;
+                        try
+                        {
+                            request = encoder.ReadMessage(new ArraySegment<byte>(envelope), buffers, encoder.ContentType);
+                        }
+                        catch
+                        {
+                            EndCall();
+                            throw;
+                        }
 
-                default:
-                    // End of stream (-1) or a record a duplex session may not carry here: the session is over.
-                    return false;
+                        Task call = ServeAsync(request, tls, dispatcher, encoder, buffers, writing, cancellationToken);
+                        if (_concurrency == ServiceConcurrency.Single || call.IsCompleted)
+                        {
+                            // Single: the next message is read only once this call's reply is on the wire.
+                            await call.ConfigureAwait(false);
+                        }
+                        else
+                        {
+                            calls.RemoveAll(c => c.IsCompletedSuccessfully);
+                            calls.Add(call);
+                        }
+
+                        break;
+
+                    case FramingRecords.End:
+                        // The client closed its output session: answer its calls still running, then close ours; the
+                        // connection stays open for the client's pool.
+                        _counters.EndRecordReceived();
+                        await Task.WhenAll(calls).ConfigureAwait(false);
+                        await FramingWriter.WriteEndAsync(tls, cancellationToken).ConfigureAwait(false);
+                        return true;
+
+                    default:
+                        // End of stream (-1) or a record a duplex session may not carry here: the session is over.
+                        return false;
+                }
             }
+        }
+        finally
+        {
+            // No call may write to the stream after the session is gone; a call that failed ended the connection, and
+            // its error is the session's.
+            await Task.WhenAll(calls).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>Runs one call and writes its reply; a call that fails ends the connection, so the read loop stops too.</summary>
+    private async Task ServeAsync(
+        Message request, SslStream tls, TestServiceDispatcher dispatcher, MessageEncoder encoder, BufferManager buffers, SemaphoreSlim writing, CancellationToken cancellationToken)
+    {
+        try
+        {
+            using Message reply = await dispatcher.DispatchAsync(request, cancellationToken).ConfigureAwait(false);
+            await writing.WaitAsync(cancellationToken).ConfigureAwait(false);
+            try
+            {
+                ArraySegment<byte> encoded = encoder.WriteMessage(reply, MaxMessageBytes, buffers);
+                await FramingWriter.WriteSizedEnvelopeAsync(tls, encoded, cancellationToken).ConfigureAwait(false);
+                buffers.ReturnBuffer(encoded.Array!);
+            }
+            finally
+            {
+                writing.Release();
+            }
+        }
+        catch when (_concurrency == ServiceConcurrency.Multiple)
+        {
+            AbortSocket();
+            throw;
+        }
+        finally
+        {
+            EndCall();
         }
     }
 
     private bool TryBeginCall()
     {
+        int inProgress;
         lock (_gate)
         {
             if (_state == ConnectionState.Aborted)
@@ -314,8 +380,18 @@ internal sealed class NetTcpSession
                 return false;
             }
 
-            _callInProgress = true;
-            return true;
+            inProgress = ++_callsInProgress;
+        }
+
+        _counters.SessionCallsInProgress(inProgress);
+        return true;
+    }
+
+    private void EndCall()
+    {
+        lock (_gate)
+        {
+            _callsInProgress--;
         }
     }
 

@@ -10,7 +10,9 @@ namespace ChannelPool.Testing.ServiceModel.NetTcp;
 /// Test infrastructure, not product: a minimal net.tcp server on 127.0.0.1 that speaks the .NET Message Framing
 /// protocol [MC-NMF] with a TLS upgrade, so the unmodified WCF client opens real sessions against it. It serves
 /// <see cref="IEchoService"/> at <c>/echo</c> and <see cref="ISessionCounter"/> at <c>/counter</c>, counts every
-/// connection, handshake, session and call, and lets a test abort sessions or stop and restart on the same port.
+/// connection, handshake, session and call, and lets a test abort sessions or stop and restart on the same port. Each
+/// session's calls are served one at a time or at once, as its <see cref="ServiceConcurrency"/> says and as WCF's
+/// dispatcher does (see <see cref="NetTcpSession"/>).
 /// </summary>
 public sealed class NetTcpTestHost : IAsyncDisposable
 {
@@ -21,11 +23,12 @@ public sealed class NetTcpTestHost : IAsyncDisposable
     private readonly Task _acceptLoop;
     private int _stopped;
 
-    private NetTcpTestHost(TcpListener listener, X509Certificate2 certificate, ServerCounters counters)
+    private NetTcpTestHost(TcpListener listener, X509Certificate2 certificate, ServerCounters counters, ServiceConcurrency concurrency)
     {
         _listener = listener;
         _certificate = certificate;
         Counters = counters;
+        Concurrency = concurrency;
         Port = ((IPEndPoint)listener.LocalEndpoint).Port;
         EchoAddress = new Uri($"net.tcp://127.0.0.1:{Port}/echo");
         CounterAddress = new Uri($"net.tcp://127.0.0.1:{Port}/counter");
@@ -44,6 +47,9 @@ public sealed class NetTcpTestHost : IAsyncDisposable
     /// <summary>Gets what the host counts; the same instance that was passed to <see cref="StartAsync"/>, if one was.</summary>
     public ServerCounters Counters { get; }
 
+    /// <summary>Gets how the host serves one session's calls: one at a time (WCF's defaults) or at once.</summary>
+    public ServiceConcurrency Concurrency { get; }
+
     /// <summary>Gets the connections open right now, whether or not their session has started.</summary>
     public int ActiveConnections => _sessions.Count;
 
@@ -51,17 +57,28 @@ public sealed class NetTcpTestHost : IAsyncDisposable
     /// <param name="certificate">The TLS server certificate, for example from <see cref="TestCertificate.Create"/>.</param>
     /// <param name="port">The port, or 0 for a free one. A stopped host's port can be used again.</param>
     /// <param name="counters">Counters to keep adding to, so counts survive a restart; <see langword="null"/> for new ones.</param>
+    /// <param name="concurrency">
+    /// How one session's calls are served. <see cref="ServiceConcurrency.Multiple"/> (at once) by default, as the pool's
+    /// tests were written against; <see cref="ServiceConcurrency.Single"/> serves them one at a time, as a WCF service
+    /// with its default settings does.
+    /// </param>
     /// <param name="cancellationToken">Not observed after the listener is started; present for symmetry with other hosts.</param>
     /// <returns>The listening host.</returns>
-    public static Task<NetTcpTestHost> StartAsync(X509Certificate2 certificate, int port = 0, ServerCounters? counters = null, CancellationToken cancellationToken = default)
+    public static Task<NetTcpTestHost> StartAsync(
+        X509Certificate2 certificate, int port = 0, ServerCounters? counters = null, ServiceConcurrency concurrency = ServiceConcurrency.Multiple, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(certificate);
         ArgumentOutOfRangeException.ThrowIfNegative(port);
+        if (!Enum.IsDefined(concurrency))
+        {
+            throw new ArgumentOutOfRangeException(nameof(concurrency), concurrency, $"Serve sessions with {nameof(ServiceConcurrency.Single)} or {nameof(ServiceConcurrency.Multiple)}.");
+        }
+
         cancellationToken.ThrowIfCancellationRequested();
 
         var listener = new TcpListener(IPAddress.Loopback, port);
         listener.Start();
-        return Task.FromResult(new NetTcpTestHost(listener, certificate, counters ?? new ServerCounters()));
+        return Task.FromResult(new NetTcpTestHost(listener, certificate, counters ?? new ServerCounters(), concurrency));
     }
 
     /// <summary>Creates the binding clients use: net.tcp with TLS transport security and no client credential.</summary>
@@ -137,7 +154,7 @@ public sealed class NetTcpTestHost : IAsyncDisposable
 
             Counters.ConnectionAccepted();
             socket.NoDelay = true;
-            var session = new NetTcpSession(socket, _certificate, Counters, ResolveVia);
+            var session = new NetTcpSession(socket, _certificate, Counters, ResolveVia, Concurrency);
             var started = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
 
             // Registered before it runs, so ActiveConnections and StopAsync see it from the first byte.

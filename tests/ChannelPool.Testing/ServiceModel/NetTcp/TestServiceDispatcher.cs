@@ -1,3 +1,4 @@
+using System.Globalization;
 using System.ServiceModel;
 using System.ServiceModel.Channels;
 using System.Xml;
@@ -34,29 +35,52 @@ internal sealed class TestServiceDispatcher(ServedContract contract, ServerCount
     public static MessageVersion Version => MessageVersion.Soap12WSAddressing10;
 
     /// <summary>Handles one request and returns its reply, correlated to the request.</summary>
-    /// <param name="request">The decoded request; read and closed here.</param>
+    /// <param name="request">The decoded request; its body is read before the first wait, and it is closed here.</param>
+    /// <param name="cancellationToken">Cancelled when the host stops; ends a call's service time early.</param>
     /// <returns>The reply or a SOAP fault.</returns>
-    public Message Dispatch(Message request)
+    public async ValueTask<Message> DispatchAsync(Message request, CancellationToken cancellationToken)
     {
         string? action = request.Headers.Action;
+        UniqueId? messageId = request.Headers.MessageId;
         string? operation = OperationOf(action);
-        Message reply = operation switch
+        Message reply;
+        if (operation == "EchoAfter")
         {
-            "Echo" => Result(operation, ReadParameter(request, operation, "text")),
-            "Fail" => ApplicationFault(ReadParameter(request, operation, "reason")),
-            "WhoAmI" => Result(operation, "anonymous"),
-            "Increment" => Result(operation, Interlocked.Increment(ref _sessionCount).ToString(System.Globalization.CultureInfo.InvariantCulture)),
-            _ => ActionNotSupported(action),
-        };
+            string?[] arguments = ReadParameters(request, operation, "text", "milliseconds");
+            request.Close();
+            reply = await EchoAfterAsync(arguments[0], arguments[1], cancellationToken).ConfigureAwait(false);
+        }
+        else
+        {
+            reply = operation switch
+            {
+                "Echo" => Result(operation, ReadParameters(request, operation, "text")[0]),
+                "Fail" => ApplicationFault(ReadParameters(request, operation, "reason")[0]),
+                "WhoAmI" => Result(operation, "anonymous"),
+                "Increment" => Result(operation, Interlocked.Increment(ref _sessionCount).ToString(CultureInfo.InvariantCulture)),
+                _ => ActionNotSupported(action),
+            };
+            request.Close();
+        }
 
         if (operation is not null)
         {
             counters.CallDispatched();
         }
 
-        reply.Headers.RelatesTo = request.Headers.MessageId;
-        request.Close();
+        reply.Headers.RelatesTo = messageId;
         return reply;
+    }
+
+    private static async Task<Message> EchoAfterAsync(string? text, string? milliseconds, CancellationToken cancellationToken)
+    {
+        if (TestContract.ServiceTimeProblem(milliseconds, out int serviceTime) is { } problem)
+        {
+            return ApplicationFault(problem);
+        }
+
+        await Task.Delay(serviceTime, cancellationToken).ConfigureAwait(false);
+        return Result("EchoAfter", text);
     }
 
     private string? OperationOf(string? action)
@@ -74,23 +98,34 @@ internal sealed class TestServiceDispatcher(ServedContract contract, ServerCount
         string operation = action[prefix.Length..];
         return (contract, operation) switch
         {
-            (ServedContract.Echo, "Echo" or "Fail" or "WhoAmI") => operation,
+            (ServedContract.Echo, "Echo" or "Fail" or "WhoAmI" or "EchoAfter") => operation,
             (ServedContract.Counter, "Increment") => operation,
             _ => null,
         };
     }
 
-    private static string? ReadParameter(Message request, string operation, string parameter)
+    // The data contract serializer writes parameters in their declared order; a missing or nil one reads as null.
+    private static string?[] ReadParameters(Message request, string operation, params string[] parameters)
     {
         using XmlDictionaryReader reader = request.GetReaderAtBodyContents();
         reader.ReadStartElement(operation, TestContract.Namespace);
         reader.MoveToContent();
-        if (!reader.IsStartElement(parameter, TestContract.Namespace))
+        var values = new string?[parameters.Length];
+        for (int i = 0; i < parameters.Length && reader.IsStartElement(parameters[i], TestContract.Namespace); i++)
         {
-            return null;
+            if (reader.GetAttribute("nil", XsiNamespace) == "true")
+            {
+                reader.Skip();
+            }
+            else
+            {
+                values[i] = reader.ReadElementContentAsString();
+            }
+
+            reader.MoveToContent();
         }
 
-        return reader.GetAttribute("nil", XsiNamespace) == "true" ? null : reader.ReadElementContentAsString();
+        return values;
     }
 
     private static Message Result(string operation, string? value) =>

@@ -19,53 +19,99 @@ namespace ChannelPool.Testing.ServiceModel.SecureConversation;
 /// </list>
 /// SoapCore cannot do this (it has no WS-Trust and never signs its own replies' timestamps), hence this small endpoint.
 /// </summary>
+/// <remarks>
+/// A security session's calls are served as <see cref="SecureConversationOptions.Concurrency"/> says, the way WCF's
+/// dispatcher serves them. WCF routes each message to its session's channel by the token that signed it
+/// (<c>SecuritySessionServerSettings</c> keeps the active sessions by token identifier), and with
+/// <see cref="ServiceConcurrency.Single"/> its pump takes a sessionful channel's next message only once the current
+/// call's reply has been sent (<c>ConcurrencyBehavior.IsConcurrent</c>, <c>ChannelHandler</c>, <c>MessageRpc</c>), in
+/// the order they arrived. Here HTTP requests arrive at once, so a session's turn stands in for that pump: the signing
+/// token is found first, then the request waits its turn, and the turn is handed on after the reply is written. The
+/// signature check, the operation and the signed reply are inside the turn, as they are inside WCF's pump.
+/// </remarks>
 internal sealed class SecureConversationEndpoint(SecurityContextStore store, SecureConversationOptions options, ServerCounters counters)
 {
     public async Task HandleAsync(HttpContext context)
     {
-        var document = new XmlDocument { PreserveWhitespace = true, XmlResolver = null };
         string? relatesTo = null;
         DateTimeOffset now = options.TimeProvider.GetUtcNow();
+        SecurityContext? turn = null;
         string reply;
         try
         {
-            // Kestrel reads only asynchronously, XmlDocument only synchronously: buffer the request (small here) first.
-            using var body = new MemoryStream();
-            await context.Request.Body.CopyToAsync(body, context.RequestAborted).ConfigureAwait(false);
-            body.Position = 0;
-            using (var reader = XmlReader.Create(body, new XmlReaderSettings { DtdProcessing = DtdProcessing.Prohibit, XmlResolver = null }))
+            try
             {
-                // Whitespace preserved: the signature is over the timestamp exactly as the client wrote it.
-                document.Load(reader);
+                ReceivedMessage message = await ReadAsync(context.Request, context.RequestAborted).ConfigureAwait(false);
+                relatesTo = message.MessageId;
+                if (message.Action == Soap.IssueAction)
+                {
+                    reply = Issue(message, now);
+                }
+                else
+                {
+                    (string identifier, XmlElement signature) = SignatureCheck.FindSigningToken(message);
+                    turn = await TakeTurnAsync(identifier, context.RequestAborted).ConfigureAwait(false);
+                    now = options.TimeProvider.GetUtcNow();
+                    reply = message.Action == Soap.CancelAction
+                        ? Cancel(message, identifier, signature, now)
+                        : await DispatchAsync(message, identifier, signature, now, context.RequestAborted).ConfigureAwait(false);
+                }
+
+                // SOAP 1.2 over HTTP: a fault travels with status 500, the application's (Fail) as well as the security's.
+                context.Response.StatusCode = IsFault(reply) ? StatusCodes.Status500InternalServerError : StatusCodes.Status200OK;
+            }
+            catch (SoapFaultException fault)
+            {
+                counters.SecurityFaultSent();
+                reply = Soap.Fault(relatesTo, now, fault.Code, fault.SubcodeNamespace, fault.Subcode, fault.Message, secured: false);
+                context.Response.StatusCode = StatusCodes.Status500InternalServerError;
+            }
+            catch (Exception e) when (e is XmlException or FormatException)
+            {
+                counters.SecurityFaultSent();
+                reply = Soap.Fault(relatesTo, now, "Sender", null, null, e is XmlException ? $"The request is not well-formed XML: {e.Message}" : $"The request carries a malformed value: {e.Message}", secured: false);
+                context.Response.StatusCode = StatusCodes.Status500InternalServerError;
             }
 
-            var message = new ReceivedMessage(document);
-            relatesTo = message.MessageId;
-            reply = message.Action switch
-            {
-                Soap.IssueAction => Issue(message, now),
-                Soap.CancelAction => Cancel(message, now),
-                _ => Dispatch(message, now),
-            };
+            context.Response.ContentType = "application/soap+xml; charset=utf-8";
+            await context.Response.WriteAsync(reply, Encoding.UTF8).ConfigureAwait(false);
+        }
+        finally
+        {
+            turn?.Turn.Release();
+        }
+    }
 
-            // SOAP 1.2 over HTTP: a fault travels with status 500, the application's (Fail) as well as the security's.
-            context.Response.StatusCode = IsFault(reply) ? StatusCodes.Status500InternalServerError : StatusCodes.Status200OK;
-        }
-        catch (SoapFaultException fault)
+    private static async Task<ReceivedMessage> ReadAsync(HttpRequest request, CancellationToken cancellationToken)
+    {
+        // Kestrel reads only asynchronously, XmlDocument only synchronously: buffer the request (small here) first.
+        using var body = new MemoryStream();
+        await request.Body.CopyToAsync(body, cancellationToken).ConfigureAwait(false);
+        body.Position = 0;
+        var document = new XmlDocument { PreserveWhitespace = true, XmlResolver = null };
+        using (var reader = XmlReader.Create(body, new XmlReaderSettings { DtdProcessing = DtdProcessing.Prohibit, XmlResolver = null }))
         {
-            counters.SecurityFaultSent();
-            reply = Soap.Fault(relatesTo, now, fault.Code, fault.SubcodeNamespace, fault.Subcode, fault.Message, secured: false);
-            context.Response.StatusCode = StatusCodes.Status500InternalServerError;
-        }
-        catch (Exception e) when (e is XmlException or FormatException)
-        {
-            counters.SecurityFaultSent();
-            reply = Soap.Fault(relatesTo, now, "Sender", null, null, e is XmlException ? $"The request is not well-formed XML: {e.Message}" : $"The request carries a malformed value: {e.Message}", secured: false);
-            context.Response.StatusCode = StatusCodes.Status500InternalServerError;
+            // Whitespace preserved: the signature is over the timestamp exactly as the client wrote it.
+            document.Load(reader);
         }
 
-        context.Response.ContentType = "application/soap+xml; charset=utf-8";
-        await context.Response.WriteAsync(reply, Encoding.UTF8).ConfigureAwait(false);
+        return new ReceivedMessage(document);
+    }
+
+    /// <summary>
+    /// Under <see cref="ServiceConcurrency.Single"/>, waits until the session's earlier requests have been answered; a
+    /// token the service does not know has no turn to wait for (the check inside answers it with a fault).
+    /// </summary>
+    /// <returns>The session whose turn is now held, to hand on after the reply; <see langword="null"/> when none is held.</returns>
+    private async Task<SecurityContext?> TakeTurnAsync(string identifier, CancellationToken cancellationToken)
+    {
+        if (options.Concurrency != ServiceConcurrency.Single || store.Find(identifier) is not { } session)
+        {
+            return null;
+        }
+
+        await session.Turn.WaitAsync(cancellationToken).ConfigureAwait(false);
+        return session;
     }
 
     private static bool IsFault(string reply) => reply.Contains("<s:Fault>", StringComparison.Ordinal);
@@ -110,18 +156,17 @@ internal sealed class SecureConversationEndpoint(SecurityContextStore store, Sec
     /// knows and still accepts, and a signature over the timestamp that verifies with that token's key.
     /// </summary>
     /// <returns>The session the message belongs to.</returns>
-    private SecurityContext Authenticate(ReceivedMessage message, DateTimeOffset now)
+    private SecurityContext Authenticate(ReceivedMessage message, string identifier, XmlElement signature, DateTimeOffset now)
     {
         XmlElement timestamp = message.CheckTimestamp(now, options.MaxClockSkew);
-        (string identifier, XmlElement signature) = SignatureCheck.FindSigningToken(message);
         SecurityContext session = store.Use(identifier, out string? reason) ?? throw SoapFaultException.BadContextToken(reason!);
         SignatureCheck.Verify(message, signature, timestamp, session.Key);
         return session;
     }
 
-    private string Cancel(ReceivedMessage message, DateTimeOffset now)
+    private string Cancel(ReceivedMessage message, string identifier, XmlElement signature, DateTimeOffset now)
     {
-        SecurityContext session = Authenticate(message, now);
+        SecurityContext session = Authenticate(message, identifier, signature, now);
         XmlElement request = message.BodyElement("RequestSecurityToken", Soap.Trust);
         if (message.Text(request, "t:RequestType") != Soap.Trust + "/Cancel")
         {
@@ -143,28 +188,48 @@ internal sealed class SecureConversationEndpoint(SecurityContextStore store, Sec
     }
 
     /// <summary>Runs an operation of the echo contract (<see cref="IEchoService"/>), after the message's security checked out.</summary>
-    private string Dispatch(ReceivedMessage message, DateTimeOffset now)
+    private async Task<string> DispatchAsync(ReceivedMessage message, string identifier, XmlElement signature, DateTimeOffset now, CancellationToken cancellationToken)
     {
-        SecurityContext session = Authenticate(message, now);
+        SecurityContext session = Authenticate(message, identifier, signature, now);
         const string Operations = TestContract.Namespace + "/IEchoService/";
-        string operation = message.Action.StartsWith(Operations, StringComparison.Ordinal) && message.Action[Operations.Length..] is "Echo" or "Fail" or "WhoAmI"
+        string operation = message.Action.StartsWith(Operations, StringComparison.Ordinal) && message.Action[Operations.Length..] is "Echo" or "Fail" or "WhoAmI" or "EchoAfter"
             ? message.Action[Operations.Length..]
             : throw new SoapFaultException($"No operation of the echo contract has the action '{message.Action}'.", "Sender", Soap.Addressing, "ActionNotSupported");
         XmlElement call = message.BodyElement(operation, TestContract.Namespace);
         counters.CallDispatched();
-        string argument = call.FirstChild?.InnerText ?? "";
-        if (operation == "Fail")
+        counters.SessionCallsInProgress(session.CallStarted());
+        try
         {
-            // An application fault on a live session: secured like any reply, so the channel stays usable.
-            return Soap.Fault(message.MessageId, now, "Sender", null, null, argument, secured: true);
-        }
+            string argument = call.FirstChild?.InnerText ?? "";
+            if (operation == "Fail")
+            {
+                return ApplicationFault(message, now, argument);
+            }
 
-        string result = operation switch
+            if (operation == "EchoAfter")
+            {
+                if (TestContract.ServiceTimeProblem(message.Text(call, "e:milliseconds"), out int serviceTime) is { } problem)
+                {
+                    return ApplicationFault(message, now, problem);
+                }
+
+                await Task.Delay(serviceTime, cancellationToken).ConfigureAwait(false);
+                argument = message.Text(call, "e:text") ?? "";
+            }
+
+            string result = operation == "WhoAmI" ? session.UserName : argument;
+
+            // A reply's timestamp is when it leaves, after the call's service time.
+            return Soap.Reply(Operations + operation + "Response", message.MessageId, options.TimeProvider.GetUtcNow(), 
+                $"""<{operation}Response xmlns="{TestContract.Namespace}"><{operation}Result>{Soap.Escape(result)}</{operation}Result></{operation}Response>""");
+        }
+        finally
         {
-            "Echo" => argument,
-            _ => session.UserName,
-        };
-        return Soap.Reply(Operations + operation + "Response", message.MessageId, now,
-            $"""<{operation}Response xmlns="{TestContract.Namespace}"><{operation}Result>{Soap.Escape(result)}</{operation}Result></{operation}Response>""");
+            session.CallEnded();
+        }
     }
+
+    // An application fault on a live session: secured like any reply, so the channel stays usable.
+    private static string ApplicationFault(ReceivedMessage message, DateTimeOffset now, string reason) =>
+        Soap.Fault(message.MessageId, now, "Sender", null, null, reason, secured: true);
 }

@@ -18,6 +18,13 @@ public sealed class SecureConversationOptions
     /// <summary>Gets or sets how far a message's timestamp may be off the service's clock. The default is 5 minutes, as in WCF.</summary>
     public TimeSpan MaxClockSkew { get; set; } = TimeSpan.FromMinutes(5);
 
+    /// <summary>
+    /// Gets or sets how one security session's calls are served. <see cref="ServiceConcurrency.Multiple"/> (at once) by
+    /// default, as the pool's tests were written against; <see cref="ServiceConcurrency.Single"/> serves them one at a
+    /// time, in arrival order, as a WCF service with its default settings does.
+    /// </summary>
+    public ServiceConcurrency Concurrency { get; set; } = ServiceConcurrency.Multiple;
+
     /// <summary>Gets or sets the clock for token lifetimes and inactivity, so tests can move time on instead of waiting.</summary>
     public TimeProvider TimeProvider { get; set; } = TimeProvider.System;
 }

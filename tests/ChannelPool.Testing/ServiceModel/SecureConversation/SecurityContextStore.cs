@@ -58,6 +58,10 @@ internal sealed class SecurityContextStore(SecureConversationOptions options)
         return context;
     }
 
+    /// <summary>Finds a context without using it: no expiry check, no touch.</summary>
+    /// <returns>The context, or <see langword="null"/> when the service does not know the identifier.</returns>
+    public SecurityContext? Find(string identifier) => _contexts.TryGetValue(identifier, out SecurityContext? context) ? context : null;
+
     public bool Cancel(string identifier) => _contexts.TryRemove(identifier, out _);
 
     /// <summary>Gets the number of tokens the service still knows.</summary>
@@ -68,6 +72,7 @@ internal sealed class SecurityContextStore(SecureConversationOptions options)
 internal sealed class SecurityContext(string identifier, string userName, byte[] key, DateTimeOffset created, DateTimeOffset expires)
 {
     private long _lastUsedTicks;
+    private int _callsInProgress;
 
     public string Identifier { get; } = identifier;
 
@@ -81,5 +86,17 @@ internal sealed class SecurityContext(string identifier, string userName, byte[]
 
     public DateTimeOffset LastUsed => new(Interlocked.Read(ref _lastUsedTicks), TimeSpan.Zero);
 
+    /// <summary>
+    /// Gets the session's turn under <see cref="ServiceConcurrency.Single"/>: one request holds it from its signature
+    /// check to its reply. A semaphore hands itself to asynchronous waiters first in, first out, so requests are served
+    /// in the order they arrived, as from WCF's session channel queue. Never disposed: it never makes a wait handle.
+    /// </summary>
+    public SemaphoreSlim Turn { get; } = new(1, 1);
+
     public void Touch(DateTimeOffset now) => Interlocked.Exchange(ref _lastUsedTicks, now.UtcTicks);
+
+    /// <returns>The session's calls in progress, this one included.</returns>
+    public int CallStarted() => Interlocked.Increment(ref _callsInProgress);
+
+    public void CallEnded() => Interlocked.Decrement(ref _callsInProgress);
 }

@@ -44,6 +44,7 @@ public static class Soap
         names.AddNamespace("t", Trust);
         names.AddNamespace("c", SecureConversation);
         names.AddNamespace("ds", DigitalSignature);
+        names.AddNamespace("e", TestContract.Namespace);
         return names;
     }
 

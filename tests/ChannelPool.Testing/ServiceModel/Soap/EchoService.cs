@@ -27,4 +27,16 @@ internal sealed class EchoService(ServerCounters counters, IHttpContextAccessor 
         // Only the /username endpoint authenticates (UserNameTokenProcessor sets the user); elsewhere nobody is known.
         return httpContextAccessor.HttpContext?.User.Identity is { IsAuthenticated: true, Name: { } name } ? name : "anonymous";
     }
+
+    public async Task<string> EchoAfterAsync(string text, int milliseconds)
+    {
+        counters.CallDispatched();
+        if (TestContract.ServiceTimeProblem(milliseconds) is { } problem)
+        {
+            throw new FaultException(problem);
+        }
+
+        await Task.Delay(milliseconds, httpContextAccessor.HttpContext?.RequestAborted ?? CancellationToken.None).ConfigureAwait(false);
+        return text;
+    }
 }

@@ -22,7 +22,10 @@ namespace ChannelPool.Testing.ServiceModel.Soap;
 /// certificate and HTTP/1.1 only, serving <see cref="IEchoService"/> on three endpoints: <c>/basic</c> (SOAP 1.1, for
 /// <see cref="BasicHttpsBinding"/>), <c>/ws</c> (SOAP 1.2 with WS-Addressing, for <see cref="WSHttpBinding"/> with
 /// transport security) and <c>/username</c> (the same, plus a WS-Security UsernameToken checked against
-/// <see cref="TestUsers"/>). It counts TCP connections, TLS handshakes and calls; HTTP has no sessions.
+/// <see cref="TestUsers"/>). It counts TCP connections, TLS handshakes and calls; HTTP has no sessions, so these three
+/// serve every request at once, as WCF serves a sessionless endpoint. A fourth endpoint, <c>/sct</c>, has security
+/// sessions (<see cref="SecureConversationEndpoint"/>), served one call at a time or at once as
+/// <see cref="SecureConversationOptions.Concurrency"/> says.
 /// </summary>
 public sealed class SoapTestHost : IAsyncDisposable
 {
@@ -78,7 +81,10 @@ public sealed class SoapTestHost : IAsyncDisposable
     /// <param name="certificate">The TLS server certificate, for example from <see cref="TestCertificate.Create"/>.</param>
     /// <param name="port">The port, or 0 for a free one. A stopped host's port can be used again.</param>
     /// <param name="counters">Counters to keep adding to, so counts survive a restart; <see langword="null"/> for new ones.</param>
-    /// <param name="secureConversation">Token lifetime, inactivity timeout and clock of the <c>/sct</c> endpoint; <see langword="null"/> for WCF's defaults.</param>
+    /// <param name="secureConversation">
+    /// Token lifetime, inactivity timeout, clock and session concurrency of the <c>/sct</c> endpoint; <see langword="null"/>
+    /// for WCF's defaults, but for the concurrency, which is <see cref="ServiceConcurrency.Multiple"/> unless set.
+    /// </param>
     /// <param name="cancellationToken">Cancels the start.</param>
     /// <returns>The listening host.</returns>
     public static async Task<SoapTestHost> StartAsync(X509Certificate2 certificate, int port = 0, ServerCounters? counters = null, SecureConversationOptions? secureConversation = null, CancellationToken cancellationToken = default)
@@ -108,6 +114,12 @@ public sealed class SoapTestHost : IAsyncDisposable
 
         // Plain middleware, not endpoint routing: the empty builder has no routing, and three fixed paths need none.
         secureConversation ??= new SecureConversationOptions();
+        if (!Enum.IsDefined(secureConversation.Concurrency))
+        {
+            throw new ArgumentOutOfRangeException(
+                nameof(secureConversation), secureConversation.Concurrency, $"Serve security sessions with {nameof(ServiceConcurrency.Single)} or {nameof(ServiceConcurrency.Multiple)}.");
+        }
+
         var tokens = new SecurityContextStore(secureConversation);
         var secureConversationEndpoint = new SecureConversationEndpoint(tokens, secureConversation, counters);
         app.Use(next => context =>

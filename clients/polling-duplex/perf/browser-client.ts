@@ -1,0 +1,185 @@
+// The browser client's measurements, against the .NET client in the same run (docs/perf/browser-client.md):
+//   npm run perf -- [--rounds 3] [--seconds 5] [--streams 4] [--size 256] [--window 256] [--samples 500]
+// Throughput: the flood endpoint sends `size`-byte JSON messages as fast as each of `streams` MultipleMessagesPerPoll
+// sessions takes them, in binary and in text; the browser client in Chromium and the .NET client, each from a process
+// of its own, take turns against one server, round after round; each figure is the median round.
+// Latency: one subscriber and one publisher session on the pub/sub service, one publish at a time every 20 ms; the time
+// from the publish call to the subscriber's receipt, p50 and p99, in the browser and in .NET.
+import { execFile } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseArgs, promisify } from 'node:util';
+import type { Page } from 'playwright-core';
+import { launchChromium, noChromium, openPage } from '../test/support/browser.js';
+import { builtApp, Host, repositoryRoot } from '../test/support/host.js';
+
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '5' },
+    streams: { type: 'string', default: '4' },
+    size: { type: 'string', default: '256' },
+    window: { type: 'string', default: '256' },
+    samples: { type: 'string', default: '500' },
+  },
+});
+const rounds = Number(values.rounds);
+const seconds = Number(values.seconds);
+const streams = Number(values.streams);
+const size = Number(values.size);
+const responseWindow = Number(values.window);
+const samples = Number(values.samples);
+const encodings = ['binary', 'text'] as const;
+type Encoding = (typeof encodings)[number];
+
+async function browserThroughput(page: Page, encoding: Encoding): Promise<number> {
+  return page.evaluate(async ({ encoding, seconds, streams, size }) => {
+    const { PollingDuplexClient } = window.duplex;
+    const client = new PollingDuplexClient<'text' | 'binary'>('/flood', { encoding, mode: 'multiple', resume: false });
+    let count = 0;
+    const sessions = await Promise.all(Array.from({ length: streams }, () => client.open()));
+    for (const session of sessions) {
+      session.addEventListener('message', () => { count++; });
+      await session.send((encoding === 'binary' ? new TextEncoder().encode(JSON.stringify({ size })) : { size }) as never);
+    }
+
+    // One second of warm-up, then the measured window: as the .NET side does.
+    await new Promise(resolve => setTimeout(resolve, 1000));
+    const before = count;
+    const started = performance.now();
+    await new Promise(resolve => setTimeout(resolve, seconds * 1000));
+    const messages = count - before;
+    const elapsed = (performance.now() - started) / 1000;
+    await Promise.all(sessions.map(s => s.close()));
+    return messages / elapsed;
+  }, { encoding, seconds, streams, size });
+}
+
+async function dotnet(mode: 'measure' | 'latency', args: string[]): Promise<Record<string, number>> {
+  const { stdout } = await promisify(execFile)('dotnet', [builtApp('tests/ChannelPool.PollingDuplex.BrowserHost'), mode, ...args]);
+  return JSON.parse(stdout.trim().split('\n').at(-1)!) as Record<string, number>;
+}
+
+async function browserLatency(page: Page, encoding: Encoding): Promise<{ p50: number; p99: number; mean: number }> {
+  return page.evaluate(async ({ encoding, samples }) => {
+    const { PubSubClient } = window.duplex;
+    const options = { encoding, mode: 'multiple', resume: false } as const;
+    const subscriber = await PubSubClient.connect<'text' | 'binary'>('/pubsub', options);
+    const publisher = await PubSubClient.connect<'text' | 'binary'>('/pubsub', options);
+    const topic = `latency-${Math.random()}`;
+    await subscriber.subscribe(topic);
+    let arrived: ((n: number) => void) | undefined;
+    subscriber.addEventListener('message', e => arrived?.(e.data as number));
+    const latencies: number[] = [];
+    for (let i = 0; i < samples + 20; i++) {
+      const received = new Promise<number>(resolve => { arrived = resolve; });
+      const started = performance.now();
+      await publisher.publish(topic, i);
+      await received;
+      const ms = performance.now() - started;
+      if (i >= 20) {
+        latencies.push(ms);
+      }
+
+      await new Promise(resolve => setTimeout(resolve, 20));
+    }
+
+    await subscriber.close();
+    await publisher.close();
+    latencies.sort((a, b) => a - b);
+    const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.ceil(p * latencies.length) - 1)]!;
+    return { p50: at(0.5), p99: at(0.99), mean: latencies.reduce((a, b) => a + b, 0) / latencies.length };
+  }, { encoding, samples });
+}
+
+/** The floor under the browser's figures: a bare fetch round trip to the same server from the same page. */
+async function fetchFloor(page: Page): Promise<{ p50: number; p99: number }> {
+  return page.evaluate(async () => {
+    const times: number[] = [];
+    for (let i = 0; i < 320; i++) {
+      const started = performance.now();
+      await (await fetch('/control/subscribers?topic=floor')).text();
+      if (i >= 20) {
+        times.push(performance.now() - started);
+      }
+    }
+
+    times.sort((a, b) => a - b);
+    return { p50: times[Math.ceil(0.5 * times.length) - 1]!, p99: times[Math.ceil(0.99 * times.length) - 1]! };
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
+const ms = (x: number) => x.toFixed(1);
+
+if (noChromium) {
+  console.error(noChromium);
+  process.exit(1);
+}
+
+const host = await Host.start({ pollTimeoutMs: 15_000, floodWindow: responseWindow });
+const browser = await launchChromium();
+try {
+  const page = await openPage(await browser.newContext(), host.http);
+  const throughput: Record<string, number[]> = {};
+  const record = (key: string, value: number) => { (throughput[key] ??= []).push(value); };
+
+  // One unrecorded pass first, so that JITs and connections settle before anything counts.
+  for (const encoding of encodings) {
+    await browserThroughput(page, encoding);
+    await dotnet('measure', [`--Url=${host.http}`, `--Encoding=${encoding}`, '--Seconds=1', `--Streams=${streams}`, `--Size=${size}`]);
+  }
+
+  for (let round = 1; round <= rounds; round++) {
+    for (const encoding of encodings) {
+      const inBrowser = await browserThroughput(page, encoding);
+      const inDotnet = (await dotnet('measure', [`--Url=${host.http}`, `--Encoding=${encoding}`, `--Seconds=${seconds}`, `--Streams=${streams}`, `--Size=${size}`]))['messagesPerSecond']!;
+      record(`browser ${encoding}`, inBrowser);
+      record(`dotnet ${encoding}`, inDotnet);
+      console.log(`round ${round}/${rounds}, ${encoding}: browser ${n0(inBrowser)} msg/s, .NET ${n0(inDotnet)} msg/s (${(inBrowser / inDotnet).toFixed(2)}x)`);
+    }
+  }
+
+  const latency: Record<string, { p50: number; p99: number; mean: number }> = {};
+  for (const encoding of encodings) {
+    latency[`browser ${encoding}`] = await browserLatency(page, encoding);
+    const net = await dotnet('latency', [`--Url=${host.http}`, `--Encoding=${encoding}`, `--Samples=${samples}`, '--IntervalMs=20']);
+    latency[`dotnet ${encoding}`] = { p50: net['p50']!, p99: net['p99']!, mean: net['mean']! };
+    console.log(`latency ${encoding}: browser p50 ${ms(latency[`browser ${encoding}`]!.p50)} ms, p99 ${ms(latency[`browser ${encoding}`]!.p99)} ms; .NET p50 ${ms(net['p50']!)} ms, p99 ${ms(net['p99']!)} ms`);
+  }
+
+  const floor = await fetchFloor(page);
+  console.log(`a bare fetch from the page: p50 ${ms(floor.p50)} ms, p99 ${ms(floor.p99)} ms`);
+  const lines = [
+    `Chromium ${browser.version()}, ${streams} MultipleMessagesPerPoll sessions, ${size}-byte messages, at most ${responseWindow} per response, ${seconds} s per cell, median of ${rounds} interleaved rounds; HTTP/1.1 on 127.0.0.1.`,
+    '',
+    '| Encoding | Browser client (msg/s) | .NET client (msg/s) | Browser / .NET | Rounds, browser | Rounds, .NET |',
+    '|---|---:|---:|---:|---|---|',
+    ...encodings.map(e => {
+      const b = median(throughput[`browser ${e}`]!);
+      const d = median(throughput[`dotnet ${e}`]!);
+      return `| ${e} | ${n0(b)} | ${n0(d)} | ${(b / d).toFixed(2)}x | ${throughput[`browser ${e}`]!.map(n0).join(', ')} | ${throughput[`dotnet ${e}`]!.map(n0).join(', ')} |`;
+    }),
+    '',
+    `Publish-to-receipt latency, one subscriber, ${samples} publishes 20 ms apart (after 20 unrecorded):`,
+    '',
+    '| Client | Encoding | p50 (ms) | p99 (ms) | mean (ms) |',
+    '|---|---|---:|---:|---:|',
+    ...encodings.flatMap(e => ['browser', 'dotnet'].map(who => {
+      const l = latency[`${who} ${e}`]!;
+      return `| ${who === 'browser' ? 'Browser' : '.NET'} | ${e} | ${ms(l.p50)} | ${ms(l.p99)} | ${ms(l.mean)} |`;
+    })),
+    '',
+    `The floor under the browser's figures, a bare fetch() round trip from the same page to the same server: p50 ${ms(floor.p50)} ms, p99 ${ms(floor.p99)} ms.`,
+  ];
+  console.log(`\n${lines.join('\n')}`);
+  const folder = join(repositoryRoot, 'artifacts', 'perf', `browser-client-${new Date().toISOString().replace(/[:.]/g, '-')}`);
+  mkdirSync(folder, { recursive: true });
+  writeFileSync(join(folder, 'report.md'), `${lines.join('\n')}\n`);
+  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), rounds, seconds, streams, size, window: responseWindow, samples, throughput, latency, fetchFloor: floor }, null, 2));
+  console.log(`\nWritten to ${folder}`);
+} finally {
+  await browser.close();
+  await host.stop();
+}

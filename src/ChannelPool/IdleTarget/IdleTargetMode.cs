@@ -1,0 +1,18 @@
+namespace ChannelPool;
+
+/// <summary>How a pool sets its idle target: the idle count a refill fills back up to.</summary>
+public enum IdleTargetMode
+{
+    /// <summary>
+    /// The target is <see cref="ChannelPoolOptions.PoolSize"/>, always: the original pool's rule, and HikariCP's
+    /// <c>minimumIdle</c> and Npgsql's <c>Min Pool Size</c>.
+    /// </summary>
+    Fixed,
+
+    /// <summary>
+    /// The target follows demand: the recent peak of channels in use, plus the channels used up while one opens. It
+    /// rises at once and decays slowly, between <see cref="IdleTargetOptions.Minimum"/> and
+    /// <see cref="ChannelPoolOptions.MaxChannels"/>; it starts at <see cref="ChannelPoolOptions.PoolSize"/>.
+    /// </summary>
+    Adaptive,
+}

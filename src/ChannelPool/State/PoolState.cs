@@ -1,0 +1,371 @@
+using System.Diagnostics;
+using System.Runtime.CompilerServices;
+using Polly.CircuitBreaker;
+
+namespace ChannelPool;
+
+/// <summary>
+/// The pool's state and its one owner: the counts, the idle and waiter queues, refill, the pause and backoff of opens,
+/// the warm-up waiters, the drain, disposal and the settings, all behind one gate that nothing else takes.
+/// </summary>
+/// <remarks>
+/// <para>
+/// Every public member is a transition named by its domain word. It takes the gate, decides, checks the invariant,
+/// leaves the gate, and returns what must happen next outside it: opens to start, a waiter to complete, channels to
+/// close, a timer to arm. <see cref="DefaultChannelPool{TChannel}"/> does those things; it never changes a count. (This
+/// is the pattern of Polly's <c>CircuitStateController</c>: decide under the lock, act outside it.)
+/// </para>
+/// <para>
+/// The invariant: every channel the pool opened and has not finished closing is in exactly one place, idle, leased or
+/// evicted (being closed), so <c>open = idle + leased + evicted</c> and <c>opened − closed = open</c>. Opens in flight
+/// are not channels yet. Nobody waits while a lease could be had at once. After a drain began, nothing is idle.
+/// <see cref="PoolInvariant"/> says when it is checked.
+/// </para>
+/// <para>
+/// The transitions: <see cref="TryLease"/> (idle → leased, or a slot on a shared channel), <see cref="Release"/>
+/// (leased → idle, → the oldest waiter, or → evicted), <see cref="EvictLeased"/> and <see cref="LeaveUnused"/> (what the
+/// lease path found unfit), <see cref="Share"/>, <see cref="Enqueue"/> and <see cref="Abandon"/> for callers who wait,
+/// <see cref="WarmUp"/>, <see cref="Opened"/> and <see cref="OpenFailed"/> (opening → idle, leased, or nothing),
+/// <see cref="BreakerOpened"/>, <see cref="TakeWaitersRefusedByBreaker"/> and <see cref="ResumeOpens"/> for the breaker,
+/// <see cref="FollowDemand"/> for the adaptive idle target, <see cref="EvictIdle"/> and <see cref="TimeOutIdle"/> for the
+/// cleanup timer, <see cref="Closed"/> (evicted → gone),
+/// <see cref="Clear"/> and <see cref="ClearAfterFatalError"/> (every channel opened so far retires),
+/// <see cref="Pause"/> and <see cref="Resume"/> (idle ↔ parked), <see cref="Reconfigure"/>, and
+/// <see cref="BeginDrain"/> and <see cref="EvictOutstandingLeases"/> for shutdown.
+/// </para>
+/// <para>
+/// The transitions live in partial files by concern (<c>PoolState.Leasing.cs</c>, <c>.Opening.cs</c>,
+/// <c>.Breaker.cs</c>, <c>.IdleTarget.cs</c>, <c>.Eviction.cs</c>, <c>.Clearing.cs</c>, <c>.Pausing.cs</c>,
+/// <c>.Reconfigure.cs</c>, <c>.Draining.cs</c>); every field, the refill rule, the idle target and the invariant stay in this one, so what the
+/// gate guards is read in one place.
+/// </para>
+/// </remarks>
+internal sealed partial class PoolState<TChannel>
+    where TChannel : class
+{
+    private static readonly TimeSpan MinOpenBackoff = TimeSpan.FromMilliseconds(50);
+    private static readonly TimeSpan MaxOpenBackoff = TimeSpan.FromSeconds(30);
+
+    private readonly string _poolName;
+    private readonly TimeProvider _timeProvider;
+    private readonly PoolClock _clock;
+
+    // Set for the pipeline the pool builds. A pipeline given in the options is opaque: for it the snapshot shows what
+    // the pipeline last said, a rejection (open or isolated) or a channel (closed).
+    private readonly CircuitBreakerStateProvider? _breakerStateProvider;
+
+    // Everything below is guarded by _gate.
+    private PoolGate _gate;
+    private PoolSettings _settings;
+    private IdleQueue<TChannel> _idle;
+    private readonly WaiterQueue<TChannel> _waiters = new();
+    private readonly SharedLeases<TChannel> _shared = new();
+    private readonly HashSet<PooledChannel<TChannel>> _open = [];
+    private int _leasedCount;
+    private int _openingCount;
+    private int _evictedCount;
+    private long _openedTotal;
+    private long _closedTotal;
+
+    // Set when the idle count reaches the refill threshold (or a warm-up, reload or failed open asks for a fill);
+    // cleared when the pool is full again. While set, the refill fills to the idle target rather than only for waiters.
+    private bool _refilling;
+
+    // The idle target in force and the refill threshold that goes with it: PoolSize and RefillThreshold when fixed,
+    // moved by the controller when adaptive (IdleTarget/). Read without the gate by telemetry and the pool's properties.
+    private int _idleTarget;
+    private int _refillThreshold;
+    private IdleTargetController? _adaptiveTarget;
+
+    // Demand since the adaptive target's last tick: the peak of channels in use, and the channels leases used up. Kept
+    // in both modes: one compare on the lease path costs less than asking which mode is on.
+    private int _peakDemand;
+    private int _usedUp;
+
+    private bool _opensPaused;
+    private long _resumeAt;
+    private int _consecutiveOpenFailures;
+    private BreakerState _lastBreakerVerdict;
+    private List<(int Ready, TaskCompletionSource Done)>? _warmUpWaiters;
+
+    // Clear: a channel whose open began in an earlier generation is retired, idle ones at once, leased ones when their
+    // lease ends, opens in flight as they land. _retiredOpen counts those still open; a clear's waiters wait for 0.
+    private long _generation;
+    private int _retiredOpen;
+    private List<TaskCompletionSource>? _clearWaiters;
+
+    // Pause: the idle channels rest in _parked and _idle is an empty queue, so the lease fast path finds nothing without
+    // a check of its own. _idleClosed (paused or draining) keeps the release fast path from putting channels back.
+    private bool _paused;
+    private bool _idleClosed;
+    private IdleQueue<TChannel>? _parked;
+
+    private bool _disposed;
+    private Task? _drainTask;
+    private TaskCompletionSource? _leasesReturned;
+    private TaskCompletionSource? _quiescent;
+
+    public PoolState(string poolName, PoolSettings settings, TimeProvider timeProvider, PoolClock clock, CircuitBreakerStateProvider? breakerStateProvider)
+    {
+        _poolName = poolName;
+        _settings = settings;
+        _timeProvider = timeProvider;
+        _clock = clock;
+        _breakerStateProvider = breakerStateProvider;
+        _idle = new IdleQueue<TChannel>(settings.MaxChannels);
+        FollowIdleTargetSettings_NoLock(settings);
+    }
+
+    /// <summary>Gets the settings in force; read without the gate, for what is decided outside it.</summary>
+    public PoolSettings Settings => Volatile.Read(ref _settings);
+
+    /// <summary>Gets the idle target in force; read without the gate.</summary>
+    public int IdleTarget => Volatile.Read(ref _idleTarget);
+
+    /// <summary>Gets the refill threshold in force, which follows the idle target; read without the gate.</summary>
+    public int RefillThreshold => Volatile.Read(ref _refillThreshold);
+
+    /// <summary>Gets whether a drain began; read without the gate.</summary>
+    public bool IsDisposed => Volatile.Read(ref _disposed);
+
+    /// <summary>Gets the clear generation an open beginning now belongs to; read without the gate.</summary>
+    public long Generation => Volatile.Read(ref _generation);
+
+    /// <summary>Gets the breaker's state as the pool follows it: Polly's own, or what a custom pipeline last showed.</summary>
+    public BreakerState BreakerState => _breakerStateProvider is { } provider
+        ? provider.CircuitState switch
+        {
+            CircuitState.Open => BreakerState.Open,
+            CircuitState.HalfOpen => BreakerState.HalfOpen,
+            CircuitState.Isolated => BreakerState.Isolated,
+            _ => BreakerState.Closed,
+        }
+        : _lastBreakerVerdict;
+
+    public ChannelPoolSnapshot Snapshot()
+    {
+        _gate.Enter();
+        var snapshot = Snapshot_NoLock();
+        _gate.Exit();
+        return snapshot;
+    }
+
+    // ---- Under the gate ----
+
+    private ChannelPoolSnapshot Snapshot_NoLock() => new(
+        Resting.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal)
+    {
+        IdleTarget = _idleTarget,
+        IsPaused = _paused,
+    };
+
+    /// <summary>Gets the queue the idle channels rest in: <c>_idle</c>, or while paused the parked ones.</summary>
+    private IdleQueue<TChannel> Resting => _parked ?? _idle;
+
+    /// <summary>
+    /// The pool's idle target: the idle count a refill fills back up to, and the idle timeout closes down to. PoolSize when
+    /// fixed; when adaptive, the controller's target, first raised to what the demand since its last tick wants, so the
+    /// target rises at the refill that needs it rather than at the next tick.
+    /// </summary>
+    private int IdleTarget_NoLock()
+    {
+        if (_adaptiveTarget is { } adaptive)
+        {
+            var target = adaptive.Raise(_peakDemand);
+            if (target != _idleTarget)
+            {
+                SetIdleTarget_NoLock(target);
+            }
+        }
+
+        return _idleTarget;
+    }
+
+    /// <summary>Leaves the gate and throws when a drain began, naming the pool and what it was asked to do.</summary>
+    private void ThrowIfDisposed_NoLock(string action)
+    {
+        if (_disposed)
+        {
+            _gate.Exit();
+            throw new ObjectDisposedException(
+                typeof(DefaultChannelPool<TChannel>).FullName,
+                $"Channel pool '{_poolName}' cannot be {action}: it is draining or drained.");
+        }
+    }
+
+    /// <summary>A channel goes idle (parked while paused), stamped for the idle timeout.</summary>
+    private void EnterIdle_NoLock(PooledChannel<TChannel> entry)
+    {
+        entry.IdleSince = _clock.Now;
+        Resting.Enqueue(entry);
+    }
+
+    /// <summary>
+    /// Nothing → opening: decides how many opens to start now and counts them. The rule: once the idle count falls to
+    /// the refill threshold, fill back up to the idle target (<see cref="IdleTarget_NoLock"/>) plus one channel per
+    /// waiting caller; waiting callers alone also
+    /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
+    /// paused (by the breaker, a backoff, or the pool's own pause), and one at a time while the breaker is not closed:
+    /// Polly lets it through as its probe once the break is over, or turns it away.
+    /// </summary>
+    /// <param name="toPoolSize">Fill to the idle target whatever the threshold says (a warm-up, a reload, a failed open).</param>
+    private int Refill_NoLock(bool toPoolSize = false)
+    {
+        if (toPoolSize)
+        {
+            _refilling = true;
+        }
+
+        if (_disposed || _opensPaused || _paused)
+        {
+            return 0;
+        }
+
+        var settings = _settings;
+        var target = IdleTarget_NoLock();
+        var idle = _idle.Count;
+        if (!_refilling && idle <= _refillThreshold)
+        {
+            _refilling = true;
+        }
+
+        var wanted = (_refilling ? target : 0) + _waiters.Count - idle - _openingCount;
+        if (wanted <= 0)
+        {
+            _refilling = false;
+            return 0;
+        }
+
+        var room = settings.MaxChannels - (idle + _leasedCount + _openingCount);
+        var count = Math.Min(wanted, Math.Min(room, settings.MaxConcurrentOpens - _openingCount));
+        if (count > 0 && BreakerState != BreakerState.Closed)
+        {
+            count = _openingCount == 0 ? 1 : 0;
+        }
+
+        if (count <= 0)
+        {
+            return 0;
+        }
+
+        _openingCount += count;
+        return count;
+    }
+
+    /// <summary>
+    /// One lease ends on a channel that must go: the channel is evicted when it was the last lease, or retired, taking no
+    /// more, while others still hold it. Returns whether it was evicted.
+    /// </summary>
+    private bool Leave_NoLock(PooledChannel<TChannel> entry, int slot, EvictionReason reason)
+    {
+        if (entry.Shared is not null && !_shared.Leave(entry, slot, reason))
+        {
+            return false;
+        }
+
+        EvictLeased_NoLock(entry);
+        return true;
+    }
+
+    /// <summary>Leased → evicted, whatever leases it still carried: a channel a lease used up, unless a clear retired it.</summary>
+    private void EvictLeased_NoLock(PooledChannel<TChannel> entry)
+    {
+        _shared.Evict(entry);
+        _leasedCount--;
+
+        // A clear retires channels that demand did not use up; counting them would read a clear as churn and raise the
+        // adaptive target for a window.
+        if (!entry.IsRetired)
+        {
+            _usedUp++;
+        }
+
+        MarkEvicted_NoLock(entry);
+    }
+
+    private void MarkEvicted_NoLock(PooledChannel<TChannel> entry)
+    {
+        entry.IsEvicted = true;
+        _evictedCount++;
+    }
+
+    /// <summary>
+    /// Leaves the gate after a transition that may have changed the counts: reports drain progress, and checks the
+    /// invariant where <see cref="PoolInvariant.IsChecked"/> says so.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private void Exit(string transition)
+    {
+        if (_disposed || PoolInvariant.IsChecked)
+        {
+            ExitChecked(transition);
+            return;
+        }
+
+        _gate.Exit();
+    }
+
+    // The gate is left before a violation throws, so the failing test fails rather than hangs on the pool.
+    [MethodImpl(MethodImplOptions.NoInlining)]
+    private void ExitChecked(string transition)
+    {
+        if (_disposed)
+        {
+            UpdateDrainProgress_NoLock();
+        }
+
+        var violation = PoolInvariant.IsChecked ? FindViolation_NoLock() : null;
+        _gate.Exit();
+        if (violation is not null)
+        {
+            Debug.Fail(violation);
+            throw new InvalidOperationException($"Channel pool '{_poolName}' broke its invariant in {transition}: {violation}. This is a bug in ChannelPool.");
+        }
+    }
+
+    private string? FindViolation_NoLock()
+    {
+        if (_leasedCount < 0 || _openingCount < 0 || _evictedCount < 0)
+        {
+            return $"a count is negative ({Snapshot_NoLock()})";
+        }
+
+        if (_open.Count != Resting.Count + _leasedCount + _evictedCount)
+        {
+            return $"open ({_open.Count}) != idle ({Resting.Count}) + leased ({_leasedCount}) + evicted ({_evictedCount})";
+        }
+
+        if (_openedTotal - _closedTotal != _open.Count)
+        {
+            return $"opened ({_openedTotal}) - closed ({_closedTotal}) != open ({_open.Count})";
+        }
+
+        if (_waiters.Count > 0 && (_idle.Count > 0 || _shared.Count > 0))
+        {
+            return $"{_waiters.Count} caller(s) wait while {_idle.Count} channel(s) idle and {_shared.Count} shared channel(s) have room";
+        }
+
+        if (_disposed && (Resting.Count > 0 || _shared.Count > 0 || _warmUpWaiters is not null))
+        {
+            return "a channel idles, a shared channel takes leases or a warm-up waits after the drain began";
+        }
+
+        if (_paused != (_parked is not null) || (_paused && (_idle.Count > 0 || _shared.Count > 0)) || _idleClosed != (_paused || _disposed))
+        {
+            return $"a paused pool ({_paused}) has a lease to hand out, or its idle channels are not parked";
+        }
+
+        var retired = 0;
+        foreach (var entry in _open)
+        {
+            retired += entry.Generation < _generation ? 1 : 0;
+        }
+
+        if (_retiredOpen != retired || Resting.Any(static (entry, generation) => entry.Generation < generation, _generation))
+        {
+            return $"{retired} open channel(s) belong to a cleared generation but {_retiredOpen} are counted, or one idles";
+        }
+
+        return null;
+    }
+}

@@ -1,0 +1,103 @@
+using System.Globalization;
+using System.Text;
+using ChannelPool.PollingDuplex.PubSub;
+
+namespace ChannelPool.PollingDuplex.BrowserHost;
+
+/// <summary>What the tests ask of the server directly: publish from the server side, count subscribers, set a cookie, read the request log.</summary>
+internal static class ControlEndpoints
+{
+    public static void MapControl(this IEndpointRouteBuilder endpoints, string pattern)
+    {
+        var group = endpoints.MapGroup(pattern);
+
+        // Publishes {"n":from}, {"n":from+1}, … to the topic: all at once before answering, or one every intervalMs in
+        // the background.
+        group.MapPost("/publish", (PubSubHandler pubsub, string topic, int count, int? intervalMs, int? from) =>
+        {
+            var first = from ?? 1;
+            void Publish(int n) => pubsub.Publish(topic, Encoding.UTF8.GetBytes(string.Create(CultureInfo.InvariantCulture, $"{{\"n\":{n}}}")));
+            if (intervalMs is not > 0)
+            {
+                for (var n = first; n < first + count; n++)
+                {
+                    Publish(n);
+                }
+
+                return Results.Ok();
+            }
+
+            _ = Task.Run(async () =>
+            {
+                using var timer = new PeriodicTimer(TimeSpan.FromMilliseconds(intervalMs.Value));
+                for (var n = first; n < first + count; n++)
+                {
+                    Publish(n);
+                    await timer.WaitForNextTickAsync();
+                }
+            });
+            return Results.Accepted();
+        });
+        group.MapGet("/subscribers", (PubSubHandler pubsub, string topic) => Results.Json(new { count = pubsub.SubscriberCount(topic) }));
+        group.MapGet("/broken-polls", () => Results.Json(new { count = BrokenEndpoint.Polls }));
+        group.MapGet("/cookie", (HttpContext context) =>
+        {
+            context.Response.Cookies.Append("app-session", "cookie-from-the-app", new CookieOptions { Path = "/", SameSite = SameSiteMode.Strict, HttpOnly = true });
+            return Results.NoContent();
+        });
+        group.MapGet("/requests", (RequestLog log) => Results.Json(log.Entries));
+        group.MapDelete("/requests", (RequestLog log) =>
+        {
+            log.Clear();
+            return Results.NoContent();
+        });
+    }
+}
+
+/// <summary>Records what each request to the echo endpoints carried: the application's header and cookie, and whether it had a session token.</summary>
+internal sealed class RequestLog : IMiddleware
+{
+    private readonly Lock _lock = new();
+    private readonly List<RequestLogEntry> _entries = [];
+
+    public IReadOnlyList<RequestLogEntry> Entries
+    {
+        get
+        {
+            using (_lock.EnterScope())
+            {
+                return [.. _entries];
+            }
+        }
+    }
+
+    public void Clear()
+    {
+        using (_lock.EnterScope())
+        {
+            _entries.Clear();
+        }
+    }
+
+    public Task InvokeAsync(HttpContext context, RequestDelegate next)
+    {
+        if (context.Request.Path.StartsWithSegments("/echo", StringComparison.Ordinal) || context.Request.Path.StartsWithSegments("/cors/echo", StringComparison.Ordinal))
+        {
+            var entry = new RequestLogEntry(
+                context.Request.Method,
+                context.Request.Path.Value ?? string.Empty,
+                context.Request.Headers["X-App-Token"].ToString(),
+                context.Request.Cookies["app-session"],
+                context.Request.Headers.Authorization.ToString(),
+                context.Request.Headers.ContainsKey(DuplexWire.SessionTokenHeader));
+            using (_lock.EnterScope())
+            {
+                _entries.Add(entry);
+            }
+        }
+
+        return next(context);
+    }
+}
+
+internal sealed record RequestLogEntry(string Method, string Path, string AppToken, string? Cookie, string Authorization, bool HasSessionToken);
