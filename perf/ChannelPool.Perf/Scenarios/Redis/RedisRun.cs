@@ -36,7 +36,7 @@ internal sealed class RedisRun(PerfContext context, RedisSettings settings)
             };
             await using var node = await DuplexCluster.StartAsync(new DuplexClusterOptions { Redis = configuration });
             using var admin = configuration is null ? null : await ConnectionMultiplexer.ConnectAsync(configuration + ",allowAdmin=true");
-            var transport = new NamedTransport(name, new DuplexPubSubTransport(context.Http, node.PubSub, DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll));
+            var transport = new RenamedTransport(new DuplexPubSubTransport(context.Http, node.PubSub, DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), name);
             var broadcast = await new BroadcastRun(context, settings.Broadcast, admin is null ? NoStats : t => RedisStatsAsync(admin, t)).RunAsync([transport], cancellationToken);
             var collaboration = await new CollaborationRun(context, settings.Collaboration).RunAsync([transport], cancellationToken);
             stores.Add(new RedisStoreResult(name, broadcast.Single(), collaboration));
@@ -65,7 +65,18 @@ internal sealed class RedisRun(PerfContext context, RedisSettings settings)
     {
         const int Publishes = RedisSettings.PublishesPerCount;
         var counts = new List<RedisCommandCount>();
-        await using var node = await DuplexCluster.StartAsync(new DuplexClusterOptions { Redis = redis.Configuration, Configure = o => o.ServerPollTimeout = TimeSpan.FromSeconds(30) });
+        // N subscribers open and subscribe before any polls: they stay pending that long, and none may be evicted.
+        var most = settings.SubscriberCounts.Max();
+        await using var node = await DuplexCluster.StartAsync(new DuplexClusterOptions
+        {
+            Redis = redis.Configuration,
+            Configure = o =>
+            {
+                o.ServerPollTimeout = TimeSpan.FromSeconds(30);
+                o.MaxPendingSessions = most + 2;
+                o.FirstPollTimeout = TimeSpan.FromMinutes(10);
+            },
+        });
         using var admin = await ConnectionMultiplexer.ConnectAsync(redis.Configuration + ",allowAdmin=true");
         var server = admin.GetServer(admin.GetEndPoints()[0]);
         foreach (var n in settings.SubscriberCounts)
@@ -190,19 +201,5 @@ internal sealed class RedisRun(PerfContext context, RedisSettings settings)
         var request = new HttpRequestMessage(method, uri) { Content = content };
         request.Headers.Add(DuplexWire.SessionTokenHeader, token);
         return context.Http.SendAsync(request, cancellationToken);
-    }
-
-    /// <summary>Our transport, named after the store its node runs on.</summary>
-    private sealed class NamedTransport(string name, IPubSubTransport inner) : IPubSubTransport, ITransportDiagnostics
-    {
-        public string Name => name;
-
-        public long Faults => (inner as ITransportDiagnostics)?.Faults ?? 0;
-
-        public string? FirstFault => (inner as ITransportDiagnostics)?.FirstFault;
-
-        public Task<IPubSubClient> ConnectAsync(NotificationHandler onNotification, CancellationToken cancellationToken) => inner.ConnectAsync(onNotification, cancellationToken);
-
-        public ValueTask DisposeAsync() => inner.DisposeAsync();
     }
 }
