@@ -18,7 +18,7 @@ public class RedisScaleOutTests(RedisKind kind)
     [Test]
     public async Task ConsecutiveRequestsOfOneSession_LandOnDifferentNodes_AndStillWork()
     {
-        await using var cluster = await StartAsync( o => o.ServerPollTimeout = TimeSpan.FromMilliseconds(200));
+        await using var cluster = await StartAsync(o => o.ServerPollTimeout = TimeSpan.FromMilliseconds(200));
         using var http = DuplexCluster.CreateHttpClient();
         var session = await RawSession.OpenAsync(http, cluster.PubSub);
         using (var subscribed = await session.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"t\"}}\n"))
@@ -41,7 +41,7 @@ public class RedisScaleOutTests(RedisKind kind)
     [Test]
     public async Task PublishThroughOneNode_WakesAPollHeldOnAnother_AtOnce()
     {
-        await using var cluster = await StartAsync( o => o.ServerPollTimeout = TimeSpan.FromMinutes(1));
+        await using var cluster = await StartAsync(o => o.ServerPollTimeout = TimeSpan.FromMinutes(1));
         using var http = DuplexCluster.CreateHttpClient();
         var subscriber = await RawSession.OpenAsync(http, cluster.Nodes[0].PubSub);
         using (await subscriber.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"news\"}}\n"))
@@ -127,7 +127,7 @@ public class RedisScaleOutTests(RedisKind kind)
     {
         const int Subscribers = 24;
         const int Messages = 400;
-        await using var cluster = await StartAsync( o =>
+        await using var cluster = await StartAsync(o =>
         {
             o.MaxPendingMessagesPerSession = Messages + 10;
             o.ServerPollTimeout = TimeSpan.FromMilliseconds(500);
@@ -180,7 +180,7 @@ public class RedisScaleOutTests(RedisKind kind)
     public async Task EveryModeAndEncoding_ThroughTheBalancer_WithCutResponses_DeliversEachMessageOnceInOrder(PollingDuplexMode mode, DuplexEncoding encoding)
     {
         const int Messages = 60;
-        await using var cluster = await StartAsync( o =>
+        await using var cluster = await StartAsync(o =>
         {
             o.MaxPendingMessagesPerSession = Messages + 10;
             o.ServerPollTimeout = TimeSpan.FromMilliseconds(500);
@@ -213,7 +213,7 @@ public class RedisScaleOutTests(RedisKind kind)
     {
         const int Subscribers = 12;
         const int Messages = 200;
-        await using var cluster = await StartAsync( o =>
+        await using var cluster = await StartAsync(o =>
         {
             o.MaxPendingMessagesPerSession = Messages + 10;
             o.ServerPollTimeout = TimeSpan.FromSeconds(2);
