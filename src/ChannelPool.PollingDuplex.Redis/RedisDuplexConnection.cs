@@ -1,18 +1,16 @@
-using System.Collections.Concurrent;
 using Microsoft.Extensions.Options;
 using StackExchange.Redis;
 
 namespace ChannelPool.PollingDuplex.Redis;
 
 /// <summary>
-/// The node's one connection to the shared Redis, and the wake signals of the polls this node holds. A message for a
-/// session, queued through any node, is announced on the endpoint's wake channel; the node holding that session's poll
-/// wakes it here.
+/// The node's one connection to the shared Redis (one server or a Redis Cluster: StackExchange.Redis routes each script
+/// to the shard of its keys' slot), and the endpoints served through it. Each endpoint listens on its wake channel here.
 /// </summary>
 internal sealed class RedisDuplexConnection : IDisposable
 {
-    private readonly ConcurrentDictionary<string, TaskCompletionSource> _signals = new(StringComparer.Ordinal);
-    private readonly HashSet<string> _channels = [];
+    private readonly Lock _lock = new();
+    private readonly List<RedisSessionStore> _stores = [];
 
     public RedisDuplexConnection(IOptions<RedisPollingDuplexOptions> options)
     {
@@ -29,6 +27,15 @@ internal sealed class RedisDuplexConnection : IDisposable
         configuration.SyncTimeout = timeout;
         Multiplexer = ConnectionMultiplexer.Connect(configuration);
         Database = Multiplexer.GetDatabase();
+
+        // Wakes published while a connection was down are lost: every endpoint looks again at what its polls wait on.
+        Multiplexer.ConnectionRestored += (_, _) =>
+        {
+            foreach (var store in Stores)
+            {
+                store.OnReconnected();
+            }
+        };
     }
 
     public RedisPollingDuplexOptions Options { get; }
@@ -37,47 +44,45 @@ internal sealed class RedisDuplexConnection : IDisposable
 
     public IDatabase Database { get; }
 
-    /// <summary>Listens on an endpoint's wake channel; StackExchange.Redis subscribes again after every reconnect.</summary>
-    public void Listen(RedisChannel channel)
+    /// <summary>Gets the endpoints served through this connection.</summary>
+    public IReadOnlyList<RedisSessionStore> Stores
     {
-        lock (_channels)
+        get
         {
-            if (!_channels.Add(channel.ToString()))
+            using (_lock.EnterScope())
             {
-                return;
+                return [.. _stores];
             }
-        }
-
-        try
-        {
-            Multiplexer.GetSubscriber().Subscribe(channel, (_, ids) => Wake(ids));
-        }
-        catch (Exception ex) when (ex is RedisException or RedisTimeoutException)
-        {
-            // Redis is away at start: the subscription is registered before it is sent, and StackExchange.Redis sends it
-            // when the connection comes up. Until then requests get 503, and polls answer at their timeout.
         }
     }
 
-    /// <summary>Gets the signal a poll of <paramref name="sessionId"/> waits on; register before looking for frames, so no wake is missed.</summary>
-    public TaskCompletionSource Signal(string sessionId) =>
-        _signals.GetOrAdd(sessionId, static _ => new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously));
+    /// <summary>
+    /// Serves an endpoint: its wake channel is subscribed now, and again by StackExchange.Redis after every reconnect.
+    /// Returns the subscription, which completes once Redis confirmed it (or fails while Redis is away; it is sent
+    /// when the connection comes up).
+    /// </summary>
+    public Task AttachAsync(RedisSessionStore store)
+    {
+        using (_lock.EnterScope())
+        {
+            if (_stores.Any(s => s.Keys.Endpoint == store.Keys.Endpoint))
+            {
+                throw new InvalidOperationException($"The endpoint '{store.Endpoint}' is mapped on Redis twice with the key prefix '{Options.KeyPrefix}'; map each pattern once.");
+            }
 
-    /// <summary>Forgets a signal nobody fired, once its poll is over.</summary>
-    public void Forget(string sessionId, TaskCompletionSource signal) => _signals.TryRemove(KeyValuePair.Create(sessionId, signal));
+            _stores.Add(store);
+        }
+
+        return Multiplexer.GetSubscriber().SubscribeAsync(store.Keys.WakeChannel, (_, message) => store.OnWake(message));
+    }
+
+    public void Detach(RedisSessionStore store)
+    {
+        using (_lock.EnterScope())
+        {
+            _stores.Remove(store);
+        }
+    }
 
     public void Dispose() => Multiplexer.Dispose();
-
-    private void Wake(RedisValue ids)
-    {
-        var text = (string?)ids ?? string.Empty;
-        foreach (var range in text.AsSpan().Split(' '))
-        {
-            var id = text[range];
-            if (_signals.TryRemove(id, out var signal))
-            {
-                signal.TrySetResult();
-            }
-        }
-    }
 }

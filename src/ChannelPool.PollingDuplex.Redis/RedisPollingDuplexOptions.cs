@@ -10,8 +10,10 @@ public sealed class RedisPollingDuplexOptions
     public string Configuration { get; set; } = string.Empty;
 
     /// <summary>
-    /// Gets or sets the prefix of every key and channel, so several applications can share one Redis. Each endpoint's
-    /// keys are <c>{KeyPrefix:pattern}:...</c>: one Redis Cluster hash slot per endpoint. Defaults to <c>channelpool:duplex</c>.
+    /// Gets or sets the prefix of every key and channel, so several applications (or a new set of nodes with other
+    /// options) can share one Redis. Each endpoint's keys start with <c>KeyPrefix:pattern</c> and hash by session, topic
+    /// and user, so a Redis Cluster spreads one endpoint over its shards. No braces: the store makes its own hash tags.
+    /// Defaults to <c>channelpool:duplex</c>.
     /// </summary>
     public string KeyPrefix { get; set; } = "channelpool:duplex";
 

@@ -21,6 +21,7 @@ public static class RedisPollingDuplexServiceCollectionExtensions
         services.AddOptions<RedisPollingDuplexOptions>().Configure(configure).ValidateOnStart();
         services.AddSingleton<IValidateOptions<RedisPollingDuplexOptions>, RedisPollingDuplexOptionsValidator>();
         services.AddSingleton<RedisDuplexConnection>();
+        services.AddHostedService<RedisPollingDuplexStartup>();
         return services;
     }
 }

@@ -77,25 +77,13 @@ internal sealed class PollingDuplexMetrics : IDisposable
         _pollDuration.Record(held.TotalSeconds, _endpoint);
     }
 
-    public void Delivered(int count = 1)
-    {
-        if (count > 0)
-        {
-            _delivered.Add(count, _endpoint);
-        }
-    }
+    public void Delivered(long count = 1) => _delivered.Add(count, _endpoint);
 
-    public void Redelivered(int count = 1)
-    {
-        if (count > 0)
-        {
-            _redelivered.Add(count, _endpoint);
-        }
-    }
+    public void Redelivered(long count = 1) => _redelivered.Add(count, _endpoint);
 
     public void Received() => _received.Add(1, _endpoint);
 
-    public void Dropped() => _dropped.Add(1, _endpoint);
+    public void Dropped(long count = 1) => _dropped.Add(count, _endpoint);
 
     public void Dispose() => _meter.Dispose();
 }

@@ -50,6 +50,9 @@ internal sealed class PerfContext : IAsyncDisposable
 
     public HttpClient Http { get; }
 
+    /// <summary>Gets or sets whether the scenario runs its own servers in this process (the redis command's nodes), so each client costs two sockets here.</summary>
+    public bool ServesInProcess { get; set; }
+
     /// <summary>
     /// Gets how many simulated clients this process can hold: each is a socket, and so, when the server runs in this
     /// process too, is the server's end of it.
@@ -59,7 +62,7 @@ internal sealed class PerfContext : IAsyncDisposable
         get
         {
             var limit = ClientHttp.OpenFileLimit();
-            var perClient = _server?.Kind == "in-process" ? 2.2 : 1.1;
+            var perClient = _server?.Kind == "in-process" || ServesInProcess ? 2.2 : 1.1;
             return (int)Math.Clamp((limit - 512) / perClient, 1, 1_000_000);
         }
     }

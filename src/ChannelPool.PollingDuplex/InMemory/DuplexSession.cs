@@ -362,8 +362,15 @@ public sealed class DuplexSession
 
         // Counted once a take, outside the lock: a listener's callback runs per Add, not per frame.
         room?.TrySetResult();
-        _store.Metrics.Delivered(delivered);
-        _store.Metrics.Redelivered(redelivered);
+        if (delivered > 0)
+        {
+            _store.Metrics.Delivered(delivered);
+        }
+
+        if (redelivered > 0)
+        {
+            _store.Metrics.Redelivered(redelivered);
+        }
         return DuplexTakeResult.Frames;
     }
 

@@ -37,6 +37,11 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         : base(endpoint, options, timeProvider)
     {
         Handler = handler;
+        if (handler is AsyncPollingDuplexHandler sendsThroughStore)
+        {
+            AttachHandler(sendsThroughStore);
+        }
+
         _logger = logger;
         _pending = new PendingSessions(options.MaxPendingSessions);
         var shortest = FirstPollTimeout.Ticks;
@@ -148,6 +153,22 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         }
 
         return new(lookup);
+    }
+
+    /// <inheritdoc />
+    /// <remarks>The synchronous fast path: <see cref="DuplexSession.Send"/> on the session in this process, completed at once.</remarks>
+    protected internal override ValueTask<DuplexSendResult> SendAsync(string sessionId, DuplexMessage message, CancellationToken cancellationToken) =>
+        new(_sessions.TryGetValue(sessionId, out var session) ? session.Send(message) : DuplexSendResult.SessionEnded);
+
+    /// <inheritdoc />
+    protected internal override ValueTask CloseSessionAsync(string sessionId, CancellationToken cancellationToken)
+    {
+        if (_sessions.TryGetValue(sessionId, out var session))
+        {
+            End(session, DuplexSessionEndReason.ClosedByServer);
+        }
+
+        return ValueTask.CompletedTask;
     }
 
     /// <inheritdoc />

@@ -16,7 +16,7 @@ namespace ChannelPool.PollingDuplex.Stores;
 /// memory pays no allocation and no thread switch for the seam. docs/polling-duplex.md ("The session store") says
 /// what each operation must guarantee.
 /// </remarks>
-public abstract class DuplexSessionStore : IDisposable
+public abstract partial class DuplexSessionStore : IDisposable
 {
     /// <summary>Initializes the store of the endpoint mapped at <paramref name="endpoint"/>.</summary>
     /// <param name="endpoint">The pattern the endpoint is mapped at; it names the endpoint in telemetry.</param>
@@ -51,7 +51,7 @@ public abstract class DuplexSessionStore : IDisposable
     internal PollingDuplexMetrics Metrics { get; }
 
     /// <summary>Gets the sessions by state for the <c>pollingduplex.sessions</c> gauge, or null where the store cannot count them cheaply.</summary>
-    internal virtual (int Pending, int Active)? SessionCounts => null;
+    internal virtual (int Pending, int Active)? SessionCounts => ReportedSessionCounts;
 
     /// <inheritdoc />
     public void Dispose()

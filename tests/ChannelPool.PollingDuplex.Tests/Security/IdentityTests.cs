@@ -16,7 +16,6 @@ public class IdentityTests(DuplexStore store)
     [Test]
     public async Task AnotherUsersIdentity_OnSomeonesSession_Is403WrongUser_AndTheSessionIsUnaffected()
     {
-        RedisHalf.Required(store, "sessions that record their user");
         await using var server = await SecureDuplexServer.StartAsync(store, o =>
         {
             o.Topics.AllowAnonymous = true;
@@ -60,7 +59,6 @@ public class IdentityTests(DuplexStore store)
     [Test]
     public async Task ASessionOpenedAnonymously_RefusesASignedInRequest_AndTheOtherWayRound()
     {
-        RedisHalf.Required(store, "sessions that record their user");
         await using var server = await SecureDuplexServer.StartAsync(store, o => o.Topics.AllowAnonymous = true);
         using var alice = SecureDuplexServer.ClientFor("alice");
         using var nobody = SecureDuplexServer.ClientFor(null);
@@ -78,7 +76,6 @@ public class IdentityTests(DuplexStore store)
     [Test]
     public async Task ACookieSignedInBrowser_UsesItsSession_AndTheSameUserWithAJwt_MayToo()
     {
-        RedisHalf.Required(store, "sessions that record their user");
         await using var server = await SecureDuplexServer.StartAsync(store, o =>
         {
             o.Topics.AllowAnonymous = true;
@@ -106,7 +103,6 @@ public class IdentityTests(DuplexStore store)
     [Test]
     public async Task ADotNetClient_SendsItsAppsJwt_BesideTheSessionToken()
     {
-        RedisHalf.Required(store, "sessions that record their user");
         await using var server = await SecureDuplexServer.StartAsync(store, o => o.Topics.AllowAnonymous = true);
         using var http = SecureDuplexServer.ClientFor("alice");
         var client = new PollingDuplexClient(http, server.Address, new PollingDuplexClientOptions { Encoding = DuplexEncoding.Text });

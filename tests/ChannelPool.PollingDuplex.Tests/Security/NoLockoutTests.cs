@@ -19,7 +19,6 @@ public class NoLockoutTests(DuplexStore store)
     [Test]
     public async Task AtThePendingLimit_AnOpenEvictsTheOldestSessionThatNeverPolled_Which410sSessionEvicted()
     {
-        RedisHalf.Required(store, "eviction at the pending limit");
         await using var server = await SecureDuplexServer.StartAsync(store, o =>
         {
             o.Topics.AllowAnonymous = true;
@@ -48,7 +47,6 @@ public class NoLockoutTests(DuplexStore store)
     [Test]
     public async Task ASessionThatSendsButNeverPolls_ExpiresAtItsFirstPollDeadline()
     {
-        RedisHalf.Required(store, "the first-poll deadline counted from the open: its sessions' TTL is renewed by every request until the first poll");
         await using var server = await SecureDuplexServer.StartAsync(store, o =>
         {
             o.Topics.AllowAnonymous = true;
@@ -86,7 +84,6 @@ public class NoLockoutTests(DuplexStore store)
     [Test]
     public async Task AFloodOfOpensAndSessionsThatNeverPoll_NeverLocksOutAClientThatPollsAtOnce_InBoundedMemory()
     {
-        RedisHalf.Required(store, "eviction at the pending limit");
         const int FloodOpens = 5_000;
         const int Senders = 1_000;
         const int Workers = 32;

@@ -171,16 +171,3 @@ internal sealed class SecureDuplexServer : IAsyncDisposable
         }
     }
 }
-
-/// <summary>Marks what on the Redis store can pass only once the redis helper's half of issue 24 is merged.</summary>
-internal static class RedisHalf
-{
-    /// <summary>Skips the Redis case of a test whose feature the Redis store does not have on this branch yet.</summary>
-    public static void Required(DuplexStore store, string what)
-    {
-        if (store == DuplexStore.Redis)
-        {
-            Assert.Ignore($"Needs the Redis store's half of issue 24 ({what}); written against the seam, it runs once that is merged.");
-        }
-    }
-}

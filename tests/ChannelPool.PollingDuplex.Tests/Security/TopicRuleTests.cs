@@ -189,7 +189,6 @@ public class TopicRuleTests(DuplexStore store)
     [Test]
     public async Task APolicy_GetsTheTopicAsItsResource_AndDecidesPerUser()
     {
-        RedisHalf.Required(store, "sessions that record their user");
         await using var server = await SecureDuplexServer.StartAsync(
             store,
             o =>

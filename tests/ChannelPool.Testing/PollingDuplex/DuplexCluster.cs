@@ -41,6 +41,11 @@ public sealed class DuplexCluster : IAsyncDisposable
     /// <summary>Gets the pub/sub endpoint clients use: the balancer's, or the only node's.</summary>
     public Uri PubSub { get; }
 
+    /// <summary>Gets another endpoint every node maps (<see cref="DuplexClusterOptions.MapNode"/>), as clients reach it: through the balancer, or on the only node.</summary>
+    /// <param name="path">The endpoint's path, for example <c>duplex</c>.</param>
+    /// <returns>Its address.</returns>
+    public Uri At(string path) => new(new Uri(PubSub, "/"), path.TrimStart('/'));
+
     /// <summary>
     /// Gets, in arrival order over all nodes, the node that served each request of a session (by session id). Empty
     /// unless the cluster was started with <see cref="DuplexClusterOptions.TrackRequests"/>.
@@ -53,14 +58,17 @@ public sealed class DuplexCluster : IAsyncDisposable
     /// </summary>
     /// <param name="nodes">How many nodes.</param>
     /// <param name="configure">Configures the pub/sub endpoint on every node.</param>
-    /// <param name="redis">The Redis to share, which the caller stops; <see langword="null"/> starts one that the cluster stops.</param>
+    /// <param name="redis">
+    /// The configuration of the Redis to share (a server or a Redis Cluster), which the caller stops; <see langword="null"/>
+    /// starts a server that the cluster stops.
+    /// </param>
     /// <returns>The running cluster.</returns>
-    public static async Task<DuplexCluster> StartAsync(int nodes = 3, Action<PollingDuplexOptions>? configure = null, RedisServerProcess? redis = null)
+    public static async Task<DuplexCluster> StartAsync(int nodes = 3, Action<PollingDuplexOptions>? configure = null, string? redis = null)
     {
         var owned = redis is null ? await RedisServerProcess.StartAsync() : null;
         try
         {
-            var options = new DuplexClusterOptions { Nodes = nodes, Redis = (redis ?? owned)!.Configuration, Configure = configure, TrackRequests = true };
+            var options = new DuplexClusterOptions { Nodes = nodes, Redis = redis ?? owned!.Configuration, Configure = configure, TrackRequests = true };
             return await StartAsync(options, owned);
         }
         catch
@@ -144,7 +152,7 @@ public sealed class DuplexCluster : IAsyncDisposable
                 nodes.Add(await DuplexNode.StartAsync(i, PubSubPath, options, served));
             }
 
-            var balancer = nodes.Count > 1 ? await StartBalancerAsync(nodes) : null;
+            var balancer = nodes.Count > 1 ? await StartBalancerAsync([.. nodes.Where(n => options.BalancedNodes?.Contains(n.Index) ?? true)]) : null;
             return new DuplexCluster(nodes, balancer, ownedRedis, served);
         }
         catch

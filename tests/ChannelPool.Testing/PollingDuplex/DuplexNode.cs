@@ -30,6 +30,9 @@ public sealed class DuplexNode : IAsyncDisposable
     /// <summary>Gets the node's own pub/sub endpoint, bypassing the balancer.</summary>
     public Uri PubSub { get; }
 
+    /// <summary>Gets the node's services, for what a test reaches on one node (a handler, a publisher).</summary>
+    public IServiceProvider Services => _app.Services;
+
     /// <summary>Gets whether <see cref="KillAsync"/> ran.</summary>
     public bool Killed { get; private set; }
 
@@ -77,9 +80,14 @@ public sealed class DuplexNode : IAsyncDisposable
         var builder = DuplexCluster.LoopbackBuilder();
         if (options.Redis is { } redis)
         {
-            builder.Services.AddPollingDuplexRedis(o => o.Configuration = redis);
+            builder.Services.AddPollingDuplexRedis(o =>
+            {
+                o.Configuration = redis;
+                o.KeyPrefix = options.KeyPrefix;
+            });
         }
 
+        options.ConfigureNode?.Invoke(index, builder);
         var app = builder.Build();
         DuplexNode? node = null;
         if (served is not null)
@@ -120,6 +128,8 @@ public sealed class DuplexNode : IAsyncDisposable
         {
             app.MapPollingDuplexPubSubOnRedis("/" + pubSubPath, Configure);
         }
+
+        options.MapNode?.Invoke(index, app);
 
         try
         {

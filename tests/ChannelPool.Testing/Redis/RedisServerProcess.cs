@@ -8,7 +8,8 @@ namespace ChannelPool.Testing.Redis;
 /// <summary>
 /// Test infrastructure, not product: a real redis-server on 127.0.0.1 on a port the OS chose, started and stopped by
 /// its caller (a test or the perf console). Without persistence unless asked; with it (append-only, fsync on every
-/// write), a hard kill loses nothing and a restart on the same port and folder brings everything back.
+/// write), a hard kill loses nothing and a restart on the same port and folder brings everything back. As a shard of
+/// a <see cref="RedisClusterProcess"/> it runs in cluster mode, its cluster state in its own folder.
 /// </summary>
 public sealed class RedisServerProcess : IAsyncDisposable
 {
@@ -16,14 +17,16 @@ public sealed class RedisServerProcess : IAsyncDisposable
     public const string Executable = "/usr/bin/redis-server";
 
     private readonly bool _persistent;
+    private readonly int? _busPort;
     private readonly string? _folder;
     private Process? _process;
 
-    private RedisServerProcess(int port, bool persistent)
+    private RedisServerProcess(int port, bool persistent, int? busPort)
     {
         Port = port;
         _persistent = persistent;
-        if (persistent)
+        _busPort = busPort;
+        if (persistent || busPort is not null)
         {
             _folder = Directory.CreateTempSubdirectory("channelpool-redis-").FullName;
         }
@@ -36,7 +39,7 @@ public sealed class RedisServerProcess : IAsyncDisposable
     /// </summary>
     public static Action<string>? WhenNotInstalled { get; set; }
 
-    /// <summary>Gets whether <see cref="Executable"/> exists on this machine.</summary>
+    /// <summary>Gets whether <see cref="Executable"/> is there, for a test that skips itself without it.</summary>
     public static bool IsInstalled => File.Exists(Executable);
 
     /// <summary>Gets the port the server listens on, the same across <see cref="StartAgainAsync"/>.</summary>
@@ -49,16 +52,13 @@ public sealed class RedisServerProcess : IAsyncDisposable
     /// <param name="persistent">Whether to keep data on disk (append-only, fsync always), so a kill and restart lose nothing.</param>
     /// <returns>The running server.</returns>
     /// <exception cref="InvalidOperationException">redis-server is not installed (after <see cref="WhenNotInstalled"/> ran).</exception>
-    public static async Task<RedisServerProcess> StartAsync(bool persistent = false)
-    {
-        if (!IsInstalled)
-        {
-            const string Missing = $"redis-server is not installed at {Executable}: apt-get install redis-server (.ci/run installs it).";
-            WhenNotInstalled?.Invoke(Missing);
-            throw new InvalidOperationException(Missing);
-        }
+    public static Task<RedisServerProcess> StartAsync(bool persistent = false) => StartAsync(persistent, cluster: false);
 
-        var server = new RedisServerProcess(FreePort(), persistent);
+    /// <summary>Starts a server for a <see cref="RedisClusterProcess"/>: in cluster mode, with a cluster bus port of its own.</summary>
+    internal static async Task<RedisServerProcess> StartAsync(bool persistent, bool cluster)
+    {
+        ThrowIfNotInstalled(Executable);
+        var server = new RedisServerProcess(FreePort(), persistent, cluster ? FreePort() : null);
         try
         {
             await server.StartAgainAsync();
@@ -76,8 +76,14 @@ public sealed class RedisServerProcess : IAsyncDisposable
     public async Task StartAgainAsync()
     {
         // No snapshots ever ("--save" with nothing); the append-only file only when persistent.
-        string[] storage = _persistent ? ["--appendonly", "yes", "--appendfsync", "always", "--dir", _folder!] : ["--appendonly", "no"];
-        var start = new ProcessStartInfo(Executable, ["--port", Port.ToString(CultureInfo.InvariantCulture), "--bind", "127.0.0.1", "--save", string.Empty, .. storage])
+        string[] storage = _persistent ? ["--appendonly", "yes", "--appendfsync", "always"] : ["--appendonly", "no"];
+        string[] folder = _folder is null ? [] : ["--dir", _folder];
+
+        // A shard serves the slots it has when another is down, and tells a client where a moved slot lives.
+        string[] cluster = _busPort is { } bus
+            ? ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-port", bus.ToString(CultureInfo.InvariantCulture), "--cluster-require-full-coverage", "no", "--cluster-node-timeout", "3000"]
+            : [];
+        var start = new ProcessStartInfo(Executable, ["--port", Port.ToString(CultureInfo.InvariantCulture), "--bind", "127.0.0.1", "--save", string.Empty, .. storage, .. folder, .. cluster])
         {
             RedirectStandardOutput = true,
             RedirectStandardError = true,
@@ -113,6 +119,17 @@ public sealed class RedisServerProcess : IAsyncDisposable
         if (_folder is not null)
         {
             Directory.Delete(_folder, recursive: true);
+        }
+    }
+
+    /// <summary>Throws (after <see cref="WhenNotInstalled"/> ran) when <paramref name="executable"/>, part of Debian's redis-server package, is missing.</summary>
+    internal static void ThrowIfNotInstalled(string executable)
+    {
+        if (!File.Exists(executable))
+        {
+            var missing = $"{executable} is not installed: apt-get install redis-server (.ci/run installs it).";
+            WhenNotInstalled?.Invoke(missing);
+            throw new InvalidOperationException(missing);
         }
     }
 

@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using ChannelPool.Perf.Clients;
+using ChannelPool.Perf.Servers;
 using ChannelPool.Perf.Stats;
 using Spectre.Console;
 
@@ -9,9 +10,10 @@ namespace ChannelPool.Perf.Scenarios.Broadcast;
 /// The original's broadcast script: M clients on one topic, a burst (one message to all of them) every P seconds. The
 /// result is the largest M for which every one of K consecutive bursts reaches every client before the next is due.
 /// A doubling-then-bisecting search scouts M with a few bursts per probe, then the full K confirms it, stepping down
-/// until it holds.
+/// until it holds. <paramref name="serverStats"/> reads the server's processor time when it is not the run's servers
+/// (the redis command's nodes read Redis's).
 /// </summary>
-internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settings)
+internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settings, Func<CancellationToken, Task<ServerStats>>? serverStats = null)
 {
     private const string Topic = "broadcast";
 
@@ -191,14 +193,15 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
                 cancellationToken));
 
         BroadcastProbe probe = null!;
-        var serverBefore = await context.Server.GetStatsAsync(cancellationToken);
+        var stats = serverStats ?? context.Server.GetStatsAsync;
+        var serverBefore = await stats(cancellationToken);
         var clientBefore = ProcessCpuSeconds();
         await context.Console.Status().StartAsync(
             $"{Markup.Escape(transport.Name)}: {clients:N0} clients, a burst every {period.TotalSeconds:0.#} s",
             async status => probe = await run.RunAsync(publisher, clients, period, bursts, b => status.Status(
                 $"{Markup.Escape(transport.Name)}: {clients:N0} clients, P = {period.TotalSeconds:0.#} s, burst {b} of {bursts}"), cancellationToken));
         var clientCpu = ProcessCpuSeconds() - clientBefore;
-        var serverAfter = await context.Server.GetStatsAsync(cancellationToken);
+        var serverAfter = await stats(cancellationToken);
         if (probe.Latency.Count > 0)
         {
             // Warm-up burst included on both sides of the division: it is one more delivery per client.

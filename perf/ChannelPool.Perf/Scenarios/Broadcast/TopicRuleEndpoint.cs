@@ -62,7 +62,7 @@ internal static class TopicRuleEndpoint
                 return body(transports);
             }
 
-            var ruled = new Renamed(
+            IPubSubTransport ruled = new RenamedTransport(
                 new DuplexPubSubTransport(context.Http, new Uri(context.Server.Endpoints.Http, Path), choice.Encoding, choice.Mode),
                 $"{ours.Name[..^1]}, topic rule)");
             var list = transports.ToList();
@@ -97,19 +97,5 @@ internal static class TopicRuleEndpoint
         };
         option.AcceptOnlyFromAmong("none", "compare");
         return option;
-    }
-
-    /// <summary>A transport under another name in the report.</summary>
-    private sealed class Renamed(IPubSubTransport inner, string name) : IPubSubTransport, ITransportDiagnostics
-    {
-        public string Name => name;
-
-        public long Faults => (inner as ITransportDiagnostics)?.Faults ?? 0;
-
-        public string? FirstFault => (inner as ITransportDiagnostics)?.FirstFault;
-
-        public Task<IPubSubClient> ConnectAsync(NotificationHandler onNotification, CancellationToken cancellationToken) => inner.ConnectAsync(onNotification, cancellationToken);
-
-        public ValueTask DisposeAsync() => inner.DisposeAsync();
     }
 }

@@ -7,13 +7,18 @@ using Microsoft.Extensions.Options;
 
 namespace ChannelPool.PollingDuplex.Tests.Redis;
 
-/// <summary>The pub/sub service on Redis, served by three nodes behind a round-robin balancer with no affinity.</summary>
-public class RedisClusterTests
+/// <summary>
+/// The pub/sub service on Redis, served by three nodes behind a round-robin balancer with no affinity: on one Redis,
+/// and on a Redis Cluster of three masters, where a session's, a topic's and the endpoint's keys live on different shards.
+/// </summary>
+[TestFixture(RedisKind.OneServer)]
+[TestFixture(RedisKind.Cluster)]
+public class RedisScaleOutTests(RedisKind kind)
 {
     [Test]
     public async Task ConsecutiveRequestsOfOneSession_LandOnDifferentNodes_AndStillWork()
     {
-        await using var cluster = await DuplexCluster.StartAsync(configure: o => o.ServerPollTimeout = TimeSpan.FromMilliseconds(200));
+        await using var cluster = await StartAsync(o => o.ServerPollTimeout = TimeSpan.FromMilliseconds(200));
         using var http = DuplexCluster.CreateHttpClient();
         var session = await RawSession.OpenAsync(http, cluster.PubSub);
         using (var subscribed = await session.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"t\"}}\n"))
@@ -36,7 +41,7 @@ public class RedisClusterTests
     [Test]
     public async Task PublishThroughOneNode_WakesAPollHeldOnAnother_AtOnce()
     {
-        await using var cluster = await DuplexCluster.StartAsync(configure: o => o.ServerPollTimeout = TimeSpan.FromMinutes(1));
+        await using var cluster = await StartAsync(o => o.ServerPollTimeout = TimeSpan.FromMinutes(1));
         using var http = DuplexCluster.CreateHttpClient();
         var subscriber = await RawSession.OpenAsync(http, cluster.Nodes[0].PubSub);
         using (await subscriber.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"news\"}}\n"))
@@ -61,11 +66,68 @@ public class RedisClusterTests
     }
 
     [Test]
+    public async Task APollHeldBeforeItsSessionSubscribes_GetsTheTopicsMessages_AtOnce()
+    {
+        await using var cluster = await StartAsync(o => o.ServerPollTimeout = TimeSpan.FromMinutes(1));
+        using var http = DuplexCluster.CreateHttpClient();
+        var subscriber = await RawSession.OpenAsync(http, cluster.Nodes[0].PubSub);
+        var held = subscriber.At(cluster.Nodes[1].PubSub).PollAsync(0);
+        await Task.Delay(200);
+        using (var subscribed = await subscriber.At(cluster.Nodes[2].PubSub).SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"late\"}}\n"))
+        {
+            Assert.That(subscribed.StatusCode, Is.EqualTo(HttpStatusCode.OK));
+        }
+
+        await Task.Delay(200);
+        var publisher = await RawSession.OpenAsync(http, cluster.Nodes[2].PubSub);
+        (await publisher.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"publish\",\"topic\":\"late\",\"data\":5}}\n")).Dispose();
+
+        // Well inside the minute-long poll timeout: the held poll learned of its new topic, and waits on it.
+        using var response = await held.WaitAsync(TimeSpan.FromSeconds(10));
+        Assert.That(await response.Content.ReadAsStringAsync(), Is.EqualTo("{\"seq\":1,\"type\":\"message\",\"data\":{\"topic\":\"late\",\"data\":5}}\n"));
+    }
+
+    [Test]
+    public async Task SubscribesThatRaceTheirSessionsFirstPoll_AndAPublishThatRacesTheFeedsFirstRead_WakeEveryPollAtOnce()
+    {
+        // The .NET client polls from the moment it opens, so its first subscribe races the first poll's start on the
+        // node holding it; then the topic's first publish races that node's first read of the topic's log.
+        const int Sessions = 64;
+        await using var cluster = await StartAsync(o => o.ServerPollTimeout = TimeSpan.FromMinutes(1));
+        using var http = DuplexCluster.CreateHttpClient();
+        var sessions = await Task.WhenAll(Enumerable.Range(0, Sessions).Select(_ => RawSession.OpenAsync(http, cluster.Nodes[0].PubSub)));
+        var held = new Task<HttpResponseMessage>[Sessions];
+        await Task.WhenAll(sessions.Select(async (session, i) =>
+        {
+            // A subscribe is three scripts and a poll's start two, so the poll starts a little later, by a few ms more
+            // for each session, for some subscribe to land inside some poll's start.
+            var subscribing = session.At(cluster.Nodes[2].PubSub).SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"race\"}}\n");
+            await Task.Delay(i % 16);
+            held[i] = session.At(cluster.Nodes[1].PubSub).PollAsync(0);
+            using var subscribed = await subscribing;
+            Assert.That(subscribed.StatusCode, Is.EqualTo(HttpStatusCode.OK));
+        }));
+
+        var publisher = await RawSession.OpenAsync(http, cluster.Nodes[2].PubSub);
+        (await publisher.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"publish\",\"topic\":\"race\",\"data\":7}}\n")).Dispose();
+
+        // Well inside the minute-long poll timeout: no poll waited it out for a wake it missed.
+        var responses = await Task.WhenAll(held).WaitAsync(TimeSpan.FromSeconds(15));
+        foreach (var response in responses)
+        {
+            using (response)
+            {
+                Assert.That(await response.Content.ReadAsStringAsync(), Is.EqualTo("{\"seq\":1,\"type\":\"message\",\"data\":{\"topic\":\"race\",\"data\":7}}\n"));
+            }
+        }
+    }
+
+    [Test]
     public async Task ManySessionsOverThreeNodes_WithCutAndLostResponsesAndClientRestarts_GetEveryMessageOnceInOrder()
     {
         const int Subscribers = 24;
         const int Messages = 400;
-        await using var cluster = await DuplexCluster.StartAsync(configure: o =>
+        await using var cluster = await StartAsync(o =>
         {
             o.MaxPendingMessagesPerSession = Messages + 10;
             o.ServerPollTimeout = TimeSpan.FromMilliseconds(500);
@@ -93,9 +155,12 @@ public class RedisClusterTests
         var restartingReads = restarting.Select(r => r.ReadAsync(Messages, restartEvery: 4, TimeSpan.FromMinutes(1))).ToList();
         await using (var publisher = await new PollingDuplexClient(http, cluster.PubSub, options).OpenSessionAsync())
         {
-            for (var i = 1; i <= Messages; i += 20)
+            // Ten at a time, a little apart, so the subscribers' polls come back often, and the faults have many
+            // responses to cut: a response carries everything ready, so a publisher at full speed leaves few.
+            for (var i = 1; i <= Messages; i += 10)
             {
-                await publisher.SendAsync([.. Enumerable.Range(i, 20).Select(n => DuplexMessage.FromJson(new { op = "publish", topic = "feed", data = n }))]);
+                await publisher.SendAsync([.. Enumerable.Range(i, 10).Select(n => DuplexMessage.FromJson(new { op = "publish", topic = "feed", data = n }))]);
+                await Task.Delay(10);
             }
         }
 
@@ -115,7 +180,7 @@ public class RedisClusterTests
     public async Task EveryModeAndEncoding_ThroughTheBalancer_WithCutResponses_DeliversEachMessageOnceInOrder(PollingDuplexMode mode, DuplexEncoding encoding)
     {
         const int Messages = 60;
-        await using var cluster = await DuplexCluster.StartAsync(configure: o =>
+        await using var cluster = await StartAsync(o =>
         {
             o.MaxPendingMessagesPerSession = Messages + 10;
             o.ServerPollTimeout = TimeSpan.FromMilliseconds(500);
@@ -148,7 +213,7 @@ public class RedisClusterTests
     {
         const int Subscribers = 12;
         const int Messages = 200;
-        await using var cluster = await DuplexCluster.StartAsync(configure: o =>
+        await using var cluster = await StartAsync(o =>
         {
             o.MaxPendingMessagesPerSession = Messages + 10;
             o.ServerPollTimeout = TimeSpan.FromSeconds(2);
@@ -183,136 +248,13 @@ public class RedisClusterTests
         await Task.WhenAll(subscribers.Select(s => s.DisposeAsync().AsTask())).Within();
     }
 
-    [Test]
-    public async Task RedisStoppedAndRestarted_RequestsFailWithAClear503_ThenDeliveryResumes()
-    {
-        await using var redis = await RedisServerProcess.StartAsync(persistent: true);
-        await using var cluster = await DuplexCluster.StartAsync(configure: o => o.ServerPollTimeout = TimeSpan.FromSeconds(6), redis: redis);
-        using var http = DuplexCluster.CreateHttpClient();
-        var options = new PollingDuplexClientOptions { MaxRetryAttempts = 100, RetryBaseDelay = TimeSpan.FromMilliseconds(50), RetryMaxDelay = TimeSpan.FromMilliseconds(200) };
-        var client = new PollingDuplexClient(http, cluster.PubSub, options);
-        await using var subscriber = await client.OpenSessionAsync();
-        await subscriber.SendAsync(DuplexMessage.FromJson(new { op = "subscribe", topic = "feed" }));
-        var reading = DeliveryTests.ReadAsync(subscriber, 20, TimeSpan.FromMinutes(1));
-        await using var publisher = await client.OpenSessionAsync();
-        for (var i = 1; i <= 10; i++)
-        {
-            await publisher.SendAsync(DuplexMessage.FromJson(new { op = "publish", topic = "feed", data = i }));
-        }
-
-        var raw = await RawSession.OpenAsync(http, cluster.PubSub);
-        await redis.KillAsync();
-        using (var refused = await raw.PollAsync(0))
-        {
-            var problem = await RawSession.AssertProblemAsync(refused, HttpStatusCode.ServiceUnavailable, "store-unavailable");
-            Assert.That(problem.GetProperty("detail").GetString(), Does.Contain("Redis"));
-            Assert.That(refused.Headers.RetryAfter, Is.Not.Null);
-        }
-
-        // The publisher keeps trying through the outage; its sends succeed once Redis is back.
-        var publishing = Task.Run(async () =>
-        {
-            for (var i = 11; i <= 20; i++)
-            {
-                await publisher.SendAsync(DuplexMessage.FromJson(new { op = "publish", topic = "feed", data = i }));
-            }
-        });
-        await Task.Delay(500);
-        await redis.StartAgainAsync();
-        await publishing.WaitAsync(TimeSpan.FromSeconds(30));
-
-        var received = await reading;
-        Assert.That(received.Select(d => Data(d.Message!)), Is.EqualTo(Enumerable.Range(1, 20)));
-
-        // Held polls wake through Redis again, well before their poll timeout: the wake channel came back too.
-        var listener = await RawSession.OpenAsync(http, cluster.Nodes[0].PubSub);
-        (await listener.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"after\"}}\n")).Dispose();
-        var held = listener.At(cluster.Nodes[1].PubSub).PollAsync(0);
-        await Task.Delay(200);
-        var talker = await RawSession.OpenAsync(http, cluster.Nodes[2].PubSub);
-        (await talker.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"publish\",\"topic\":\"after\",\"data\":1}}\n")).Dispose();
-        var started = System.Diagnostics.Stopwatch.StartNew();
-        using var woken = await held.WaitAsync(TimeSpan.FromSeconds(30));
-        Assert.That(woken.StatusCode, Is.EqualTo(HttpStatusCode.OK));
-        Assert.That(started.Elapsed, Is.LessThan(TimeSpan.FromSeconds(4)), "woken by the publish, not by the 6-second poll timeout");
-    }
-
-    [Test]
-    public async Task ANodeStartedWhileRedisIsDown_Answers503_ThenServesOnceRedisIsUp()
-    {
-        await using var redis = await RedisServerProcess.StartAsync();
-        await redis.KillAsync();
-        await using var cluster = await DuplexCluster.StartAsync(nodes: 1, configure: o => o.ServerPollTimeout = TimeSpan.FromSeconds(10), redis: redis);
-        using var http = DuplexCluster.CreateHttpClient();
-        using (var refused = await http.PostAsync(new Uri(cluster.PubSub + "/sessions"), RawSession.JsonContent("{}")))
-        {
-            await RawSession.AssertProblemAsync(refused, HttpStatusCode.ServiceUnavailable, "store-unavailable");
-        }
-
-        await redis.StartAgainAsync();
-        var subscriber = await OpenOnceRedisIsBackAsync(http, cluster.PubSub);
-        (await subscriber.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"subscribe\",\"topic\":\"t\"}}\n")).Dispose();
-        var held = subscriber.PollAsync(0);
-        await Task.Delay(200);
-        var publisher = await RawSession.OpenAsync(http, cluster.PubSub);
-        (await publisher.SendTextAsync("{\"seq\":1,\"data\":{\"op\":\"publish\",\"topic\":\"t\",\"data\":7}}\n")).Dispose();
-        var started = System.Diagnostics.Stopwatch.StartNew();
-        using var woken = await held.WaitAsync(TimeSpan.FromSeconds(30));
-        Assert.That(woken.StatusCode, Is.EqualTo(HttpStatusCode.OK));
-        Assert.That(started.Elapsed, Is.LessThan(TimeSpan.FromSeconds(7)), "the wake subscription made while Redis was down was sent once it came up");
-    }
-
-    [Test]
-    public void MappingWithoutTheRedisStore_SaysWhatToCall()
-    {
-        var builder = WebApplication.CreateSlimBuilder();
-        using var app = builder.Build();
-        var error = Assert.Throws<InvalidOperationException>(() => app.MapPollingDuplexPubSubOnRedis("/pubsub", o => o.Topics.AllowAnonymous = true));
-        Assert.That(error!.Message, Does.Contain("AddPollingDuplexRedis"));
-    }
-
-    [TestCase("", "Configuration is required")]
-    [TestCase("127.0.0.1:1,nonsense=1", "is not a StackExchange.Redis configuration string")]
-    public void BadRedisOptions_FailAtStart_NamingTheRule(string configuration, string expected)
-    {
-        var builder = WebApplication.CreateSlimBuilder();
-        builder.Services.AddPollingDuplexRedis(o =>
-        {
-            o.Configuration = configuration;
-            o.KeyPrefix = "{bad}";
-            o.OperationTimeout = TimeSpan.Zero;
-        });
-        using var app = builder.Build();
-        var error = Assert.Throws<OptionsValidationException>(() => app.MapPollingDuplexPubSubOnRedis("/pubsub", o => o.Topics.AllowAnonymous = true));
-        Assert.That(error!.Message, Does.Contain(expected).And.Contain("KeyPrefix").And.Contain("OperationTimeout"));
-    }
-
-    /// <summary>Opens a session, retrying the 503s a node answers until its connection to Redis is back.</summary>
-    private static async Task<RawSession> OpenOnceRedisIsBackAsync(HttpClient http, Uri endpoint)
-    {
-        var waited = System.Diagnostics.Stopwatch.StartNew();
-        while (true)
-        {
-            using var response = await http.PostAsync(new Uri(endpoint + "/sessions"), RawSession.JsonContent("{}"));
-            if (response.StatusCode == HttpStatusCode.Created)
-            {
-                using var json = JsonDocument.Parse(await response.Content.ReadAsStringAsync());
-                return RawSession.Attach(http, endpoint, json.RootElement.GetProperty("sessionId").GetString()!, json.RootElement.GetProperty("token").GetString()!);
-            }
-
-            Assert.That(response.StatusCode, Is.EqualTo(HttpStatusCode.ServiceUnavailable));
-            Assert.That(waited.Elapsed, Is.LessThan(Eventually.Limit), "the node did not reconnect to Redis");
-            await Task.Delay(100);
-        }
-    }
-
     internal static int Data(DuplexMessage message)
     {
         using var json = JsonDocument.Parse(message.Payload);
         return json.RootElement.GetProperty("data").GetInt32();
     }
 
-    private static async Task<DuplexClientSession> OpenDespiteFaultsAsync(PollingDuplexClient client)
+    internal static async Task<DuplexClientSession> OpenDespiteFaultsAsync(PollingDuplexClient client)
     {
         for (var attempt = 0; ; attempt++)
         {
@@ -325,4 +267,7 @@ public class RedisClusterTests
             }
         }
     }
+
+    private async Task<DuplexCluster> StartAsync(Action<PollingDuplexOptions> configure) =>
+        await DuplexCluster.StartAsync(configure: configure, redis: await RedisServers.ConfigurationAsync(kind));
 }
