@@ -1,6 +1,7 @@
 using System.Buffers;
 using System.Collections.Concurrent;
 using System.Globalization;
+using System.Text.Json;
 using ChannelPool.PollingDuplex;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
@@ -76,7 +77,7 @@ internal static class FloorEndpoint
 
         public void Publish(string topic, byte[] data, int frames)
         {
-            var notification = DuplexMessage.FromJsonUtf8(System.Text.Encoding.UTF8.GetBytes($"{{\"topic\":\"{topic}\",\"data\":").Concat(data).Append((byte)'}').ToArray());
+            var notification = DuplexMessage.FromJsonUtf8((byte[])[.. JsonSerializer.SerializeToUtf8Bytes(new { topic }).AsSpan(0..^1), .. ",\"data\":"u8, .. data, (byte)'}']);
             Tick previous, next;
             using (_lock.EnterScope())
             {
