@@ -16,6 +16,8 @@ namespace ChannelPool.PollingDuplex.Client;
 /// </summary>
 public sealed class DuplexClientSession : IAsyncDisposable
 {
+    // A body up to this size, its length known, is read whole; a longer or streamed one through a pipe, frame by frame.
+    private const int WholeBodyLimit = 256 * 1024;
     private readonly PollingDuplexClient _client;
     private readonly string _token;
     private readonly Uri _sessionUri;
@@ -26,6 +28,10 @@ public sealed class DuplexClientSession : IAsyncDisposable
     private readonly CancellationTokenSource _stopping = new();
     private readonly SemaphoreSlim _sendGate = new(1, 1);
     private Task _pollLoop = Task.CompletedTask;
+
+    // The poll's timeout source, re-armed for each poll rather than made anew: polls run one at a time, on the loop.
+    private CancellationTokenSource? _pollTimer;
+    private CancellationToken _pollTimerStopping;
     private long _delivered;
     private long _sent;
     private int _state;
@@ -218,6 +224,7 @@ public sealed class DuplexClientSession : IAsyncDisposable
         await CloseAsync().ConfigureAwait(false);
         _stopping.Dispose();
         _sendGate.Dispose();
+        _pollTimer?.Dispose();
     }
 
     internal void Start() => _pollLoop = Task.Run(PollLoopAsync);
@@ -257,8 +264,7 @@ public sealed class DuplexClientSession : IAsyncDisposable
     private async Task PollOnceAsync(CancellationToken stopping)
     {
         using var request = _client.CreateRequest(HttpMethod.Get, new Uri($"{_sessionUri}/poll?ack={_delivered}"), _token);
-        using var timeout = CancellationTokenSource.CreateLinkedTokenSource(stopping);
-        timeout.CancelAfter(_pollTimeout);
+        var timeout = ArmPollTimer(stopping);
         try
         {
             using var response = await _client.Http.SendAsync(request, HttpCompletionOption.ResponseHeadersRead, timeout.Token).ConfigureAwait(false);
@@ -282,9 +288,29 @@ public sealed class DuplexClientSession : IAsyncDisposable
         }
     }
 
+    /// <summary>Arms the poll's timeout, reusing the last poll's source unless it fired or <paramref name="stopping"/> is another token.</summary>
+    private CancellationTokenSource ArmPollTimer(CancellationToken stopping)
+    {
+        if (_pollTimer is not { } timer || !timer.TryReset() || _pollTimerStopping != stopping)
+        {
+            _pollTimer?.Dispose();
+            _pollTimer = timer = CancellationTokenSource.CreateLinkedTokenSource(stopping);
+            _pollTimerStopping = stopping;
+        }
+
+        timer.CancelAfter(_pollTimeout);
+        return timer;
+    }
+
     private async Task ReadFramesAsync(HttpResponseMessage response, CancellationToken cancellationToken)
     {
         await using var stream = await response.Content.ReadAsStreamAsync(cancellationToken).ConfigureAwait(false);
+        if (response.Content.Headers.ContentLength is { } length and <= WholeBodyLimit)
+        {
+            await ReadWholeBodyAsync(stream, (int)length, cancellationToken).ConfigureAwait(false);
+            return;
+        }
+
         var reader = PipeReader.Create(stream);
         try
         {
@@ -314,6 +340,35 @@ public sealed class DuplexClientSession : IAsyncDisposable
         finally
         {
             await reader.CompleteAsync().ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>
+    /// Reads a response whose length the server sent (every response it answered at once) in one read into a pooled
+    /// buffer: no pipe, and no read past the end to find it. The frames' payloads are copied out, so the buffer goes back.
+    /// </summary>
+    private async Task ReadWholeBodyAsync(Stream stream, int length, CancellationToken cancellationToken)
+    {
+        var body = ArrayPool<byte>.Shared.Rent(length);
+        try
+        {
+            await stream.ReadExactlyAsync(body.AsMemory(0, length), cancellationToken).ConfigureAwait(false);
+            var buffer = new ReadOnlySequence<byte>(body, 0, length);
+            DuplexFrameReadStatus status;
+            string? error;
+            while ((status = DuplexFrameReader.TryRead(ref buffer, Encoding, fromServer: true, _maxMessageSize, isFinalBlock: true, out var frame, out error)) == DuplexFrameReadStatus.Frame)
+            {
+                await DeliverAsync(frame, cancellationToken).ConfigureAwait(false);
+            }
+
+            if (status is DuplexFrameReadStatus.Malformed or DuplexFrameReadStatus.TooLarge)
+            {
+                throw new InvalidDataException(error);
+            }
+        }
+        finally
+        {
+            ArrayPool<byte>.Shared.Return(body);
         }
     }
 

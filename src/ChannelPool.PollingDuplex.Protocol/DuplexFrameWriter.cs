@@ -57,6 +57,25 @@ public static class DuplexFrameWriter
         WriteAscii(output, "}\n"u8);
     }
 
+    /// <summary>
+    /// Gets how many bytes <see cref="WriteServerMessage"/> or <see cref="WriteGap"/> writes for <paramref name="frame"/>,
+    /// so that a response whose frames are all known before it starts can carry a <c>Content-Length</c>.
+    /// </summary>
+    /// <param name="encoding">The session's encoding.</param>
+    /// <param name="frame">A message or a gap, as the server writes it.</param>
+    /// <returns>The frame's length in bytes.</returns>
+    public static int ServerFrameLength(DuplexEncoding encoding, DuplexFrame frame)
+    {
+        if (encoding == DuplexEncoding.Binary)
+        {
+            return DuplexWire.BinaryHeaderSize + (frame.Message is { } payload ? payload.Payload.Length : sizeof(ulong));
+        }
+
+        return frame.Message is { } message
+            ? "{\"seq\":"u8.Length + Digits(frame.Sequence) + ",\"type\":\"message\",\"data\":"u8.Length + message.Payload.Length + "}\n"u8.Length
+            : "{\"seq\":"u8.Length + Digits(frame.Sequence) + ",\"type\":\"gap\",\"missed\":"u8.Length + Digits(frame.Missed) + "}\n"u8.Length;
+    }
+
     /// <summary>Writes a client-to-server message frame.</summary>
     /// <param name="output">Where the frame goes.</param>
     /// <param name="encoding">The session's encoding.</param>
@@ -100,6 +119,13 @@ public static class DuplexFrameWriter
     }
 
     private static void WriteAscii(IBufferWriter<byte> output, ReadOnlySpan<byte> bytes) => output.Write(bytes);
+
+    private static int Digits(long value)
+    {
+        Span<byte> scratch = stackalloc byte[20];
+        Utf8Formatter.TryFormat(value, scratch, out var written);
+        return written;
+    }
 
     private static void WriteNumber(IBufferWriter<byte> output, long value)
     {

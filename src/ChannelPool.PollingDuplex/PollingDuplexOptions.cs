@@ -76,7 +76,9 @@ public sealed class PollingDuplexOptions
 
     /// <summary>
     /// Gets or sets how long a multiple-message poll response stays open after its first frame to carry more. Frames are
-    /// flushed as they are written, so this adds no latency; it sets how often clients acknowledge. Defaults to 20 ms.
+    /// flushed as they are written, so this adds no latency; it sets how often clients acknowledge. A poll that waited
+    /// longer than this for its first frame is answered at once instead (its session's messages are not coming close
+    /// together, so nothing more would come): one write with a Content-Length. Defaults to 20 ms.
     /// </summary>
     public TimeSpan BatchWindow { get; set; } = TimeSpan.FromMilliseconds(20);
 

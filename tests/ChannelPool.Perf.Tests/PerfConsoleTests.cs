@@ -23,11 +23,11 @@ public class PerfConsoleTests
         Assert.That(exit, Is.EqualTo(0), console);
         var run = Directory.GetDirectories(_output).Single();
         var markdown = await File.ReadAllTextAsync(Path.Combine(run, "report.md"));
-        Assert.That(markdown, Does.Contain("## Proxies").And.Contain("## Headroom").And.Contain("## Poll modes").And.Contain("## Broadcast").And.Contain("## Collaboration"));
+        Assert.That(markdown, Does.Contain("## Proxies").And.Contain("## Headroom").And.Contain("## Poll modes").And.Contain("## Floor").And.Contain("## Broadcast").And.Contain("## Collaboration"));
 
         using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
         var sections = json.RootElement.GetProperty("sections").EnumerateArray().ToDictionary(s => s.GetProperty("id").GetString()!, s => s.GetProperty("results"));
-        Assert.That(sections.Keys, Is.EquivalentTo(new[] { "proxies", "headroom", "poll-modes", "broadcast", "collaboration" }));
+        Assert.That(sections.Keys, Is.EquivalentTo(new[] { "proxies", "headroom", "poll-modes", "floor", "broadcast", "collaboration" }));
 
         // The figures come from real WCF calls: a per-call proxy pays a TLS handshake per call on every binding (a new
         // ClientBase builds a new factory, and with it a new connection); a warm net.tcp reuse pool pays none.
@@ -73,6 +73,19 @@ public class PerfConsoleTests
         var pollModes = sections["poll-modes"].EnumerateArray().ToList();
         Assert.That(pollModes, Has.Count.EqualTo(6));
         Assert.That(pollModes.Select(c => c.GetProperty("messages").GetInt64()), Is.All.GreaterThan(0));
+
+        // The floor measured every way of delivering against the bare endpoint, server and client CPU alike, and each of
+        // our deliveries took one answered poll.
+        var floor = sections["floor"].EnumerateArray().ToList();
+        Assert.That(floor.Select(c => $"{c.GetProperty("name").GetString()}, {c.GetProperty("protocol").GetString()}, {c.GetProperty("messagesPerDelivery").GetInt32()}"), Is.EquivalentTo(new[]
+        {
+            "floor, HTTP/1.1, 1", "floor, HTTP/2, 1", "ours, single, HTTP/1.1, 1", "ours, multiple, HTTP/1.1, 1", "ours, multiple, HTTP/2, 1", "SignalR long polling, HTTP/1.1, 1",
+            "floor, HTTP/1.1, 2", "ours, multiple, HTTP/1.1, 2",
+        }));
+        Assert.That(floor.Select(c => c.GetProperty("serverMicrosPerMessage").GetDouble()), Is.All.GreaterThan(0));
+        Assert.That(floor.Select(c => c.GetProperty("clientMicrosPerMessage").GetDouble()), Is.All.GreaterThan(0));
+        Assert.That(floor.Where(c => c.GetProperty("name").GetString() == "floor").Select(c => c.GetProperty("serverRatio").GetDouble()), Is.All.EqualTo(1));
+        Assert.That(floor.Where(c => c.GetProperty("name").GetString()!.StartsWith("ours", StringComparison.Ordinal)).Select(c => c.GetProperty("responsesPerDelivery").GetDouble()), Is.All.InRange(0.9, 1.5), console);
 
         // Broadcast and collaboration ran on all three transports, and every message of a passing probe arrived.
         var broadcast = sections["broadcast"].EnumerateArray().ToList();
@@ -190,6 +203,8 @@ public class PerfConsoleTests
     [TestCase("headroom --lifetime 0.5", "--lifetime must be from 1 to 86400 seconds, as ChannelLifetime; got 0.5.")]
     [TestCase("headroom --quiet 30 --low-step 20", "--quiet (30 s) must be shorter than --low-step (20 s): the low step settles first.")]
     [TestCase("poll-modes --rounds 0", "--rounds must be from 1 to 100; got 0.")]
+    [TestCase("floor --cells carrier-pigeon", "carrier-pigeon")]
+    [TestCase("floor --clients 0", "--clients must be from 1 to 5000; got 0.")]
     [TestCase("poll-modes --size 8", "--size must be from 16 to 61440 bytes; got 8.")]
     [TestCase("poll-modes --streams 1000", "--streams must be from 1 to 256; got 1000.")]
     [TestCase("redis --subscribers 0", "--subscribers must be from 1 to 100000; got 0.")]

@@ -1,4 +1,5 @@
 using System.Net;
+using System.Text;
 using System.Text.Json;
 using ChannelPool.PollingDuplex.Client;
 
@@ -148,6 +149,68 @@ public class ProtocolTests
         using var answered = await second.Within();
         Assert.That(answered.StatusCode, Is.EqualTo(HttpStatusCode.OK));
         Assert.That(await answered.Content.ReadAsStringAsync(), Does.Contain("for the newer poll"));
+    }
+
+    [Test]
+    public async Task MultipleModePoll_ThatWaitedLongerThanTheBatchWindow_IsAnsweredAtOnceWithAContentLength()
+    {
+        await using var server = await DuplexTestServer.StartAsync(o => o.BatchWindow = TimeSpan.FromMilliseconds(300));
+        using var http = DuplexTestServer.CreateHttpClient();
+        var session = await RawSession.OpenAsync(http, server.Duplex);
+        var onServer = server.Recorder.Sessions[session.Id];
+        var polling = session.PollAsync(0);
+        await Task.Delay(400);
+        Assert.That(onServer.Send(DuplexMessage.FromJson(1)), Is.EqualTo(DuplexSendResult.Queued));
+        using var response = await polling;
+        var body = await response.Content.ReadAsStringAsync();
+        Assert.That(onServer.Send(DuplexMessage.FromJson(2)), Is.EqualTo(DuplexSendResult.Queued));
+
+        Assert.That(response.StatusCode, Is.EqualTo(HttpStatusCode.OK));
+        Assert.That(response.Headers.TransferEncodingChunked, Is.Not.True, "one write, its length known: no chunks");
+        Assert.That(response.Content.Headers.ContentLength, Is.EqualTo(Encoding.UTF8.GetByteCount(body)));
+        Assert.That(body, Is.EqualTo("{\"seq\":1,\"type\":\"message\",\"data\":1}\n"));
+        using var next = await session.PollAsync(1);
+        Assert.That(await next.Content.ReadAsStringAsync(), Does.StartWith("{\"seq\":2,"), "what came after went to the next poll");
+    }
+
+    [Test]
+    public async Task MultipleModePoll_WhoseFirstFrameWasWaiting_StreamsWhatArrivesWithinTheBatchWindow()
+    {
+        await using var server = await DuplexTestServer.StartAsync(o => o.BatchWindow = TimeSpan.FromMilliseconds(500));
+        using var http = DuplexTestServer.CreateHttpClient();
+        var session = await RawSession.OpenAsync(http, server.Duplex);
+        var onServer = server.Recorder.Sessions[session.Id];
+        Assert.That(onServer.Send(DuplexMessage.FromJson(1)), Is.EqualTo(DuplexSendResult.Queued));
+        var polling = session.PollAsync(0);
+        await Task.Delay(100);
+        Assert.That(onServer.Send(DuplexMessage.FromJson(2)), Is.EqualTo(DuplexSendResult.Queued));
+
+        using var response = await polling;
+        var seqs = (await response.Content.ReadAsStringAsync()).Split('\n', StringSplitOptions.RemoveEmptyEntries)
+            .Select(line => JsonDocument.Parse(line).RootElement.GetProperty("seq").GetInt64());
+        Assert.That(seqs, Is.EqualTo(new long[] { 1, 2 }), "a session whose messages come close together keeps its response open for more");
+        Assert.That(response.Headers.TransferEncodingChunked, Is.True, "streamed, so its length was not known");
+    }
+
+    [TestCase(DuplexEncoding.Text, 1L, 0L)]
+    [TestCase(DuplexEncoding.Text, 1234567890123L, 0L)]
+    [TestCase(DuplexEncoding.Text, 42L, 7L)]
+    [TestCase(DuplexEncoding.Binary, 9L, 0L)]
+    [TestCase(DuplexEncoding.Binary, 9L, 3L)]
+    public void ServerFrameLength_IsWhatTheWriterWrites(DuplexEncoding encoding, long sequence, long missed)
+    {
+        var frame = missed == 0 ? DuplexFrame.ForMessage(sequence, DuplexMessage.FromJson(new { text = "héllo", n = 12 })) : DuplexFrame.ForGap(sequence, missed);
+        var written = new System.Buffers.ArrayBufferWriter<byte>();
+        if (missed == 0)
+        {
+            DuplexFrameWriter.WriteServerMessage(written, encoding, sequence, frame.Message!);
+        }
+        else
+        {
+            DuplexFrameWriter.WriteGap(written, encoding, sequence, missed);
+        }
+
+        Assert.That(DuplexFrameWriter.ServerFrameLength(encoding, frame), Is.EqualTo(written.WrittenCount));
     }
 
     [Test]

@@ -6,6 +6,7 @@ using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Scenarios;
 using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.Perf.Scenarios.Collaboration;
+using ChannelPool.Perf.Scenarios.Floor;
 using ChannelPool.Perf.Scenarios.Headroom;
 using ChannelPool.Perf.Scenarios.PollModes;
 using ChannelPool.Perf.Scenarios.Proxies;
@@ -57,6 +58,7 @@ internal static class PerfCli
         new HeadroomScenario(),
         new OriginalScenario(),
         new PollModesScenario(),
+        new FloorScenario(),
         new BroadcastScenario(transports),
         new CollaborationScenario(transports),
         new RedisScenario(),
@@ -99,6 +101,7 @@ internal static class PerfCli
     {
         var console = CreateConsole(parse.InvocationConfiguration.Output);
         var quick = parse.GetValue(common.Quick);
+        ClientHttp.RaiseOpenFileLimit();
         var serverSettings = new PerfServerSettings { FloodWindow = parse.GetValue(common.FloodWindow), PollTimeout = TimeSpan.FromSeconds(parse.GetValue(common.PollTimeout)) };
         var server = scenarios.Any(s => s.UsesEmbeddedServers) ? await StartServerAsync(parse, common, serverSettings, console, cancellationToken) : null;
         var settings = new Dictionary<string, string>

@@ -1,5 +1,6 @@
 using System.Net;
 using System.Net.Sockets;
+using System.Runtime.InteropServices;
 
 namespace ChannelPool.Perf.Clients;
 
@@ -49,6 +50,40 @@ internal static class ClientHttp
         };
     }
 
+    /// <summary>
+    /// Raises this process's open-file limit as far as it may, before the server process starts (it inherits the limit):
+    /// the soft limit to the hard one, which any process may do, and the hard one to the kernel's ceiling
+    /// (<c>fs.nr_open</c>) where the process has the privilege. Thousands of clients are thousands of descriptors on each
+    /// side, and a shell's default soft limit (often 1,024) caps a broadcast search long before the CPU does.
+    /// </summary>
+    /// <returns>The soft limit now in force, or <see langword="null"/> off Linux.</returns>
+    public static long? RaiseOpenFileLimit()
+    {
+        if (!OperatingSystem.IsLinux())
+        {
+            return null;
+        }
+
+        if (GetRLimit(RLimitNoFile, out var limit) != 0)
+        {
+            return null;
+        }
+
+        var ceiling = ReadNrOpen() ?? limit.Max;
+        if (ceiling > limit.Max)
+        {
+            // Allowed only with CAP_SYS_RESOURCE; without it the call fails and the hard limit stays.
+            var raised = new RLimit { Current = ceiling, Max = ceiling };
+            if (SetRLimit(RLimitNoFile, ref raised) == 0)
+            {
+                return (long)ceiling;
+            }
+        }
+
+        var soft = new RLimit { Current = limit.Max, Max = limit.Max };
+        return SetRLimit(RLimitNoFile, ref soft) == 0 ? (long)limit.Max : (long)limit.Current;
+    }
+
     /// <summary>Reads this process's open-file limit (each client connection is a file descriptor).</summary>
     public static long OpenFileLimit()
     {
@@ -71,5 +106,36 @@ internal static class ClientHttp
         }
 
         return long.MaxValue;
+    }
+
+    private const int RLimitNoFile = 7;
+
+    private static ulong? ReadNrOpen()
+    {
+        try
+        {
+            return ulong.TryParse(File.ReadAllText("/proc/sys/fs/nr_open").Trim(), out var value) ? value : null;
+        }
+        catch (IOException)
+        {
+            return null;
+        }
+        catch (UnauthorizedAccessException)
+        {
+            return null;
+        }
+    }
+
+    [DllImport("libc", EntryPoint = "getrlimit", SetLastError = true)]
+    private static extern int GetRLimit(int resource, out RLimit limit);
+
+    [DllImport("libc", EntryPoint = "setrlimit", SetLastError = true)]
+    private static extern int SetRLimit(int resource, ref RLimit limit);
+
+    [StructLayout(LayoutKind.Sequential)]
+    private struct RLimit
+    {
+        public ulong Current;
+        public ulong Max;
     }
 }

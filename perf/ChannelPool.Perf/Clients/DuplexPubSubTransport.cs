@@ -96,6 +96,9 @@ internal sealed class DuplexPubSubTransport : IPubSubTransport, ITransportDiagno
         public Task PublishAsync(string topic, ReadOnlyMemory<byte> data, CancellationToken cancellationToken) =>
             _session.SendAsync(Command("publish", topic, data.Span), cancellationToken).AsTask();
 
+        public Task PublishAsync(string topic, IReadOnlyList<ReadOnlyMemory<byte>> batch, CancellationToken cancellationToken) =>
+            _session.SendAsync([.. batch.Select(data => Command("publish", topic, data.Span))], cancellationToken).AsTask();
+
         public async ValueTask DisposeAsync()
         {
             await _stop.CancelAsync();

@@ -38,4 +38,17 @@ internal interface IPubSubClient : IAsyncDisposable
     /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>A task that completes when the server has taken the publish.</returns>
     Task PublishAsync(string topic, ReadOnlyMemory<byte> data, CancellationToken cancellationToken);
+
+    /// <summary>Publishes several values to <paramref name="topic"/>, in order; in one request where the transport can.</summary>
+    /// <param name="topic">The topic.</param>
+    /// <param name="batch">The values, each one UTF-8 JSON value.</param>
+    /// <param name="cancellationToken">Cancels the call.</param>
+    /// <returns>A task that completes when the server has taken every publish.</returns>
+    async Task PublishAsync(string topic, IReadOnlyList<ReadOnlyMemory<byte>> batch, CancellationToken cancellationToken)
+    {
+        foreach (var data in batch)
+        {
+            await PublishAsync(topic, data, cancellationToken);
+        }
+    }
 }

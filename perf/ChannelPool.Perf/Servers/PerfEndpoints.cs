@@ -14,6 +14,11 @@ internal sealed record PerfEndpoints(Uri Http, WcfEndpoints? Wcf)
 
     public Uri SignalR => new(Http, "signalr");
 
+    /// <summary>Gets the same endpoints' HTTP/2 base address (cleartext, prior knowledge), or <see langword="null"/> where there is none.</summary>
+    public Uri? Http2 { get; init; }
+
+    public Uri Floor => new(Http, "floor");
+
     public Uri WebSocketFlood => new(Http.Scheme == "https" ? "wss" + Http.AbsoluteUri[5..] + "ws/flood" : "ws" + Http.AbsoluteUri[4..] + "ws/flood");
 }
 

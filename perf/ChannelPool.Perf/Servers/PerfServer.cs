@@ -40,8 +40,9 @@ internal sealed record PerfServerSettings
 }
 
 /// <summary>
-/// The embedded servers, on 127.0.0.1: Kestrel (HTTP/1.1) with the polling duplex pub/sub service at <c>/pubsub</c>,
-/// the flood at <c>/flood</c>, SignalR at <c>/signalr</c> and the WebSocket flood at <c>/ws/flood</c>; and the WCF
+/// The embedded servers, on 127.0.0.1: Kestrel (HTTP/1.1, and HTTP/2 on a second port) with the polling duplex pub/sub
+/// service at <c>/pubsub</c>, the flood at <c>/flood</c>, SignalR at <c>/signalr</c>, the WebSocket flood at
+/// <c>/ws/flood</c> and the bare long poll the floor scenario compares with at <c>/floor</c>; and the WCF
 /// test services the proxies scenario calls: the [MC-NMF] net.tcp TLS host and SoapCore over HTTPS, each started twice,
 /// serving a session's calls at once and one at a time (WCF's defaults), with one <see cref="ServerCounters"/> a kind.
 /// </summary>
@@ -90,6 +91,9 @@ internal sealed class PerfServer : IPerfServer
         {
             kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http1);
 
+            // The same endpoints over HTTP/2 without TLS (h2c, prior knowledge): loopback only, for the floor scenario.
+            kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http2);
+
             // Thousands of simulated clients each hold a connection: no limit but the machine's.
             kestrel.Limits.MaxConcurrentConnections = null;
             kestrel.Limits.MaxConcurrentUpgradedConnections = null;
@@ -124,8 +128,9 @@ internal sealed class PerfServer : IPerfServer
         });
         app.MapSignalRPubSub("/signalr", settings.PollTimeout);
         app.MapWebSocketFlood("/ws/flood");
+        app.MapFloor("/floor", settings.PollTimeout);
         await app.StartAsync(cancellationToken);
-        var address = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Single();
+        var addresses = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Select(a => new Uri(a.TrimEnd('/') + "/")).ToList();
 
         var netTcp = new List<NetTcpTestHost>();
         var soap = new List<SoapTestHost>();
@@ -146,7 +151,7 @@ internal sealed class PerfServer : IPerfServer
             wcf = new WcfEndpoints(netTcp[0].Port, soap[0].Port, netTcp[1].Port, soap[1].Port, certificate.RawData);
         }
 
-        return new PerfServer(app, netTcp, soap, new PerfEndpoints(new Uri(address.TrimEnd('/') + "/"), wcf));
+        return new PerfServer(app, netTcp, soap, new PerfEndpoints(addresses[0], wcf) { Http2 = addresses[1] });
     }
 
     public Task<ServerStats> GetStatsAsync(CancellationToken cancellationToken) => Task.FromResult(ReadStats());
@@ -164,10 +169,10 @@ internal sealed class PerfServer : IPerfServer
 
     public ServerStats ReadStats()
     {
-        using var process = Process.GetCurrentProcess();
+        // getrusage, to the microsecond; Process.TotalProcessorTime reads /proc in 10 ms ticks, too coarse for a short round.
         return new ServerStats(
             true,
-            process.TotalProcessorTime.TotalSeconds,
+            Environment.CpuUsage.TotalTime.TotalSeconds,
             GC.GetTotalAllocatedBytes(precise: false),
             new Dictionary<string, long>(_duplex),
             _netTcpCounters?.Snapshot() ?? default,

@@ -165,11 +165,11 @@ internal sealed class ServerProcess : IPerfServer
         return File.Exists(host) ? host : name;
     }
 
-    private sealed record ReadyMessage(string Http, WcfEndpoints? Wcf)
+    private sealed record ReadyMessage(string Http, string? Http2, WcfEndpoints? Wcf)
     {
-        public static ReadyMessage From(PerfEndpoints endpoints) => new(endpoints.Http.AbsoluteUri, endpoints.Wcf);
+        public static ReadyMessage From(PerfEndpoints endpoints) => new(endpoints.Http.AbsoluteUri, endpoints.Http2?.AbsoluteUri, endpoints.Wcf);
 
-        public PerfEndpoints ToEndpoints() => new(new Uri(Http), Wcf);
+        public PerfEndpoints ToEndpoints() => new(new Uri(Http), Wcf) { Http2 = Http2 is null ? null : new Uri(Http2) };
     }
 
     private static class Wire

@@ -82,14 +82,20 @@ internal sealed class PollResponder(PollingDuplexOptions options, TimeProvider t
         response.ContentType = DuplexWire.ContentTypeOf(poll.Encoding);
         response.Headers.CacheControl = "no-store";
         var output = response.BodyWriter;
+
+        // The batch window pays off only for a session whose messages come close together: one whose poll waited longer
+        // than the window for its first frame would get nothing more in it, so it is answered at once, in one write with
+        // a Content-Length, as the least an HTTP exchange costs (docs/performance.md, "Floor").
+        if (poll.Mode == PollingDuplexMode.SingleMessagePerPoll || frames.Count >= limit || time.GetElapsedTime(started) >= options.BatchWindow)
+        {
+            response.ContentLength = Length(poll.Encoding, frames);
+            Write(output, poll.Encoding, frames);
+            return PollOutcome.Messages;
+        }
+
         try
         {
             Write(output, poll.Encoding, frames);
-            if (poll.Mode == PollingDuplexMode.SingleMessagePerPoll)
-            {
-                await output.FlushAsync(aborted);
-                return PollOutcome.Messages;
-            }
 
             // Keep the response open for the batch window, streaming frames as they come. Frames that are ready together
             // go out in one flush: the response flushes only before it waits, or when a lot is buffered.
@@ -134,6 +140,17 @@ internal sealed class PollResponder(PollingDuplexOptions options, TimeProvider t
             // The client went away mid-response; its next poll, with the same ack, gets these frames again.
             return PollOutcome.Aborted;
         }
+    }
+
+    private static long Length(DuplexEncoding encoding, List<DuplexFrame> frames)
+    {
+        long length = 0;
+        foreach (var frame in frames)
+        {
+            length += DuplexFrameWriter.ServerFrameLength(encoding, frame);
+        }
+
+        return length;
     }
 
     private static void Write(PipeWriter output, DuplexEncoding encoding, List<DuplexFrame> frames)

@@ -318,6 +318,8 @@ public sealed class DuplexSession
     /// </summary>
     internal DuplexTakeResult TakeFrames(PollTicket ticket, List<DuplexFrame> frames, int maxFrames)
     {
+        int delivered = 0, redelivered = 0;
+        TaskCompletionSource? room;
         using (_lock.EnterScope())
         {
             if (_endReason is { } ended)
@@ -332,18 +334,17 @@ public sealed class DuplexSession
 
             var span = CollectionsMarshal.AsSpan(_outbound);
             var start = (int)Math.Max(0, ticket.Cursor - _acked);
-            var taken = 0;
-            for (var i = start; i < span.Length && taken < maxFrames; i++, taken++)
+            for (var i = start; i < span.Length && delivered + redelivered < maxFrames; i++)
             {
                 ref var frame = ref span[i];
                 if (frame.Sent)
                 {
-                    _store.Metrics.Redelivered();
+                    redelivered++;
                 }
                 else
                 {
                     frame.Sent = true;
-                    _store.Metrics.Delivered();
+                    delivered++;
                 }
 
                 frames.Add(frame.Message is { } message ? DuplexFrame.ForMessage(frame.Sequence, message) : DuplexFrame.ForGap(frame.Sequence, frame.Missed));
@@ -351,14 +352,26 @@ public sealed class DuplexSession
                 _highestSent = Math.Max(_highestSent, frame.Sequence);
             }
 
-            if (taken > 0)
+            if (delivered + redelivered == 0)
             {
-                TakeRoom_NoLock()?.TrySetResult();
-                return DuplexTakeResult.Frames;
+                return DuplexTakeResult.Waiting(ticket.Arm());
             }
 
-            return DuplexTakeResult.Waiting(ticket.Arm());
+            room = TakeRoom_NoLock();
         }
+
+        // Counted once a take, outside the lock: a listener's callback runs per Add, not per frame.
+        room?.TrySetResult();
+        if (delivered > 0)
+        {
+            _store.Metrics.Delivered(delivered);
+        }
+
+        if (redelivered > 0)
+        {
+            _store.Metrics.Redelivered(redelivered);
+        }
+        return DuplexTakeResult.Frames;
     }
 
     /// <summary>Gets whether a poll is outstanding on the session.</summary>

@@ -32,11 +32,12 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
     private async Task<CollaborationResult> RunRowAsync(IPubSubTransport transport, CollaborationRow row, CancellationToken cancellationToken)
     {
         var delay = row.Delay * settings.DelayScale;
+        var iterations = settings.IterationsFor(row);
         if (row.Clients > context.ClientCapacity)
         {
             var limit = $"skipped: {row.Clients:N0} clients exceed this process's open-file limit ({context.ClientCapacity:N0})";
             context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Markup.Escape(limit)}[/]");
-            return new CollaborationResult(transport.Name, row, settings.Iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, limit);
+            return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, limit);
         }
 
         var topics = Enumerable.Range(0, row.Topics).Select(t => new TopicState(row.ClientsPerTopic)).ToArray();
@@ -72,15 +73,15 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
 
             var started = Stopwatch.GetTimestamp();
             await context.Console.Status().StartAsync(
-                $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {settings.Iterations} iterations",
-                async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t => RunTopicAsync(t, topics[t], members[t], delay, StartOffset(t, row.Topics, delay), cancellationToken))));
+                $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {iterations} iterations",
+                async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t => RunTopicAsync(t, topics[t], members[t], iterations, delay, StartOffset(t, row.Topics, delay), cancellationToken))));
             var result = new CollaborationResult(
                 transport.Name,
                 row,
-                settings.Iterations,
+                iterations,
                 delay.TotalSeconds,
                 latency.Summarize(),
-                (long)row.Topics * (row.ClientsPerTopic - 1) * settings.Iterations,
+                (long)row.Topics * (row.ClientsPerTopic - 1) * iterations,
                 topics.Sum(t => t.Lost),
                 topics.Sum(t => t.Duplicates),
                 null);
@@ -100,7 +101,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
     private TimeSpan StartOffset(int t, int topics, TimeSpan delay) =>
         settings.Phase == CollaborationPhase.Spread ? delay * t / topics : TimeSpan.Zero;
 
-    private async Task RunTopicAsync(int t, TopicState topic, IPubSubClient[] members, TimeSpan delay, TimeSpan startOffset, CancellationToken cancellationToken)
+    private async Task RunTopicAsync(int t, TopicState topic, IPubSubClient[] members, int iterations, TimeSpan delay, TimeSpan startOffset, CancellationToken cancellationToken)
     {
         var topicName = TopicName(t);
         if (startOffset > TimeSpan.Zero)
@@ -110,7 +111,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
 
         // Late by more than this and a message counts as lost: far beyond any latency worth reporting.
         var patience = TimeSpan.FromSeconds(30);
-        for (var i = 0; i < settings.Iterations; i++)
+        for (var i = 0; i < iterations; i++)
         {
             var publisher = i % members.Length;
             var arrived = topic.Begin(i);

@@ -42,8 +42,21 @@ internal sealed record CollaborationSettings
 {
     public IReadOnlyList<CollaborationRow> Rows { get; init; } = [.. CollaborationRow.Original7, .. CollaborationRow.Stretch];
 
+    /// <summary>The publishes a row needs before its p99 is judged: with fewer, the p99 rests on a handful of slow ones.</summary>
+    public const int P99Publishes = 1000;
+
     /// <summary>Gets how many times each topic publishes (the original: at least 100).</summary>
     public int Iterations { get; init; } = 100;
+
+    /// <summary>
+    /// Gets whether a row with few topics publishes more often than <see cref="Iterations"/>, until it has
+    /// <see cref="P99Publishes"/> publishes. A publish, not a receipt, is the sample: one publish's receipts arrive together.
+    /// </summary>
+    public bool EnoughForP99 { get; init; }
+
+    /// <summary>Gets how many times each topic of <paramref name="row"/> publishes.</summary>
+    public int IterationsFor(CollaborationRow row) =>
+        EnoughForP99 ? Math.Max(Iterations, (P99Publishes + row.Topics - 1) / row.Topics) : Iterations;
 
     /// <summary>Gets a factor applied to every D, to shorten a run; 1 runs the original's delays.</summary>
     public double DelayScale { get; init; } = 1.0;
