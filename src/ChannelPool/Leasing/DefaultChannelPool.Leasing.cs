@@ -104,7 +104,7 @@ public sealed partial class DefaultChannelPool<TChannel>
                 }
 
                 lease = BeginLease(entry, slot: 0, waitStartedAt);
-                    return true;
+                return true;
             }
 
             var opens = _state.EvictLeased(entry);
