@@ -265,14 +265,16 @@ public class ProtocolTests
         await using var session = await client.OpenSessionAsync().Within();
         var onServer = server.Recorder.Sessions[session.Id];
 
-        // The client's first poll may already be out; fill the buffer beyond its three places in one go.
-        var results = Enumerable.Range(1, 8).Select(i => onServer.Send(DeliveryTests.Message(DuplexEncoding.Binary, i))).ToList();
+        // The client polls all along and may take a few between two sends on a busy machine (8 sends once all fit), so
+        // send far more than one round trip can take: three places cannot hold 200 sends made in one go.
+        const int Sent = 200;
+        var results = Enumerable.Range(1, Sent).Select(i => onServer.Send(DeliveryTests.Message(DuplexEncoding.Binary, i))).ToList();
         var received = new List<DuplexDelivery>();
         using var timeout = new CancellationTokenSource(Eventually.Limit);
         await foreach (var delivery in session.ReadAllAsync(timeout.Token))
         {
             received.Add(delivery);
-            if (received.Where(d => !d.IsGap).Sum(_ => 1) + received.Where(d => d.IsGap).Sum(d => d.Missed) >= 8)
+            if (received.Where(d => !d.IsGap).Sum(_ => 1) + received.Where(d => d.IsGap).Sum(d => d.Missed) >= Sent)
             {
                 break;
             }
