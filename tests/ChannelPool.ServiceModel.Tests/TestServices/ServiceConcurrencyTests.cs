@@ -93,18 +93,18 @@ public sealed class ServiceConcurrencyTests
 
     [TestCase(SessionEndpoint.NetTcp)]
     [TestCase(SessionEndpoint.SecureConversation)]
-    public async Task Multiple_OverlapsTwoCallsOnOneSession_SoBothTakeAboutOneServiceTime(SessionEndpoint endpoint)
+    public async Task Multiple_OverlapsTwoCallsOnOneSession(SessionEndpoint endpoint)
     {
         await using var service = await Service.StartAsync(endpoint, ServiceConcurrency.Multiple, _certificate);
         var channel = service.OpenChannel();
         await channel.EchoAfterAsync("warm", 0);
 
-        var started = Stopwatch.StartNew();
         var replies = await Task.WhenAll(channel.EchoAfterAsync("first", 2 * ServiceTime), channel.EchoAfterAsync("second", 2 * ServiceTime));
 
+        // The host's own count, not the wall clock, says the two ran at once: a loaded machine can stretch both calls
+        // past the sum of their service times (2.05 s against 1.6 s at a load average of 50) and still overlap them.
         Assert.That(replies, Is.EquivalentTo(new[] { "first", "second" }));
-        Assert.That(started.Elapsed, Is.LessThan(TimeSpan.FromMilliseconds(4 * ServiceTime)), "the calls overlapped");
-        Assert.That(service.Counters.PeakCallsPerSession, Is.EqualTo(2));
+        Assert.That(service.Counters.PeakCallsPerSession, Is.EqualTo(2), "the session's two calls were in the service at once");
     }
 
     [TestCase(SessionEndpoint.NetTcp)]
