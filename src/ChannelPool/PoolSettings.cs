@@ -79,7 +79,7 @@ internal sealed record PoolSettings(
 
     /// <summary>
     /// The refill threshold that goes with <paramref name="idleTarget"/>. Fixed, <see cref="RefillThreshold"/>. Adaptive,
-    /// one below the target, so the idle count stays at the recent peak of demand and a doubling finds its channels
+    /// one below the target, so the idle count stays at the target's headroom and the next arrivals find their channels
     /// open; or, when the options set a refill threshold, its share of the pool size applied to the target.
     /// </summary>
     public int RefillThresholdFor(int idleTarget) => IdleTarget switch

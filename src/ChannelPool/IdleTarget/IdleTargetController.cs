@@ -7,12 +7,20 @@ namespace ChannelPool;
 /// <remarks>
 /// <para>
 /// The rule. Demand is the channels in use: leased, plus one per <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/>
-/// waiting callers. The target wants <c>peak + flow</c>. Peak is the highest demand over the last window: as many idle
-/// channels again as were recently in use, so demand can double without a caller waiting for an open. Flow is the
-/// highest rate, over the window, at which leases used channels up (single-use releases; broken, unusable and expired
-/// channels) times the 90th percentile of recent open times: the channels that go while a replacement opens (Little's
-/// law). The target rises to what it wants at once; when it wants less, it halves the difference every half-life. It
-/// stays between the minimum and <see cref="ChannelPoolOptions.MaxChannels"/>.
+/// waiting callers. The idle target is headroom for the callers who may arrive, counting the channels already in use:
+/// <c>(peak − now) + arrivals + flow</c>. <em>Peak − now</em> is the callers recently here and gone: peak is the
+/// highest demand over the last window, held through it and then decaying by the half-life. <em>Arrivals</em> is as
+/// many again as are in use now (demand may double), but at most half the room <see cref="ChannelPoolOptions.MaxChannels"/>
+/// leaves above them: a doubling past <c>MaxChannels</c> cannot be served anyway, and a pool at its peak should not
+/// hold open every channel it may ever open. <em>Flow</em> is the highest rate, over the window, at which leases used
+/// channels up (single-use releases; broken, unusable and expired channels) times the 90th percentile of recent open
+/// times: the channels that go while a replacement opens (Little's law). The target stays between the minimum and
+/// <c>MaxChannels</c>.
+/// </para>
+/// <para>
+/// "Now" is the higher of the demand since the last tick and in the bucket before it, so a lease count that dips
+/// between two calls does not read as callers gone. Peak rises at once and decays slowly; the arrivals follow demand
+/// as it is, so at a plateau the target is the arrivals' share alone, not a second peak stacked on the leased one.
 /// </para>
 /// <para>
 /// Cheap by design: the lease path only keeps the peak of one count (in <see cref="PoolState{TChannel}"/>); the window,
@@ -37,6 +45,12 @@ internal sealed class IdleTargetController
     private int _bucket;
     private int _openSamples;
     private long _lastTick;
+
+    // The peak of demand as the target holds it: up at once, down by the half-life once the window forgets it.
+    private double _peak;
+
+    // Demand in the last closed bucket; "now" is the higher of it and the demand since.
+    private int _lastDemand;
     private double _target;
 
     /// <summary>Starts the target at <paramref name="start"/>, held as if it were the demand of the last window.</summary>
@@ -46,8 +60,9 @@ internal sealed class IdleTargetController
         _maxChannels = maxChannels;
         _timeProvider = timeProvider;
         _lastTick = timeProvider.GetTimestamp();
-        _target = Clamp(start);
         HoldForWindow(start);
+        _peak = Math.Min(start, maxChannels);
+        _target = Wanted(0);
     }
 
     /// <summary>Gets the target in force: the fractional target rounded up, less rounding noise, so 20.000000000000004 is 20.</summary>
@@ -62,34 +77,35 @@ internal sealed class IdleTargetController
     /// <summary>Keeps an open's duration, across its attempts, for the open time's percentile.</summary>
     public void RecordOpenTime(TimeSpan elapsed) => _openSeconds[_openSamples++ % OpenTimeSamples] = elapsed.TotalSeconds;
 
-    /// <summary>Rises at once to what <paramref name="peakDemand"/> wants, if that is more. Returns the target.</summary>
+    /// <summary>
+    /// Follows <paramref name="peakDemand"/> at once: a higher peak raises the peak held, and the target becomes the
+    /// headroom for arrivals at that demand. Returns the target, lower than before when demand grew into it.
+    /// </summary>
     /// <param name="peakDemand">The peak demand since the last tick.</param>
     public int Raise(int peakDemand)
     {
-        var wanted = Wanted(peakDemand);
-        if (wanted > _target)
-        {
-            _target = wanted;
-        }
-
+        _peak = Math.Max(_peak, Math.Min(peakDemand, _maxChannels));
+        _target = Wanted(Math.Max(peakDemand, _lastDemand));
         return Target;
     }
 
     /// <summary>
     /// Rises to at least <paramref name="idle"/> and holds it for a window, as if that much demand had just been seen
-    /// (a warm-up asks for <see cref="ChannelPoolOptions.PoolSize"/>).
+    /// and left (a warm-up asks for <see cref="ChannelPoolOptions.PoolSize"/>).
     /// </summary>
     public int RaiseTo(int idle)
     {
         HoldForWindow(idle);
+        _peak = Math.Max(_peak, Math.Min(idle, _maxChannels));
         _target = Math.Max(_target, Clamp(idle));
         return Target;
     }
 
     /// <summary>
-    /// Closes the current bucket with its demand and moves the target: up at once to what the window wants, or down by
-    /// the half-life. While <paramref name="hold"/> (the breaker stops opens, or opens back off), time stands still for
-    /// the target: the demand it would see is callers turned away, not what they need.
+    /// Closes the current bucket with its demand and moves the target: the peak held rises at once to the window's, or
+    /// comes down by the half-life, and the target follows it and the demand now. While <paramref name="hold"/> (the
+    /// breaker stops opens, or opens back off), time stands still for the target: the demand it would see is callers
+    /// turned away, not what they need.
     /// </summary>
     /// <param name="peakDemand">The peak demand since the last tick.</param>
     /// <param name="usedUp">Channels leases used up since the last tick.</param>
@@ -108,20 +124,22 @@ internal sealed class IdleTargetController
         _peaks[_bucket] = peakDemand;
         _usedUpPerSecond[_bucket] = usedUp / elapsed;
         _bucket = (_bucket + 1) % Buckets;
+        _lastDemand = peakDemand;
 
         WindowPeak = _peaks.Max();
         Flow = _usedUpPerSecond.Max() * OpenTimeP90();
-        var wanted = Wanted(WindowPeak);
-        if (wanted >= _target)
+        var windowPeak = Math.Min(WindowPeak, _maxChannels);
+        if (windowPeak >= _peak)
         {
-            _target = wanted;
+            _peak = windowPeak;
         }
         else
         {
-            var excess = (_target - wanted) * Math.Pow(0.5, elapsed / _settings.DecayHalfLife.TotalSeconds);
-            _target = excess < 0.5 ? wanted : wanted + excess;
+            var excess = (_peak - windowPeak) * Math.Pow(0.5, elapsed / _settings.DecayHalfLife.TotalSeconds);
+            _peak = excess < 0.5 ? windowPeak : windowPeak + excess;
         }
 
+        _target = Wanted(peakDemand);
         return Target;
     }
 
@@ -130,11 +148,18 @@ internal sealed class IdleTargetController
     {
         _settings = settings;
         _maxChannels = maxChannels;
+        _peak = Math.Min(_peak, maxChannels);
         _target = Clamp(_target);
         return Target;
     }
 
-    private double Wanted(int peakDemand) => Clamp(Math.Ceiling(peakDemand + Flow));
+    /// <summary>The headroom at <paramref name="demand"/> channels in use: those recently gone, arrivals and flow.</summary>
+    private double Wanted(int demand)
+    {
+        var now = Math.Min(demand, _maxChannels);
+        var arrivals = Math.Min(now, (_maxChannels - now) / 2.0);
+        return Clamp(Math.Max(_peak - now, 0) + arrivals + Flow);
+    }
 
     private double Clamp(double target) => Math.Clamp(target, _settings.Minimum, _maxChannels);
 

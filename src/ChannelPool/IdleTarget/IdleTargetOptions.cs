@@ -4,14 +4,16 @@ namespace ChannelPool;
 
 /// <summary>
 /// How a pool sets its idle target, the idle count a refill fills back up to (<see cref="ChannelPoolOptions.IdleTarget"/>).
-/// Fixed, the target is <see cref="ChannelPoolOptions.PoolSize"/>. Adaptive, it follows demand: the peak of channels in
-/// use over the last <see cref="Window"/>, plus the channels used up while one opens; it rises at once, and once the
-/// peak has left the window it halves its distance to demand every <see cref="DecayHalfLife"/>.
+/// Fixed, the target is <see cref="ChannelPoolOptions.PoolSize"/>. Adaptive, it is headroom for arrivals, counting the
+/// channels in use: the peak of channels in use over the last <see cref="Window"/> less those in use now, plus as many
+/// again as are in use now (at most half the room left under <see cref="ChannelPoolOptions.MaxChannels"/>), plus the
+/// channels used up while one opens; it rises at once, and once the peak has left the window the peak it holds halves
+/// its distance to demand every <see cref="DecayHalfLife"/>.
 /// </summary>
 /// <remarks>
 /// Fixed, the refill starts when the idle count falls to <see cref="ChannelPoolOptions.RefillThreshold"/> (half the
 /// pool size by default). Adaptive, it starts as soon as the idle count falls below the target, so the pool keeps as
-/// many idle channels as were recently in use and demand can double without a caller waiting for an open; a
+/// much headroom as the target wants and demand can grow by it without a caller waiting for an open; a
 /// <see cref="ChannelPoolOptions.RefillThreshold"/> that is set keeps its share of the pool size instead. Either way
 /// opens never take the pool past <see cref="ChannelPoolOptions.MaxChannels"/>, and none start while the circuit breaker
 /// stops them. <c>docs/configuration.md</c> explains the rule and the defaults.

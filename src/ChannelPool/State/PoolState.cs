@@ -164,8 +164,8 @@ internal sealed partial class PoolState<TChannel>
 
     /// <summary>
     /// The pool's idle target: the idle count a refill fills back up to, and the idle timeout closes down to. PoolSize when
-    /// fixed; when adaptive, the controller's target, first raised to what the demand since its last tick wants, so the
-    /// target rises at the refill that needs it rather than at the next tick.
+    /// fixed; when adaptive, the controller's target, first moved to what the demand since its last tick wants, so the
+    /// target rises at the refill that needs it rather than at the next tick (and counts the channels demand took).
     /// </summary>
     private int IdleTarget_NoLock()
     {

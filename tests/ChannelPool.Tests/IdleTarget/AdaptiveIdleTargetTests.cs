@@ -27,12 +27,34 @@ public partial class AdaptiveIdleTargetTests : PoolTestBase
         var second = Enumerable.Range(0, 12).Select(_ => pool.AcquireAsync()).ToList();
         Assert.That(second.Select(acquire => acquire.IsCompletedSuccessfully), Is.All.True, "no caller of the second step waited for an open");
 
-        // The refill this step started raises the target again when its opens land.
+        // The refill this step started keeps headroom for arrivals again: 24 more would not fit under MaxChannels (60),
+        // so half the 36 channels left.
         await UntilQuiet(pool);
-        Assert.That(pool.GetSnapshot() is { Leased: 24, IdleTarget: 24 }, Is.True, pool.GetSnapshot().ToString());
+        Assert.That(pool.GetSnapshot() is { Leased: 24, IdleTarget: 18, Idle: 18 }, Is.True, pool.GetSnapshot().ToString());
 
         first.ForEach(lease => lease.Dispose());
         second.ForEach(acquire => acquire.Result.Dispose());
+    }
+
+    [Test]
+    public async Task Target_AtAPeak_CountsTheLeasedChannels_RatherThanStackingAFullPeakOfIdleOnTop()
+    {
+        var pool = AdaptivePool();
+        await QuietUntilMinimum(pool);
+
+        // Thirty in use of MaxChannels 60: a doubling cannot fit, so the pool keeps half the 30 left idle, 45 open,
+        // not 30 idle on top of the 30 leased.
+        var leases = await AcquireAll(pool, 30);
+        await UntilQuiet(pool);
+        Assert.That(pool.GetSnapshot() is { Leased: 30, IdleTarget: 15, Idle: 15 }, Is.True, pool.GetSnapshot().ToString());
+        Assert.That(Factory.Opened, Is.EqualTo(45), "four warm-up channels, 26 for the callers who waited, 15 of headroom");
+        Assert.That(TargetsAfterTicks(pool, 3), Is.All.EqualTo(15), "held at the plateau");
+
+        // Once the callers leave, the channels they held are the headroom for their return: nothing to open.
+        leases.ForEach(lease => lease.Dispose());
+        Assert.That(TargetsAfterTicks(pool, 2), Is.EqualTo(new[] { 15, 30 }));
+        await UntilQuiet(pool);
+        Assert.That(Factory.Opened, Is.EqualTo(45));
     }
 
     [Test]
@@ -46,8 +68,9 @@ public partial class AdaptiveIdleTargetTests : PoolTestBase
         await UntilQuiet(pool);
         var targets = TargetsAfterTicks(pool, 17);
 
-        // Eight ticks hold the bucket with the peak; then the excess of 10 over the minimum decays by 2^(-1/2) a tick.
-        Assert.That(targets, Is.EqualTo(new[] { 12, 12, 12, 12, 12, 12, 12, 12, 10, 7, 6, 5, 4, 4, 3, 3, 2 }));
+        // Eight ticks hold the bucket with the peak; then the peak held, 12 over the demand of 0, decays by 2^(-1/2) a
+        // tick (8.5, 6, 4.2, 3, 2.1 …, rounded up) until the minimum of 2 stops it.
+        Assert.That(targets, Is.EqualTo(new[] { 12, 12, 12, 12, 12, 12, 12, 12, 9, 6, 5, 3, 3, 2, 2, 2, 2 }));
         Assert.That(pool.GetSnapshot().Idle, Is.GreaterThanOrEqualTo(12), "a lower target closes nothing: surplus channels end at their lifetime, unreplaced");
     }
 
@@ -64,10 +87,17 @@ public partial class AdaptiveIdleTargetTests : PoolTestBase
         Assert.That(quiet[^1], Is.EqualTo(3), "quiet: down to the minimum");
         Assert.That(quiet, Is.All.InRange(3, 16));
 
+        // Busy, all 16 in use: nothing more can open, so the target is its minimum, not 16 idle channels on top.
         var leases = await AcquireAll(pool, 16);
-        Assert.That(pool.GetSnapshot().IdleTarget, Is.EqualTo(16), "busy: up to MaxChannels, not the 16 idle channels demand would ask for on top");
-        Assert.That(TargetsAfterTicks(pool, 8), Is.All.EqualTo(16));
+        await UntilQuiet(pool);
+        Assert.That(pool.GetSnapshot().IdleTarget, Is.EqualTo(3));
+        Assert.That(TargetsAfterTicks(pool, 8), Is.All.EqualTo(3));
+
+        // The callers gone, their channels are the headroom: up to MaxChannels and no further.
         leases.ForEach(lease => lease.Dispose());
+        var after = TargetsAfterTicks(pool, 9);
+        Assert.That(after[..2], Is.EqualTo(new[] { 3, 16 }), "the first tick still counts the busy bucket");
+        Assert.That(after, Is.All.InRange(3, 16));
     }
 
     [Test]
@@ -82,7 +112,7 @@ public partial class AdaptiveIdleTargetTests : PoolTestBase
         TargetsAfterTicks(pool, 3);
 
         var snapshot = pool.GetSnapshot();
-        Assert.That(snapshot.IdleTarget, Is.EqualTo(10));
+        Assert.That(snapshot.IdleTarget, Is.EqualTo(IdleTargetOptions.DefaultMinimum), "every channel in use and a caller waiting: no room for headroom");
         Assert.That(snapshot.Idle + snapshot.Leased + snapshot.Opening, Is.EqualTo(10), snapshot.ToString());
         Assert.That(Factory.Opened, Is.EqualTo(10), "four warm-up channels and six for the spike; none for the target above them");
         Assert.That(waiting.IsCompleted, Is.False);
@@ -255,7 +285,7 @@ public partial class AdaptiveIdleTargetTests : PoolTestBase
         await UntilQuiet(pool);
 
         target.RecordObservableInstruments();
-        Assert.That(target.LastMeasurement?.Value, Is.EqualTo(24));
+        Assert.That(target.LastMeasurement?.Value, Is.EqualTo(18));
         Assert.That(target.LastMeasurement?.Tags[ChannelPoolTelemetry.PoolNameTag], Is.EqualTo(pool.Name));
         Assert.That(awaited.GetMeasurementSnapshot().Sum(m => m.Value), Is.EqualTo(8), "eight of the first step's twelve, none of the second's");
         first.Concat(second).ToList().ForEach(lease => lease.Dispose());

@@ -80,11 +80,44 @@ public class IdleTargetControllerTests
     public void Target_NeverExceedsMaxChannels()
     {
         var controller = Controller(start: 2, maxChannels: 20);
+        controller.RecordOpenTime(TimeSpan.FromSeconds(1));
 
-        Assert.That(controller.Raise(peakDemand: 500), Is.EqualTo(20));
+        Assert.That(controller.RaiseTo(400), Is.EqualTo(20), "a warm-up asking for more than MaxChannels");
         _time.Advance(Tick);
-        Assert.That(controller.Tick(peakDemand: 500, usedUp: 10_000, hold: false), Is.EqualTo(20));
-        Assert.That(controller.RaiseTo(400), Is.EqualTo(20));
+        Assert.That(controller.Tick(peakDemand: 4, usedUp: 10_000, hold: false), Is.EqualTo(20), "a flow of 1,000 channels used up while one opens");
+        Assert.That(controller.Raise(peakDemand: 500), Is.EqualTo(20), "demand past MaxChannels, with that flow");
+    }
+
+    [Test]
+    public void Raise_AtAPeak_CountsTheChannelsInUse_AndKeepsHalfTheRoomLeftForArrivals()
+    {
+        var controller = Controller(start: 2);
+        ForgetTheStart(controller);
+
+        // While a doubling fits under MaxChannels (126), the headroom is as many again as are in use.
+        Assert.That(controller.Raise(peakDemand: 16), Is.EqualTo(16));
+        Assert.That(controller.Raise(peakDemand: 32), Is.EqualTo(32));
+
+        // At 64 in use a doubling cannot fit: half the 62 channels left, not a second peak of 64 idle on top.
+        Assert.That(controller.Raise(peakDemand: 64), Is.EqualTo(31));
+        Assert.That(controller.Raise(peakDemand: 126), Is.EqualTo(Settings.Minimum), "every channel in use: nothing more can open");
+    }
+
+    [Test]
+    public void Tick_AtAPlateau_HoldsTheArrivalsShare_AndOnceCallersLeave_KeepsTheirChannelsIdle()
+    {
+        var controller = Controller(start: 2);
+        ForgetTheStart(controller);
+        controller.Raise(peakDemand: 64);
+
+        // Ticks at the plateau: the lease count dipping between calls (60 since the last tick) is not callers gone.
+        _time.Advance(Tick);
+        Assert.That(controller.Tick(peakDemand: 64, usedUp: 0, hold: false), Is.EqualTo(31));
+        Assert.That(controller.Raise(peakDemand: 60), Is.EqualTo(31));
+
+        // Down to 1 caller: the 63 who left may come back, so their channels stay wanted for the window.
+        Assert.That(Ticks(controller, count: 7, peakDemand: 1), Is.All.EqualTo(63 + 1));
+        Assert.That(Ticks(controller, count: 1, peakDemand: 1), Is.EqualTo(new[] { 46 }), "then the peak held decays: 1 + 63 × 2^(-1/2), rounded up");
     }
 
     [Test]

@@ -200,7 +200,8 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
         $"The load: {string.Join(", ", settings.Ramp)} concurrent callers, {settings.StepTime.TotalSeconds:0.#} s each; then 1 caller for {settings.LowStepTime.TotalSeconds:0.#} s " +
         $"(the last {settings.QuietTime.TotalSeconds:0.#} s are the quiet figures); then {settings.Peak} at once for {settings.JumpTime.TotalSeconds:0.#} s. " +
         $"Two pools run it in turn, {settings.Rounds} round(s) each, in reverse order every other round, with library defaults but for the lifetime and its jitter ({settings.LifetimeJitter:0.##}, so that expiries spread over more than an open takes, as 10% of 90 s does): `fixed 50` (the original's PoolSize 50, refill at 25) " +
-        "and `adaptive` (`IdleTarget.Mode = Adaptive`: it starts at 50, and follows the peak of channels in use over the window plus the channels used up while one opens, down to a minimum of 2). " +
+        "and `adaptive` (`IdleTarget.Mode = Adaptive`: it starts at 50; then it keeps idle the channels of callers recently here and gone, as many again as are in use now for arrivals " +
+        "but at most half the room under MaxChannels (126), and the channels used up while one opens; down to a minimum of 2). " +
         "Both are warmed to 50 before the load. An unreported pass at 8 callers on each binding warms the JIT first.";
 
     private static double HandshakesPerMinute(HeadroomResult result, HeadroomPhase phase) =>
