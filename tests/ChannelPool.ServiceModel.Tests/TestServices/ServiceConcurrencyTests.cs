@@ -133,12 +133,15 @@ public sealed class ServiceConcurrencyTests
         await channel.EchoAfterAsync("warm", 0);
 
         var slow = channel.EchoAfterAsync("slow", 3 * ServiceTime);
-        await Task.Delay(100);
+        await Eventually.That(() => service.Counters.SessionCallsStarted == 2, "the slow call is in the service");
         int abortedDuringCall = service.NetTcp.AbortIdleSessions();
-        await slow;
+        Assert.That(await slow, Is.EqualTo("slow"));
 
         Assert.That(abortedDuringCall, Is.Zero);
-        Assert.That(service.NetTcp.AbortIdleSessions(), Is.EqualTo(1));
+
+        // The reply reaches the client just before the host counts the call done, so the session turns idle soon after.
+        var abortedAfter = 0;
+        await Eventually.That(() => (abortedAfter += service.NetTcp.AbortIdleSessions()) == 1, "the session, its call over, was aborted as idle");
     }
 
     [TestCase(SessionEndpoint.NetTcp, -1)]

@@ -11,6 +11,7 @@ public sealed class ServerCounters
     private long _sessionsStarted;
     private long _sessionsEnded;
     private long _calls;
+    private long _sessionCallsStarted;
     private long _endRecords;
     private long _negotiations;
     private long _cancels;
@@ -55,6 +56,12 @@ public sealed class ServerCounters
     /// </summary>
     public long PeakCallsPerSession => Interlocked.Read(ref _peakSessionCalls);
 
+    /// <summary>
+    /// Gets the calls a session-based endpoint has taken in, counted as each starts (<see cref="Calls"/> counts them as
+    /// they are answered), so a test can wait until a long call is in the service.
+    /// </summary>
+    public long SessionCallsStarted => Interlocked.Read(ref _sessionCallsStarted);
+
     /// <summary>Takes all counts at once, for before/after comparisons.</summary>
     /// <returns>The counts now.</returns>
     public ServerCountsSnapshot Snapshot() => new(Connections, TlsHandshakes, SessionsStarted, SessionsEnded, Calls, EndRecords, Negotiations);
@@ -80,6 +87,7 @@ public sealed class ServerCounters
     /// <summary>Notes how many calls a session has in progress, now that one more has started.</summary>
     internal void SessionCallsInProgress(long inProgress)
     {
+        Interlocked.Increment(ref _sessionCallsStarted);
         long peak = Interlocked.Read(ref _peakSessionCalls);
         while (inProgress > peak)
         {
