@@ -109,6 +109,15 @@ async function fetchFloor(page: Page): Promise<{ p50: number; p99: number }> {
   });
 }
 
+interface PollSizes { polls: number; messages: number; p10: number; p50: number; p90: number; max: number; buckets: Record<string, number> }
+
+/** Messages per flood poll response since the last call, from the server's view of the acknowledgements. */
+async function pollSizes(host: Host): Promise<PollSizes> {
+  const sizes = await (await host.control('poll-sizes')).json() as PollSizes;
+  await host.control('poll-sizes', { method: 'DELETE' });
+  return sizes;
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 const ms = (x: number) => x.toFixed(1);
@@ -124,6 +133,7 @@ try {
   const page = await openPage(await browser.newContext(), host.http);
   const throughput: Record<string, number[]> = {};
   const record = (key: string, value: number) => { (throughput[key] ??= []).push(value); };
+  const perResponse: Record<string, PollSizes> = {};
 
   // One unrecorded pass first, so that JITs and connections settle before anything counts.
   for (const encoding of encodings) {
@@ -133,8 +143,11 @@ try {
 
   for (let round = 1; round <= rounds; round++) {
     for (const encoding of encodings) {
+      await pollSizes(host);
       const inBrowser = await browserThroughput(page, encoding);
+      perResponse[`browser ${encoding}`] = await pollSizes(host);
       const inDotnet = (await dotnet('measure', [`--Url=${host.http}`, `--Encoding=${encoding}`, `--Seconds=${seconds}`, `--Streams=${streams}`, `--Size=${size}`]))['messagesPerSecond']!;
+      perResponse[`dotnet ${encoding}`] = await pollSizes(host);
       record(`browser ${encoding}`, inBrowser);
       record(`dotnet ${encoding}`, inDotnet);
       console.log(`round ${round}/${rounds}, ${encoding}: browser ${n0(inBrowser)} msg/s, .NET ${n0(inDotnet)} msg/s (${(inBrowser / inDotnet).toFixed(2)}x)`);
@@ -142,7 +155,8 @@ try {
   }
 
   const latency: Record<string, { p50: number; p99: number; mean: number }> = {};
-  for (const encoding of encodings) {
+  // --samples 0 skips the latency loop, for quick throughput passes.
+  for (const encoding of samples > 0 ? encodings : []) {
     latency[`browser ${encoding}`] = await browserLatency(page, encoding);
     const net = await dotnet('latency', [`--Url=${host.http}`, `--Encoding=${encoding}`, `--Samples=${samples}`, '--IntervalMs=20']);
     latency[`dotnet ${encoding}`] = { p50: net['p50']!, p99: net['p99']!, mean: net['mean']! };
@@ -162,11 +176,20 @@ try {
       return `| ${e} | ${n0(b)} | ${n0(d)} | ${(b / d).toFixed(2)}x | ${throughput[`browser ${e}`]!.map(n0).join(', ')} | ${throughput[`dotnet ${e}`]!.map(n0).join(', ')} |`;
     }),
     '',
+    'Messages per poll response in the last round (from the acknowledgements the server saw, warm-up included):',
+    '',
+    '| Client | Encoding | Responses | p10 | p50 | p90 | max | Distribution |',
+    '|---|---|---:|---:|---:|---:|---:|---|',
+    ...encodings.flatMap(e => ['browser', 'dotnet'].map(who => {
+      const r = perResponse[`${who} ${e}`]!;
+      return `| ${who === 'browser' ? 'Browser' : '.NET'} | ${e} | ${n0(r.polls)} | ${r.p10} | ${r.p50} | ${r.p90} | ${r.max} | ${Object.entries(r.buckets).map(([k, v]) => `${k}: ${v}`).join(', ')} |`;
+    })),
+    '',
     `Publish-to-receipt latency, one subscriber, ${samples} publishes 20 ms apart (after 20 unrecorded):`,
     '',
     '| Client | Encoding | p50 (ms) | p99 (ms) | mean (ms) |',
     '|---|---|---:|---:|---:|',
-    ...encodings.flatMap(e => ['browser', 'dotnet'].map(who => {
+    ...encodings.flatMap(e => ['browser', 'dotnet'].filter(who => latency[`${who} ${e}`] !== undefined).map(who => {
       const l = latency[`${who} ${e}`]!;
       return `| ${who === 'browser' ? 'Browser' : '.NET'} | ${e} | ${ms(l.p50)} | ${ms(l.p99)} | ${ms(l.mean)} |`;
     })),
@@ -177,7 +200,7 @@ try {
   const folder = join(repositoryRoot, 'artifacts', 'perf', `browser-client-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, 'report.md'), `${lines.join('\n')}\n`);
-  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), rounds, seconds, streams, size, window: responseWindow, samples, throughput, latency, fetchFloor: floor }, null, 2));
+  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), rounds, seconds, streams, size, window: responseWindow, samples, throughput, perResponse, latency, fetchFloor: floor }, null, 2));
   console.log(`\nWritten to ${folder}`);
 } finally {
   await browser.close();
