@@ -1,5 +1,5 @@
 // A CPU profile of the renderer during the browser client's flood (docs/perf/browser-client.md, "Why"):
-//   npm run perf:profile -- [--window 2048] [--encoding binary] [--seconds 5] [--streams 4] [--size 256]
+//   npm run perf:profile -- [--window 2048] [--encoding binary] [--seconds 5] [--streams 4] [--size 256] [--h2] [--api events|batches]
 // Prints the functions with the most self time, and the share that was idle, garbage collection or the client's code.
 import { parseArgs } from 'node:util';
 import { launchChromium, noChromium, openPage } from '../test/support/browser.js';
@@ -13,6 +13,8 @@ const { values } = parseArgs({
     streams: { type: 'string', default: '4' },
     size: { type: 'string', default: '256' },
     top: { type: 'string', default: '25' },
+    h2: { type: 'boolean', default: false },
+    api: { type: 'string', default: 'events' },
   },
 });
 
@@ -24,20 +26,29 @@ if (noChromium) {
   process.exit(1);
 }
 
-const host = await Host.start({ pollTimeoutMs: 15_000, floodWindow: Number(values.window) });
-const browser = await launchChromium();
+const host = await Host.start({ pollTimeoutMs: 15_000, floodWindow: Number(values.window), https: values.h2 });
+const browser = await launchChromium({ trustSpki: values.h2 ? host.spki : undefined });
 try {
-  const page = await openPage(await browser.newContext(), host.http);
+  const page = await openPage(await browser.newContext(), values.h2 ? host.https! : host.http);
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('Profiler.enable');
   await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
-  const run = (profile: boolean) => page.evaluate(async ({ encoding, seconds, streams, size, profile }) => {
+  const run = (profile: boolean) => page.evaluate(async ({ encoding, seconds, streams, size, profile, api }) => {
     const { PollingDuplexClient } = window.duplex;
     const client = new PollingDuplexClient<'text' | 'binary'>('/flood', { encoding: encoding as 'text' | 'binary', mode: 'multiple', resume: false });
     let count = 0;
     const sessions = await Promise.all(Array.from({ length: streams }, () => client.open()));
     for (const session of sessions) {
-      session.addEventListener('message', () => { count++; });
+      if (api === 'batches') {
+        void (async () => {
+          for await (const batch of session.batches()) {
+            count += batch.length;
+          }
+        })().catch(() => undefined);
+      } else {
+        session.addEventListener('message', () => { count++; });
+      }
+
       await session.send((encoding === 'binary' ? new TextEncoder().encode(JSON.stringify({ size })) : { size }) as never);
     }
 
@@ -57,7 +68,7 @@ try {
 
     await Promise.all(sessions.map(s => s.close()));
     return messages / elapsed;
-  }, { encoding: values.encoding, seconds: Number(values.seconds), streams: Number(values.streams), size: Number(values.size), profile });
+  }, { encoding: values.encoding, seconds: Number(values.seconds), streams: Number(values.streams), size: Number(values.size), profile, api: values.api });
 
   let profile: Profile | undefined;
   await page.exposeFunction('startProfile', async () => { await cdp.send('Profiler.start'); });
