@@ -15,6 +15,7 @@ import { parseArgs, promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { launchChromium, noChromium, openPage } from '../test/support/browser.js';
 import { builtApp, Host, repositoryRoot } from '../test/support/host.js';
+import { browserFlood, type Encoding, type ReadApi } from './flood.js';
 
 const { values } = parseArgs({
   options: {
@@ -34,42 +35,8 @@ const size = Number(values.size);
 const responseWindow = Number(values.window);
 const samples = Number(values.samples);
 const h2 = values.h2;
-const encodings = ['binary', 'text'] as const;
-type Encoding = (typeof encodings)[number];
-const apis = ['events', 'batches'] as const;
-type Api = (typeof apis)[number];
-
-async function browserThroughput(page: Page, encoding: Encoding, api: Api): Promise<number> {
-  return page.evaluate(async ({ encoding, seconds, streams, size, api }) => {
-    const { PollingDuplexClient } = window.duplex;
-    const client = new PollingDuplexClient<'text' | 'binary'>('/flood', { encoding, mode: 'multiple', resume: false });
-    let count = 0;
-    const sessions = await Promise.all(Array.from({ length: streams }, () => client.open()));
-    for (const session of sessions) {
-      if (api === 'batches') {
-        void (async () => {
-          for await (const batch of session.batches()) {
-            count += batch.length;
-          }
-        })().catch(() => undefined);
-      } else {
-        session.addEventListener('message', () => { count++; });
-      }
-
-      await session.send((encoding === 'binary' ? new TextEncoder().encode(JSON.stringify({ size })) : { size }) as never);
-    }
-
-    // One second of warm-up, then the measured window: as the .NET side does.
-    await new Promise(resolve => setTimeout(resolve, 1000));
-    const before = count;
-    const started = performance.now();
-    await new Promise(resolve => setTimeout(resolve, seconds * 1000));
-    const messages = count - before;
-    const elapsed = (performance.now() - started) / 1000;
-    await Promise.all(sessions.map(s => s.close()));
-    return messages / elapsed;
-  }, { encoding, seconds, streams, size, api });
-}
+const encodings: readonly Encoding[] = ['binary', 'text'];
+const browserThroughput = (page: Page, encoding: Encoding, api: ReadApi) => browserFlood(page, { encoding, api, seconds, streams, size });
 
 async function dotnet(mode: 'measure' | 'latency', args: string[]): Promise<Record<string, number>> {
   const { stdout } = await promisify(execFile)('dotnet', [builtApp('tests/ChannelPool.PollingDuplex.BrowserHost'), mode, ...args]);

@@ -4,6 +4,7 @@
 import { parseArgs } from 'node:util';
 import { launchChromium, noChromium, openPage } from '../test/support/browser.js';
 import { Host } from '../test/support/host.js';
+import { browserFlood, type Encoding, type ReadApi } from './flood.js';
 
 const { values } = parseArgs({
   options: {
@@ -33,42 +34,14 @@ try {
   const cdp = await page.context().newCDPSession(page);
   await cdp.send('Profiler.enable');
   await cdp.send('Profiler.setSamplingInterval', { interval: 200 });
-  const run = (profile: boolean) => page.evaluate(async ({ encoding, seconds, streams, size, profile, api }) => {
-    const { PollingDuplexClient } = window.duplex;
-    const client = new PollingDuplexClient<'text' | 'binary'>('/flood', { encoding: encoding as 'text' | 'binary', mode: 'multiple', resume: false });
-    let count = 0;
-    const sessions = await Promise.all(Array.from({ length: streams }, () => client.open()));
-    for (const session of sessions) {
-      if (api === 'batches') {
-        void (async () => {
-          for await (const batch of session.batches()) {
-            count += batch.length;
-          }
-        })().catch(() => undefined);
-      } else {
-        session.addEventListener('message', () => { count++; });
-      }
-
-      await session.send((encoding === 'binary' ? new TextEncoder().encode(JSON.stringify({ size })) : { size }) as never);
-    }
-
-    await new Promise(resolve => setTimeout(resolve, 1000));
-    const before = count;
-    const started = performance.now();
-    if (profile) {
-      await (window as unknown as { startProfile: () => Promise<void> }).startProfile();
-    }
-
-    await new Promise(resolve => setTimeout(resolve, seconds * 1000));
-    const messages = count - before;
-    const elapsed = (performance.now() - started) / 1000;
-    if (profile) {
-      await (window as unknown as { stopProfile: () => Promise<void> }).stopProfile();
-    }
-
-    await Promise.all(sessions.map(s => s.close()));
-    return messages / elapsed;
-  }, { encoding: values.encoding, seconds: Number(values.seconds), streams: Number(values.streams), size: Number(values.size), profile, api: values.api });
+  const run = (profile: boolean) => browserFlood(page, {
+    encoding: values.encoding as Encoding,
+    api: values.api as ReadApi,
+    seconds: Number(values.seconds),
+    streams: Number(values.streams),
+    size: Number(values.size),
+    profile,
+  });
 
   let profile: Profile | undefined;
   await page.exposeFunction('startProfile', async () => { await cdp.send('Profiler.start'); });
