@@ -1,5 +1,5 @@
 // A CPU profile of the renderer during the browser client's flood (docs/perf/browser-client.md, "Why"):
-//   npm run perf:profile -- [--window 2048] [--encoding binary] [--seconds 5] [--streams 4] [--size 256] [--h2] [--api events|batches]
+//   npm run perf:profile -- [--window 2048] [--encoding binary] [--seconds 5] [--streams 4] [--size 256] [--h2] [--api events|batches] [--chromium-arg=<switch>]
 // Prints the functions with the most self time, and the share that was idle, garbage collection or the client's code.
 import { parseArgs } from 'node:util';
 import { launchChromium, noChromium, openPage } from '../test/support/browser.js';
@@ -16,6 +16,8 @@ const { values } = parseArgs({
     top: { type: 'string', default: '25' },
     h2: { type: 'boolean', default: false },
     api: { type: 'string', default: 'events' },
+    // A Chromium switch for a diagnostic, e.g. --chromium-arg=--enable-features=NetworkServiceInProcess2 (repeatable).
+    'chromium-arg': { type: 'string', multiple: true, default: [] },
   },
 });
 
@@ -28,7 +30,7 @@ if (noChromium) {
 }
 
 const host = await Host.start({ pollTimeoutMs: 15_000, floodWindow: Number(values.window), https: values.h2 });
-const browser = await launchChromium({ trustSpki: values.h2 ? host.spki : undefined });
+const browser = await launchChromium({ trustSpki: values.h2 ? host.spki : undefined, extraArgs: values['chromium-arg'] });
 try {
   const page = await openPage(await browser.newContext(), values.h2 ? host.https! : host.http);
   const cdp = await page.context().newCDPSession(page);
