@@ -40,6 +40,7 @@ internal static class BrowserTestServer
         });
         builder.Services.AddSingleton<PubSubHandler>();
         builder.Services.AddSingleton<RequestLog>();
+        builder.Services.AddSingleton<PollSizeLog>();
 
         // The CORS policy docs/polling-duplex.md shows for pages on another origin, with every 127.0.0.1 origin allowed.
         builder.Services.AddCors(o => o.AddPolicy("duplex", p => p
@@ -62,6 +63,7 @@ internal static class BrowserTestServer
         }
 
         app.UseMiddleware<RequestLog>();
+        app.UseMiddleware<PollSizeLog>();
         app.UseCors();
         if (settings["Pages"] is { Length: > 0 } pages)
         {

@@ -45,6 +45,16 @@ internal static class ControlEndpoints
             context.Response.Cookies.Append("app-session", "cookie-from-the-app", new CookieOptions { Path = "/", SameSite = SameSiteMode.Strict, HttpOnly = true });
             return Results.NoContent();
         });
+        group.MapGet("/poll-sizes", (PollSizeLog log) =>
+        {
+            var (polls, messages, percentiles, buckets) = log.Snapshot();
+            return Results.Json(new { polls, messages, p10 = percentiles[0], p50 = percentiles[1], p90 = percentiles[2], max = percentiles[3], buckets });
+        });
+        group.MapDelete("/poll-sizes", (PollSizeLog log) =>
+        {
+            log.Clear();
+            return Results.NoContent();
+        });
         group.MapGet("/requests", (RequestLog log) => Results.Json(log.Entries));
         group.MapDelete("/requests", (RequestLog log) =>
         {

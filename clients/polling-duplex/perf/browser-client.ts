@@ -1,17 +1,21 @@
 // The browser client's measurements, against the .NET client in the same run (docs/perf/browser-client.md):
-//   npm run perf -- [--rounds 3] [--seconds 5] [--streams 4] [--size 256] [--window 256] [--samples 500]
+//   npm run perf -- [--rounds 3] [--seconds 5] [--streams 4] [--size 256] [--window 256] [--samples 500] [--h2]
 // Throughput: the flood endpoint sends `size`-byte JSON messages as fast as each of `streams` MultipleMessagesPerPoll
 // sessions takes them, in binary and in text; the browser client in Chromium and the .NET client, each from a process
-// of its own, take turns against one server, round after round; each figure is the median round.
+// of its own, take turns against one server, round after round; each figure is the median round. The browser reads
+// through `message` events and through `batches()`, in turns too. With --h2 the page talks HTTP/2 over TLS (the
+// server's certificate, made in memory, trusted by its SPKI hash alone); the .NET client stays on plain HTTP/1.1.
 // Latency: one subscriber and one publisher session on the pub/sub service, one publish at a time every 20 ms; the time
 // from the publish call to the subscriber's receipt, p50 and p99, in the browser and in .NET.
 import { execFile } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { launchChromium, noChromium, openPage } from '../test/support/browser.js';
 import { builtApp, Host, repositoryRoot } from '../test/support/host.js';
+import { browserFlood, type Encoding, type ReadApi } from './flood.js';
 
 const { values } = parseArgs({
   options: {
@@ -21,6 +25,7 @@ const { values } = parseArgs({
     size: { type: 'string', default: '256' },
     window: { type: 'string', default: '256' },
     samples: { type: 'string', default: '500' },
+    h2: { type: 'boolean', default: false },
   },
 });
 const rounds = Number(values.rounds);
@@ -29,31 +34,9 @@ const streams = Number(values.streams);
 const size = Number(values.size);
 const responseWindow = Number(values.window);
 const samples = Number(values.samples);
-const encodings = ['binary', 'text'] as const;
-type Encoding = (typeof encodings)[number];
-
-async function browserThroughput(page: Page, encoding: Encoding): Promise<number> {
-  return page.evaluate(async ({ encoding, seconds, streams, size }) => {
-    const { PollingDuplexClient } = window.duplex;
-    const client = new PollingDuplexClient<'text' | 'binary'>('/flood', { encoding, mode: 'multiple', resume: false });
-    let count = 0;
-    const sessions = await Promise.all(Array.from({ length: streams }, () => client.open()));
-    for (const session of sessions) {
-      session.addEventListener('message', () => { count++; });
-      await session.send((encoding === 'binary' ? new TextEncoder().encode(JSON.stringify({ size })) : { size }) as never);
-    }
-
-    // One second of warm-up, then the measured window: as the .NET side does.
-    await new Promise(resolve => setTimeout(resolve, 1000));
-    const before = count;
-    const started = performance.now();
-    await new Promise(resolve => setTimeout(resolve, seconds * 1000));
-    const messages = count - before;
-    const elapsed = (performance.now() - started) / 1000;
-    await Promise.all(sessions.map(s => s.close()));
-    return messages / elapsed;
-  }, { encoding, seconds, streams, size });
-}
+const h2 = values.h2;
+const encodings: readonly Encoding[] = ['binary', 'text'];
+const browserThroughput = (page: Page, encoding: Encoding, api: ReadApi) => browserFlood(page, { encoding, api, seconds, streams, size });
 
 async function dotnet(mode: 'measure' | 'latency', args: string[]): Promise<Record<string, number>> {
   const { stdout } = await promisify(execFile)('dotnet', [builtApp('tests/ChannelPool.PollingDuplex.BrowserHost'), mode, ...args]);
@@ -109,6 +92,15 @@ async function fetchFloor(page: Page): Promise<{ p50: number; p99: number }> {
   });
 }
 
+interface PollSizes { polls: number; messages: number; p10: number; p50: number; p90: number; max: number; buckets: Record<string, number> }
+
+/** Messages per flood poll response since the last call, from the server's view of the acknowledgements. */
+async function pollSizes(host: Host): Promise<PollSizes> {
+  const sizes = await (await host.control('poll-sizes')).json() as PollSizes;
+  await host.control('poll-sizes', { method: 'DELETE' });
+  return sizes;
+}
+
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const n0 = (x: number) => Math.round(x).toLocaleString('en-US');
 const ms = (x: number) => x.toFixed(1);
@@ -118,31 +110,41 @@ if (noChromium) {
   process.exit(1);
 }
 
-const host = await Host.start({ pollTimeoutMs: 15_000, floodWindow: responseWindow });
-const browser = await launchChromium();
+const loadAtStart = loadavg();
+const host = await Host.start({ pollTimeoutMs: 15_000, floodWindow: responseWindow, https: h2 });
+const browser = await launchChromium({ trustSpki: h2 ? host.spki : undefined });
 try {
-  const page = await openPage(await browser.newContext(), host.http);
+  const page = await openPage(await browser.newContext(), h2 ? host.https! : host.http);
   const throughput: Record<string, number[]> = {};
   const record = (key: string, value: number) => { (throughput[key] ??= []).push(value); };
+  const perResponse: Record<string, PollSizes> = {};
 
   // One unrecorded pass first, so that JITs and connections settle before anything counts.
   for (const encoding of encodings) {
-    await browserThroughput(page, encoding);
+    await browserThroughput(page, encoding, 'events');
+    await browserThroughput(page, encoding, 'batches');
     await dotnet('measure', [`--Url=${host.http}`, `--Encoding=${encoding}`, '--Seconds=1', `--Streams=${streams}`, `--Size=${size}`]);
   }
 
   for (let round = 1; round <= rounds; round++) {
     for (const encoding of encodings) {
-      const inBrowser = await browserThroughput(page, encoding);
+      await pollSizes(host);
+      const inBrowser = await browserThroughput(page, encoding, 'events');
+      perResponse[`browser ${encoding}`] = await pollSizes(host);
+      const inBatches = await browserThroughput(page, encoding, 'batches');
+      await pollSizes(host);
       const inDotnet = (await dotnet('measure', [`--Url=${host.http}`, `--Encoding=${encoding}`, `--Seconds=${seconds}`, `--Streams=${streams}`, `--Size=${size}`]))['messagesPerSecond']!;
+      perResponse[`dotnet ${encoding}`] = await pollSizes(host);
       record(`browser ${encoding}`, inBrowser);
+      record(`batches ${encoding}`, inBatches);
       record(`dotnet ${encoding}`, inDotnet);
-      console.log(`round ${round}/${rounds}, ${encoding}: browser ${n0(inBrowser)} msg/s, .NET ${n0(inDotnet)} msg/s (${(inBrowser / inDotnet).toFixed(2)}x)`);
+      console.log(`round ${round}/${rounds}, ${encoding}: browser events ${n0(inBrowser)} msg/s (${(inBrowser / inDotnet).toFixed(2)}x), batches ${n0(inBatches)} msg/s (${(inBatches / inDotnet).toFixed(2)}x), .NET ${n0(inDotnet)} msg/s`);
     }
   }
 
   const latency: Record<string, { p50: number; p99: number; mean: number }> = {};
-  for (const encoding of encodings) {
+  // --samples 0 skips the latency loop, for quick throughput passes.
+  for (const encoding of samples > 0 ? encodings : []) {
     latency[`browser ${encoding}`] = await browserLatency(page, encoding);
     const net = await dotnet('latency', [`--Url=${host.http}`, `--Encoding=${encoding}`, `--Samples=${samples}`, '--IntervalMs=20']);
     latency[`dotnet ${encoding}`] = { p50: net['p50']!, p99: net['p99']!, mean: net['mean']! };
@@ -150,26 +152,44 @@ try {
   }
 
   const floor = await fetchFloor(page);
+  const protocol = await page.evaluate(async () => {
+    // The polls have filled the resource timing buffer: clear it, so this request's entry is kept.
+    performance.clearResourceTimings();
+    await (await fetch('/control/subscribers?topic=protocol')).text();
+    return (performance.getEntriesByType('resource') as PerformanceResourceTiming[]).find(e => e.name.includes('topic=protocol'))?.nextHopProtocol || 'unknown';
+  });
   console.log(`a bare fetch from the page: p50 ${ms(floor.p50)} ms, p99 ${ms(floor.p99)} ms`);
   const lines = [
-    `Chromium ${browser.version()}, ${streams} MultipleMessagesPerPoll sessions, ${size}-byte messages, at most ${responseWindow} per response, ${seconds} s per cell, median of ${rounds} interleaved rounds; HTTP/1.1 on 127.0.0.1.`,
+    `Chromium ${browser.version()}, ${streams} MultipleMessagesPerPoll sessions, ${size}-byte messages, at most ${responseWindow} per response, ${seconds} s per cell, median of ${rounds} interleaved rounds; the page on ${protocol} (${h2 ? 'TLS' : 'plain'}), the .NET client on plain HTTP/1.1, 127.0.0.1.`,
     '',
-    '| Encoding | Browser client (msg/s) | .NET client (msg/s) | Browser / .NET | Rounds, browser | Rounds, .NET |',
-    '|---|---:|---:|---:|---|---|',
+    '| Encoding | Browser, events (msg/s) | Browser, batches() (msg/s) | .NET client (msg/s) | Events / .NET | Batches / .NET | Rounds, events | Rounds, batches | Rounds, .NET |',
+    '|---|---:|---:|---:|---:|---:|---|---|---|',
     ...encodings.map(e => {
       const b = median(throughput[`browser ${e}`]!);
+      const a = median(throughput[`batches ${e}`]!);
       const d = median(throughput[`dotnet ${e}`]!);
-      return `| ${e} | ${n0(b)} | ${n0(d)} | ${(b / d).toFixed(2)}x | ${throughput[`browser ${e}`]!.map(n0).join(', ')} | ${throughput[`dotnet ${e}`]!.map(n0).join(', ')} |`;
+      return `| ${e} | ${n0(b)} | ${n0(a)} | ${n0(d)} | ${(b / d).toFixed(2)}x | ${(a / d).toFixed(2)}x | ${throughput[`browser ${e}`]!.map(n0).join(', ')} | ${throughput[`batches ${e}`]!.map(n0).join(', ')} | ${throughput[`dotnet ${e}`]!.map(n0).join(', ')} |`;
     }),
+    '',
+    'Messages per poll response in the last round, the browser reading events (from the acknowledgements the server saw, warm-up included):',
+    '',
+    '| Client | Encoding | Responses | p10 | p50 | p90 | max | Distribution |',
+    '|---|---|---:|---:|---:|---:|---:|---|',
+    ...encodings.flatMap(e => ['browser', 'dotnet'].map(who => {
+      const r = perResponse[`${who} ${e}`]!;
+      return `| ${who === 'browser' ? 'Browser' : '.NET'} | ${e} | ${n0(r.polls)} | ${r.p10} | ${r.p50} | ${r.p90} | ${r.max} | ${Object.entries(r.buckets).map(([k, v]) => `${k}: ${v}`).join(', ')} |`;
+    })),
     '',
     `Publish-to-receipt latency, one subscriber, ${samples} publishes 20 ms apart (after 20 unrecorded):`,
     '',
     '| Client | Encoding | p50 (ms) | p99 (ms) | mean (ms) |',
     '|---|---|---:|---:|---:|',
-    ...encodings.flatMap(e => ['browser', 'dotnet'].map(who => {
+    ...encodings.flatMap(e => ['browser', 'dotnet'].filter(who => latency[`${who} ${e}`] !== undefined).map(who => {
       const l = latency[`${who} ${e}`]!;
       return `| ${who === 'browser' ? 'Browser' : '.NET'} | ${e} | ${ms(l.p50)} | ${ms(l.p99)} | ${ms(l.mean)} |`;
     })),
+    '',
+    `Load average (1, 5, 15 minutes) at the start: ${loadAtStart.map(l => l.toFixed(1)).join(', ')}; at the end: ${loadavg().map(l => l.toFixed(1)).join(', ')}.`,
     '',
     `The floor under the browser's figures, a bare fetch() round trip from the same page to the same server: p50 ${ms(floor.p50)} ms, p99 ${ms(floor.p99)} ms.`,
   ];
@@ -177,7 +197,7 @@ try {
   const folder = join(repositoryRoot, 'artifacts', 'perf', `browser-client-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, 'report.md'), `${lines.join('\n')}\n`);
-  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), rounds, seconds, streams, size, window: responseWindow, samples, throughput, latency, fetchFloor: floor }, null, 2));
+  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), protocol, loadAverage: { start: loadAtStart, end: loadavg() }, rounds, seconds, streams, size, window: responseWindow, samples, throughput, perResponse, latency, fetchFloor: floor }, null, 2));
   console.log(`\nWritten to ${folder}`);
 } finally {
   await browser.close();

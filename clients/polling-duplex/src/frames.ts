@@ -93,7 +93,22 @@ export class FrameReader {
   }
 
   push(chunk: Uint8Array, take: (frame: ServerFrame) => void): void {
-    const bytes = this.#rest.byteLength === 0 ? chunk : concat(this.#rest, chunk);
+    let bytes = chunk;
+    if (this.#rest.byteLength > 0) {
+      // Finish the frame the last chunk cut with as few of this chunk's bytes as it needs, then read the rest of the
+      // chunk where it lies: joining the whole chunk to the tail would copy every byte of the body once more.
+      const needed = this.#bytesToFinish(chunk);
+      if (needed === undefined || needed >= chunk.byteLength) {
+        bytes = concat(this.#rest, chunk);
+      } else {
+        // Exactly one frame (or line), so it is read whole, or throws.
+        const head = concat(this.#rest, chunk.subarray(0, needed));
+        this.#rest = new Uint8Array(0);
+        this.push(head, take);
+        bytes = chunk.subarray(needed);
+      }
+    }
+
     const used = this.#encoding === 'text' ? this.#readLines(bytes, take) : this.#readBinary(bytes, take);
 
     // Keep the unread tail in a buffer of its own, so the chunk it came from can be collected.
@@ -124,6 +139,24 @@ export class FrameReader {
     return { truncated: true, frames: [] };
   }
 
+  /** How many bytes of `chunk` finish the frame begun in the saved tail, or undefined when that is not known yet. */
+  #bytesToFinish(chunk: Uint8Array): number | undefined {
+    const rest = this.#rest;
+    if (this.#encoding === 'text') {
+      const newline = chunk.indexOf(NEWLINE);
+      return newline < 0 ? undefined : newline + 1;
+    }
+
+    // The payload's length is in the header's last four bytes, which may be split between the tail and the chunk.
+    const missing = Math.max(0, BINARY_HEADER_SIZE - rest.byteLength);
+    if (missing > chunk.byteLength) {
+      return undefined;
+    }
+
+    const header = missing === 0 ? rest : concat(rest, chunk.subarray(0, missing));
+    return BINARY_HEADER_SIZE + new DataView(header.buffer, header.byteOffset + 9, 4).getUint32(0) - rest.byteLength;
+  }
+
   #readLines(bytes: Uint8Array, take: (frame: ServerFrame) => void): number {
     const last = bytes.lastIndexOf(NEWLINE);
     if (last < 0) {
@@ -139,10 +172,16 @@ export class FrameReader {
       throw duplexError('malformed-frame', 'A frame from the server is not valid UTF-8.', { cause: error });
     }
 
+    const longest = this.#maxPayload + TEXT_FRAME_OVERHEAD;
     for (const raw of text.split('\n')) {
-      const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-      if (line.trim() !== '') {
+      const line = raw.charCodeAt(raw.length - 1) === 0x0d ? raw.slice(0, -1) : raw;
+      // Counting UTF-8 bytes costs a pass over the line: only a line that might be too long (3 bytes per UTF-16 unit
+      // at most) pays it. Only a line that starts with white space can be blank.
+      if (line.length * 3 > longest) {
         this.#checkLineLength(utf8Length(line));
+      }
+
+      if (line.length > 0 && (line.charCodeAt(0) > 0x20 || line.trim() !== '')) {
         take(this.#parseLine(line));
       }
     }
@@ -220,8 +259,9 @@ export class FrameReader {
         const missed = uint64(view, offset + BINARY_HEADER_SIZE, 'missed count');
         take({ kind: 'gap', seq, missed });
       } else {
-        // slice copies: the application gets an ArrayBuffer of its own, not a view of the response's chunk.
-        take({ kind: 'message', seq, data: bytes.slice(offset + BINARY_HEADER_SIZE, end).buffer });
+        // A copy: the application gets an ArrayBuffer of its own, not a view of the response's chunk.
+        const start = bytes.byteOffset + offset + BINARY_HEADER_SIZE;
+        take({ kind: 'message', seq, data: (bytes.buffer as ArrayBuffer).slice(start, start + length) });
       }
 
       offset = end;

@@ -143,6 +143,47 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
     }
   }
 
+  test('batches(): a flood arrives once and in order, many messages a step; then a message listener hears what follows, and removing it by another capture flag removes nothing', async () => {
+    const page = await openPage(chromium.context, chromium.host.http);
+    const result = await page.evaluate(async () => {
+      const { PollingDuplexClient } = window.duplex;
+      const session = await new PollingDuplexClient<'binary'>('/flood', { encoding: 'binary', mode: 'multiple', resume: false }).open();
+      await session.send(new TextEncoder().encode(JSON.stringify({ size: 32 })));
+      const seqs: number[] = [];
+      let largest = 0;
+      for await (const batch of session.batches()) {
+        largest = Math.max(largest, batch.length);
+        seqs.push(...batch.map(item => item.seq));
+        if (seqs.length >= 3000) {
+          break;
+        }
+      }
+
+      const heard: number[] = [];
+      const listener = (e: { seq: number }) => { heard.push(e.seq); };
+      session.addEventListener('message', listener);
+      session.removeEventListener('message', listener, { capture: true });
+      await new Promise<void>(resolve => {
+        const check = () => heard.length >= 500 ? resolve() : setTimeout(check, 10);
+        check();
+      });
+      session.removeEventListener('message', listener);
+      const lastHeard = heard.length;
+      await new Promise(resolve => setTimeout(resolve, 200));
+      const heardAfterRemoval = heard.length - lastHeard;
+      await session.close();
+      return { seqs, largest, heard: heard.slice(0, lastHeard), heardAfterRemoval, lastReceived: session.lastReceived };
+    });
+
+    assert.deepEqual(result.seqs, result.seqs.map((_, i) => i + 1), 'batches hand over 1, 2, 3, … with nothing missing or repeated');
+    assert.ok(result.largest > 1, `the largest batch held ${result.largest} messages`);
+    assert.ok(result.heard[0]! > result.seqs.at(-1)!, 'the listener hears what came after the iterator');
+    assert.deepEqual(result.heard, result.heard.map((_, i) => result.heard[0]! + i), 'the listener hears every message after its first, in order');
+    assert.equal(result.heardAfterRemoval, 0, 'a removed listener hears nothing more');
+    assert.ok(result.lastReceived >= result.heard.at(-1)!, 'messages nobody listens to are still handed over and acknowledged');
+    await page.close();
+  });
+
   test('sends: a refused message rejects alone with its problem code, the ones around it arrive, and a failing handler is reported', async () => {
     const page = await openPage(chromium.context, chromium.host.http);
     const result = await page.evaluate(async () => {

@@ -16,8 +16,8 @@ const flags = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', 
  * trusts exactly the certificate whose public key has that SHA-256 hash (the test server's, made in memory for this
  * run), never every certificate; the switch is honoured because a user data dir is given.
  */
-export async function launchChromium(options: { trustSpki?: string | undefined } = {}): Promise<Browser> {
-  const args = [...flags];
+export async function launchChromium(options: { trustSpki?: string | undefined; extraArgs?: readonly string[] } = {}): Promise<Browser> {
+  const args = [...flags, ...(options.extraArgs ?? [])];
   if (options.trustSpki !== undefined) {
     args.push(`--ignore-certificate-errors-spki-list=${options.trustSpki}`);
   }
