@@ -76,6 +76,7 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
             Bindings = _options.Bindings(parse),
             Kinds = _options.Kinds(parse),
             Rounds = Pick(parse, _options.Rounds, quick, 1),
+            MaxRoundTime = _options.RoundTime(parse),
             Services = _options.Services(parse),
             ServiceTime = _options.ServiceTime(parse),
             SharedLeasesPerChannel = parse.GetValue(_options.SharedLeasesPerChannel),
