@@ -41,6 +41,9 @@ internal sealed class ProxiesOptions
 
     public const int MaxRoundSeconds = 600;
 
+    /// <summary>Gets the option that runs the main job's proxies cells alone, to time or check them without the other scenarios.</summary>
+    public Option<bool> Suite { get; } = new("--suite") { Description = "Run the main job's proxies cells, with its settings (every other option but --quick is ignored), to time or check them alone." };
+
     public const string Concurrent = "concurrent";
     public const string Single = "single";
 
@@ -108,6 +111,7 @@ internal sealed class ProxiesOptions
             command.Add(Rounds);
             command.Add(_roundTime);
             command.Add(_kind);
+            command.Add(Suite);
         }
     }
 

@@ -69,6 +69,11 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
 
     public override ProxiesSettings ReadSettings(ParseResult parse, bool quick)
     {
+        if (parse.GetValue(_options.Suite))
+        {
+            return SuiteSettings(quick);
+        }
+
         var settings = new ProxiesSettings
         {
             Calls = Pick(parse, _options.Calls, quick, 40),
