@@ -156,8 +156,10 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
         cell.ServerCpuSeconds += after.CpuSeconds - serverBefore.CpuSeconds;
         cell.DuringCalls = Add(cell.DuringCalls, binding.CountersOf(after) - binding.CountersOf(serverBefore));
 
-        await proxies.QuiesceAsync(cancellationToken);
-        cell.WarmUp = Add(cell.WarmUp, binding.CountersOf(await context.Server.GetStatsAsync(cancellationToken)) - binding.CountersOf(after));
+        if (await proxies.QuiesceAsync(cancellationToken))
+        {
+            cell.WarmUp = Add(cell.WarmUp, binding.CountersOf(await context.Server.GetStatsAsync(cancellationToken)) - binding.CountersOf(after));
+        }
     }
 
     /// <returns>The calls made.</returns>
@@ -321,18 +323,19 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
         /// Waits until the pool has stopped opening and closing channels (at most 10 s): a single-use pool refills after
         /// its turn, and left running, its handshakes would land in the next kind's turn.
         /// </summary>
-        public async Task QuiesceAsync(CancellationToken cancellationToken)
+        /// <returns>Whether the pool had anything to finish.</returns>
+        public async Task<bool> QuiesceAsync(CancellationToken cancellationToken)
         {
             if (pool is null)
             {
-                return;
+                return false;
             }
 
             // A pool that opened and closed nothing since it was last quiet (a reuse pool at its load) costs no wait.
             var snapshot = pool.GetSnapshot();
             if (snapshot.Opening == 0 && snapshot.Closing == 0 && snapshot.TotalOpened == _openedWhenQuiet)
             {
-                return;
+                return false;
             }
 
             var giveUp = Stopwatch.GetTimestamp() + (10 * Stopwatch.Frequency);
@@ -347,6 +350,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
             }
 
             _openedWhenQuiet = opened;
+            return true;
         }
 
         /// <summary>
