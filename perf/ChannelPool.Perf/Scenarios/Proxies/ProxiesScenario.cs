@@ -47,8 +47,8 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     /// The suite's proxies. First every binding and kind at 1, 8 and 32 callers against a service that answers at once,
     /// the bindings with sessions under both service settings: the cost of the calls themselves. Then the bindings with
     /// sessions again, both settings, with a service time of <see cref="SuiteServiceTime"/>, at 8 and 32 callers: what
-    /// WCF's defaults do to callers sharing a session. Paired rounds (<see cref="PairedRatio"/>): six a cell with a
-    /// turn of at most 0.2 s per kind (per-call kinds 0.1 s) in the first pass, four of 0.5 s in the second.
+    /// WCF's defaults do to callers sharing a session. Paired rounds (<see cref="PairedRatio"/>): twelve a cell with
+    /// a turn of at most 0.1 s per kind (per-call kinds 0.05 s) in the first pass, four of 0.5 s in the second.
     /// </summary>
     public override ProxiesSettings SuiteSettings(bool quick) => quick
         ? ProxiesOptions.QuickWarmUp(new() { Calls = 40, Concurrency = [1, 8], Rounds = 1, MorePasses = [ServiceTimePass(quick: true)] })
@@ -57,9 +57,9 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
             // Time ends a turn, not the count: the rounds pair up only if each kind's turn is long enough to hold
             // many calls and short enough that the machine's load does not drift within a round.
             Calls = 60_000,
-            Rounds = 6,
-            MaxRoundTime = TimeSpan.FromSeconds(0.2),
-            PerCallRoundTime = TimeSpan.FromSeconds(0.1),
+            Rounds = 12,
+            MaxRoundTime = TimeSpan.FromSeconds(0.1),
+            PerCallRoundTime = TimeSpan.FromSeconds(0.05),
             CellWarmUpTime = TimeSpan.FromSeconds(0.2),
             WarmUpTime = TimeSpan.FromSeconds(1.5),
             MorePasses = [ServiceTimePass(quick: false)],
