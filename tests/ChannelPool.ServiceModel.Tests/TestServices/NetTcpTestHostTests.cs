@@ -32,6 +32,29 @@ public sealed class NetTcpTestHostTests
         Assert.That(host.Counters.Calls, Is.EqualTo(2));
     }
 
+    [TestCase(ServiceConcurrency.Multiple)]
+    [TestCase(ServiceConcurrency.Single)]
+    public async Task Echo_RoundTripsMessagesOfEverySize_OnConcurrentSessionsSharingTheHostsBuffers(ServiceConcurrency concurrency)
+    {
+        // Envelopes from about 300 bytes to the reader quotas' 8,192 characters of text, on four sessions at once that
+        // read into and write from the host's one pool of buffers: a buffer handed to two messages would garble one.
+        await using var host = await NetTcpTestHost.StartAsync(_certificate, concurrency: concurrency);
+        using var factory = new Factory<IEchoService>(_certificate, host.EchoAddress);
+        var channels = Enumerable.Range(0, 4).Select(_ => factory.Open()).ToList();
+        int[] sizes = [0, 1, 100, 2_000, 8_000];
+
+        // Every call in flight at once, asynchronously (blocking callers would starve a busy machine's thread pool,
+        // which the client needs to read its replies); under Multiple the replies of one session interleave.
+        var echoed = await Task.WhenAll(channels.SelectMany((channel, c) => sizes.SelectMany(size => Enumerable.Range(0, 5).Select(async i =>
+        {
+            var text = new string((char)('a' + ((c + i) % 26)), size) + $"|{c}/{size}/{i}";
+            return (Sent: text, Echoed: await channel.EchoAfterAsync(text, 0));
+        }))));
+
+        Assert.That(echoed.Where(e => e.Echoed != e.Sent).Select(e => e.Sent[^12..]), Is.Empty);
+        Assert.That(host.Counters.Calls, Is.EqualTo(4 * sizes.Length * 5));
+    }
+
     [Test]
     public async Task EachChannel_IsOneConnectionOneHandshakeAndOneSession_WhateverItsNumberOfCalls()
     {

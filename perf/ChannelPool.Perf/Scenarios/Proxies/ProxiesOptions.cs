@@ -34,6 +34,16 @@ internal sealed class ProxiesOptions
         AllowMultipleArgumentsPerToken = true,
     };
 
+    private readonly Option<double?> _roundTime = new("--round-time")
+    {
+        Description = $"Seconds each kind's turn in a round may run at most (0.01 to {MaxRoundSeconds}); a turn also ends after its share of --calls. Short turns in many --rounds pair up best. Default: no limit.",
+    };
+
+    public const int MaxRoundSeconds = 600;
+
+    /// <summary>Gets the option that runs the main job's proxies cells alone, to time or check them without the other scenarios.</summary>
+    public Option<bool> Suite { get; } = new("--suite") { Description = "Run the main job's proxies cells, with its settings (every other option but --quick is ignored), to time or check them alone." };
+
     public const string Concurrent = "concurrent";
     public const string Single = "single";
 
@@ -50,6 +60,13 @@ internal sealed class ProxiesOptions
             }
         });
         _kind.AcceptOnlyFromAmong(ProxiesScenario.SelectableKinds);
+        _roundTime.Validators.Add(r =>
+        {
+            if (r.GetValueOrDefault<double?>() is { } value && !(value is >= 0.01 and <= MaxRoundSeconds))
+            {
+                r.AddError($"--round-time must be from 0.01 to {MaxRoundSeconds} seconds; got {value.ToString(System.Globalization.CultureInfo.InvariantCulture)}.");
+            }
+        });
         Concurrency.Validators.Add(r =>
         {
             foreach (var value in r.GetValueOrDefault<int[]>() ?? [])
@@ -77,7 +94,7 @@ internal sealed class ProxiesOptions
     public Option<int> SharedLeasesPerChannel { get; } = PositiveInt(
         "--leases-per-channel", $"MaxLeasesPerChannel of the '{ProxiesScenario.PooledReuseShared}' kind: how many proxies may share one channel.", ProxiesScenario.SharedLeasesPerChannel, max: 64);
 
-    public Option<int> Rounds { get; } = PositiveInt("--rounds", "Interleaved rounds each cell's calls are split into; the kinds take turns, in reverse order every other round.", 2, max: 100);
+    public Option<int> Rounds { get; } = PositiveInt("--rounds", "Paired rounds each cell's calls are split into: every kind takes a turn each round, in reverse order every other round, and a ratio is the median of the rounds' ratios.", 2, max: 200);
 
     public Option<int[]> Concurrency { get; } = new("--concurrency") { Description = "Concurrent callers; one cell per value. Default: 1 8 32.", DefaultValueFactory = _ => [1, 8, 32], AllowMultipleArgumentsPerToken = true };
 
@@ -92,7 +109,9 @@ internal sealed class ProxiesOptions
             command.Add(SharedLeasesPerChannel);
             command.Add(Concurrency);
             command.Add(Rounds);
+            command.Add(_roundTime);
             command.Add(_kind);
+            command.Add(Suite);
         }
     }
 
@@ -104,6 +123,9 @@ internal sealed class ProxiesOptions
         return [.. new[] { (Concurrent, ServiceConcurrency.Multiple), (Single, ServiceConcurrency.Single) }
             .Where(s => both || names.Contains(s.Item1)).Select(s => s.Item2)];
     }
+
+    /// <summary>The longest a turn may run, or <see langword="null"/> for no limit.</summary>
+    public TimeSpan? RoundTime(ParseResult parse) => parse.GetValue(_roundTime) is { } seconds ? TimeSpan.FromSeconds(seconds) : null;
 
     public TimeSpan ServiceTime(ParseResult parse) => TimeSpan.FromMilliseconds(parse.GetValue(_serviceTime));
 

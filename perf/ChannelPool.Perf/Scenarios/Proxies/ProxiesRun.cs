@@ -37,7 +37,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
             // in particular. Once per binding: the client's code path is the same whichever way the service serves it.
             foreach (var kind in settings.Kinds)
             {
-                await RunRoundAsync(targets[0], kind, 2, settings.WarmUpCalls, new Cell(), "warm-up", settings.WarmUpTime, cancellationToken);
+                await WarmUpAsync(targets[0], kind, settings.WarmUpCalls, settings.WarmUpTime, cancellationToken);
             }
 
             foreach (var binding in targets)
@@ -54,17 +54,57 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
         return results;
     }
 
-    /// <summary>Runs every kind on one binding, service setting and concurrency, in interleaved rounds.</summary>
+    /// <summary>
+    /// Runs every kind on one binding, service setting and concurrency in paired rounds: every kind's proxy is set up
+    /// and warmed at this concurrency first, then each round gives every kind one turn, in reverse order every other
+    /// round (A B, B A, A B, …), so each round's turns ran next to each other under the same load and pair up.
+    /// </summary>
     private async Task<IEnumerable<ProxiesResult>> RunCellsAsync(WcfBinding binding, IReadOnlyList<string> kinds, int concurrency, CancellationToken cancellationToken)
     {
         var cells = kinds.ToDictionary(kind => kind, _ => new Cell());
-        for (var round = 0; round < settings.Rounds; round++)
+        var proxies = new Dictionary<string, ProxyKind>();
+        var label = $"proxies: {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}";
+        try
         {
-            var calls = (settings.Calls / settings.Rounds) + (round < settings.Calls % settings.Rounds ? 1 : 0);
-            var order = round % 2 == 0 ? kinds : kinds.Reverse();
-            foreach (var kind in order)
+            await context.Console.Status().StartAsync(Markup.Escape(label), async status =>
             {
-                await RunRoundAsync(binding, kind, concurrency, calls, cells[kind], $"round {round + 1} of {settings.Rounds}", settings.RoundTimeOf(kind), cancellationToken);
+                foreach (var kind in kinds)
+                {
+                    status.Status(Markup.Escape($"{label}, {kind}: setting up"));
+                    var before = await context.Server.GetStatsAsync(cancellationToken);
+                    proxies[kind] = await ProxyKind.StartAsync(kind, binding, concurrency, (int)settings.ServiceTime.TotalMilliseconds, settings.SharedLeasesPerChannel, cancellationToken);
+
+                    // An unrecorded turn at this concurrency: the proxy's first calls, the thread pool's growth to this
+                    // many callers and the tier-up of what this concurrency runs land outside every round.
+                    var calls = Math.Min(CallsPerRound(0), settings.CellWarmUpCalls);
+                    await RunCallsAsync(proxies[kind], concurrency, calls, Deadline(Shortest(settings.RoundTimeOf(kind), settings.CellWarmUpTime)), latency: null, cancellationToken);
+                    await proxies[kind].QuiesceAsync(cancellationToken);
+                    cells[kind].WarmUp = Add(cells[kind].WarmUp, binding.CountersOf(await context.Server.GetStatsAsync(cancellationToken)) - binding.CountersOf(before));
+                }
+
+                // Set-up garbage (a pool's 50 handshakes against a singleton's one) is collected before the first
+                // round, on both sides, so no kind pays inside its turns for what it did before them.
+                await context.Server.SettleAsync(cancellationToken);
+                PerfServer.Settle();
+
+                for (var round = 0; round < settings.Rounds; round++)
+                {
+                    var order = round % 2 == 0 ? kinds : kinds.Reverse();
+                    foreach (var kind in order)
+                    {
+                        status.Status(Markup.Escape($"{label}, {kind} (round {round + 1} of {settings.Rounds})"));
+                        await RunTurnAsync(binding, proxies[kind], concurrency, CallsPerRound(round), cells[kind], settings.RoundTimeOf(kind), cancellationToken);
+                    }
+                }
+
+                status.Status(Markup.Escape($"{label}: closing"));
+            });
+        }
+        finally
+        {
+            foreach (var proxy in proxies.Values)
+            {
+                await proxy.DisposeAsync();
             }
         }
 
@@ -77,55 +117,80 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                 $"{result.DuringCalls.TlsHandshakes:N0} handshakes during calls ({result.WarmUp.TlsHandshakes:N0} in warm-up)" +
                 (result.WarmUp.Negotiations + result.DuringCalls.Negotiations > 0
                     ? $", {result.DuringCalls.Negotiations:N0} negotiations during calls ({result.WarmUp.Negotiations:N0} in warm-up)"
-                    : string.Empty)));
+                    : string.Empty) +
+                $"; rounds {string.Join(" ", result.RoundCallsPerSecond.Select(rate => rate.ToString("N0", CultureInfo.InvariantCulture)))}"));
+        }
+
+        foreach (var (kind, baseline) in results.Select(r => r.Kind).Where(k => k != Singleton).Select(k => (k, Singleton)))
+        {
+            if (cells.TryGetValue(baseline, out var b) && PairedRatio.Of(cells[kind].RoundRates, b.RoundRates) is { } ratio)
+            {
+                context.Console.MarkupLine(Markup.Escape($"  {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}, {kind} / {baseline}: {ratio} over {ratio.Rounds} rounds"));
+            }
         }
 
         return results;
     }
 
-    private async Task RunRoundAsync(
-        WcfBinding binding, string kind, int concurrency, int calls, Cell cell, string round, TimeSpan? maxTime, CancellationToken cancellationToken)
+    private int CallsPerRound(int round) => (settings.Calls / settings.Rounds) + (round < settings.Calls % settings.Rounds ? 1 : 0);
+
+    private static TimeSpan? Shortest(TimeSpan? a, TimeSpan b) => a is { } limit && limit < b ? limit : b;
+
+    private static long Deadline(TimeSpan? maxTime) => maxTime is { } limit ? Stopwatch.GetTimestamp() + (long)(limit.TotalSeconds * Stopwatch.Frequency) : long.MaxValue;
+
+    /// <summary>One kind's turn in a round, timed; what the pool does after it (a single-use pool's refill) is left out of every turn.</summary>
+    private async Task RunTurnAsync(WcfBinding binding, ProxyKind proxies, int concurrency, int calls, Cell cell, TimeSpan? maxTime, CancellationToken cancellationToken)
     {
-        var label = $"proxies: {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}, {kind} ({round})";
+        var serverBefore = await context.Server.GetStatsAsync(cancellationToken);
+        var cpuBefore = Environment.CpuUsage.TotalTime;
+        var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);
+        var started = Stopwatch.GetTimestamp();
+        var done = await RunCallsAsync(proxies, concurrency, calls, Deadline(maxTime), cell.Latency, cancellationToken);
+        var seconds = Stopwatch.GetElapsedTime(started).TotalSeconds;
+        cell.Seconds += seconds;
+        cell.CpuSeconds += (Environment.CpuUsage.TotalTime - cpuBefore).TotalSeconds;
+        cell.AllocatedBytes += GC.GetTotalAllocatedBytes(precise: true) - allocatedBefore;
+        cell.Calls += done;
+        cell.RoundRates.Add(done / seconds);
+        var after = await context.Server.GetStatsAsync(cancellationToken);
+        cell.ServerCpuSeconds += after.CpuSeconds - serverBefore.CpuSeconds;
+        cell.DuringCalls = Add(cell.DuringCalls, binding.CountersOf(after) - binding.CountersOf(serverBefore));
+
+        if (await proxies.QuiesceAsync(cancellationToken))
+        {
+            cell.WarmUp = Add(cell.WarmUp, binding.CountersOf(await context.Server.GetStatsAsync(cancellationToken)) - binding.CountersOf(after));
+        }
+    }
+
+    /// <returns>The calls made.</returns>
+    private static async Task<int> RunCallsAsync(ProxyKind proxies, int concurrency, int calls, long deadline, LatencyRecorder? latency, CancellationToken cancellationToken)
+    {
+        var done = 0;
+        var next = -1;
+        var workers = Enumerable.Range(0, concurrency).Select(_ => Task.Run(
+            async () =>
+            {
+                for (var i = Interlocked.Increment(ref next); i < calls && Stopwatch.GetTimestamp() < deadline; i = Interlocked.Increment(ref next))
+                {
+                    var callStarted = Stopwatch.GetTimestamp();
+                    await proxies.CallAsync("ping " + i.ToString(CultureInfo.InvariantCulture), cancellationToken);
+                    latency?.RecordSince(callStarted);
+                    Interlocked.Increment(ref done);
+                }
+            },
+            cancellationToken));
+        await Task.WhenAll(workers);
+        return done;
+    }
+
+    private async Task WarmUpAsync(WcfBinding binding, string kind, int calls, TimeSpan maxTime, CancellationToken cancellationToken)
+    {
+        const int Concurrency = 2;
+        var label = $"proxies: {binding.Description}, {binding.Service}{ServiceTime()}, {kind} (warm-up)";
         await context.Console.Status().StartAsync(Markup.Escape(label), async status =>
         {
-            var before = await context.Server.GetStatsAsync(cancellationToken);
-            await using var proxies = await ProxyKind.StartAsync(kind, binding, concurrency, (int)settings.ServiceTime.TotalMilliseconds, settings.SharedLeasesPerChannel, cancellationToken);
-            var warm = await context.Server.GetStatsAsync(cancellationToken);
-            cell.WarmUp = Add(cell.WarmUp, binding.CountersOf(warm) - binding.CountersOf(before));
-
-            // Set-up garbage (a pool's 50 handshakes against a singleton's one) is collected before the clock starts,
-            // on both sides, so no kind pays inside its round for what it did before it.
-            await context.Server.SettleAsync(cancellationToken);
-            PerfServer.Settle();
-
-            var serverBefore = await context.Server.GetStatsAsync(cancellationToken);
-            var cpuBefore = Environment.CpuUsage.TotalTime;
-            var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);
-            var started = Stopwatch.GetTimestamp();
-            var done = 0;
-            var next = -1;
-            var deadline = maxTime is { } limit ? started + (long)(limit.TotalSeconds * Stopwatch.Frequency) : long.MaxValue;
-            var workers = Enumerable.Range(0, concurrency).Select(_ => Task.Run(
-                async () =>
-                {
-                    for (var i = Interlocked.Increment(ref next); i < calls && Stopwatch.GetTimestamp() < deadline; i = Interlocked.Increment(ref next))
-                    {
-                        var callStarted = Stopwatch.GetTimestamp();
-                        await proxies.CallAsync("ping " + i.ToString(CultureInfo.InvariantCulture), cancellationToken);
-                        cell.Latency.RecordSince(callStarted);
-                        Interlocked.Increment(ref done);
-                    }
-                },
-                cancellationToken));
-            await Task.WhenAll(workers);
-            cell.Seconds += Stopwatch.GetElapsedTime(started).TotalSeconds;
-            cell.CpuSeconds += (Environment.CpuUsage.TotalTime - cpuBefore).TotalSeconds;
-            cell.AllocatedBytes += GC.GetTotalAllocatedBytes(precise: true) - allocatedBefore;
-            cell.Calls += done;
-            var after = await context.Server.GetStatsAsync(cancellationToken);
-            cell.ServerCpuSeconds += after.CpuSeconds - serverBefore.CpuSeconds;
-            cell.DuringCalls = Add(cell.DuringCalls, binding.CountersOf(after) - binding.CountersOf(warm));
+            await using var proxies = await ProxyKind.StartAsync(kind, binding, Concurrency, (int)settings.ServiceTime.TotalMilliseconds, settings.SharedLeasesPerChannel, cancellationToken);
+            await RunCallsAsync(proxies, Concurrency, calls, Deadline(maxTime), latency: null, cancellationToken);
             status.Status(Markup.Escape($"{label}: closing"));
         });
     }
@@ -156,13 +221,18 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
 
         public ServerCountsSnapshot DuringCalls { get; set; }
 
+        /// <summary>Gets the calls per second of each round's turn, in round order, which pair with the other kinds' turns.</summary>
+        public List<double> RoundRates { get; } = [];
+
         public ProxiesResult ToResult(string binding, string service, double serviceTimeMs, string kind, int concurrency) => new(
-            binding, service, serviceTimeMs, kind, concurrency, Calls, Seconds, Calls / Seconds, Latency.Summarize(), CpuSeconds * 1e6 / Calls, (double)AllocatedBytes / Calls, WarmUp, DuringCalls, ServerCpuSeconds * 1e6 / Calls);
+            binding, service, serviceTimeMs, kind, concurrency, Calls, Seconds, Calls / Seconds, Latency.Summarize(), CpuSeconds * 1e6 / Calls, (double)AllocatedBytes / Calls, WarmUp, DuringCalls, ServerCpuSeconds * 1e6 / Calls, RoundRates);
     }
 
     /// <summary>How one kind of proxy is set up, called and torn down.</summary>
-    private sealed class ProxyKind(Func<string, CancellationToken, Task> call, Func<ValueTask> stop) : IAsyncDisposable
+    private sealed class ProxyKind(Func<string, CancellationToken, Task> call, Func<ValueTask> stop, ServiceChannelPool<IEchoClient>? pool = null) : IAsyncDisposable
     {
+        private long _openedWhenQuiet = -1;
+
         /// <param name="serviceTime">Milliseconds the service spends on each call; 0 calls <c>Echo</c>, which answers at once.</param>
         /// <param name="sharedLeasesPerChannel">The <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of the shared kind.</param>
         public static async Task<ProxyKind> StartAsync(string kind, WcfBinding binding, int concurrency, int serviceTime, int sharedLeasesPerChannel, CancellationToken cancellationToken)
@@ -242,12 +312,46 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                         await GrowToLoadAsync(pool, concurrency, call, cancellationToken);
                     }
 
-                    return new ProxyKind(call, pool.DisposeAsync);
+                    return new ProxyKind(call, pool.DisposeAsync, pool);
                 }
             }
         }
 
         public Task CallAsync(string message, CancellationToken cancellationToken) => call(message, cancellationToken);
+
+        /// <summary>
+        /// Waits until the pool has stopped opening and closing channels (at most 10 s): a single-use pool refills after
+        /// its turn, and left running, its handshakes would land in the next kind's turn.
+        /// </summary>
+        /// <returns>Whether the pool had anything to finish.</returns>
+        public async Task<bool> QuiesceAsync(CancellationToken cancellationToken)
+        {
+            if (pool is null)
+            {
+                return false;
+            }
+
+            // A pool that opened and closed nothing since it was last quiet (a reuse pool at its load) costs no wait.
+            var snapshot = pool.GetSnapshot();
+            if (snapshot.Opening == 0 && snapshot.Closing == 0 && snapshot.TotalOpened == _openedWhenQuiet)
+            {
+                return false;
+            }
+
+            var giveUp = Stopwatch.GetTimestamp() + (10 * Stopwatch.Frequency);
+            var opened = -1L;
+            var quietPolls = 0;
+            while (quietPolls < 3 && Stopwatch.GetTimestamp() < giveUp)
+            {
+                snapshot = pool.GetSnapshot();
+                quietPolls = snapshot.Opening == 0 && snapshot.Closing == 0 && snapshot.TotalOpened == opened ? quietPolls + 1 : 0;
+                opened = snapshot.TotalOpened;
+                await Task.Delay(10, cancellationToken);
+            }
+
+            _openedWhenQuiet = opened;
+            return true;
+        }
 
         /// <summary>
         /// Lets a reuse pool grow to the size its load asks for before the clock starts: with <paramref name="concurrency"/>

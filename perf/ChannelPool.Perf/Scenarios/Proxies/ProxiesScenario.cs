@@ -47,17 +47,20 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     /// The suite's proxies. First every binding and kind at 1, 8 and 32 callers against a service that answers at once,
     /// the bindings with sessions under both service settings: the cost of the calls themselves. Then the bindings with
     /// sessions again, both settings, with a service time of <see cref="SuiteServiceTime"/>, at 8 and 32 callers: what
-    /// WCF's defaults do to callers sharing a session. Two interleaved rounds a cell, of at most 1.5 s (per-call kinds
-    /// 0.5 s) in the first pass and 1 s in the second.
+    /// WCF's defaults do to callers sharing a session. Paired rounds (<see cref="PairedRatio"/>): twelve a cell with
+    /// a turn of at most 0.1 s per kind (per-call kinds 0.05 s) in the first pass, four of 0.5 s in the second.
     /// </summary>
     public override ProxiesSettings SuiteSettings(bool quick) => quick
         ? ProxiesOptions.QuickWarmUp(new() { Calls = 40, Concurrency = [1, 8], Rounds = 1, MorePasses = [ServiceTimePass(quick: true)] })
         : new()
         {
-            Calls = 4_000,
-            Rounds = 2,
-            MaxRoundTime = TimeSpan.FromSeconds(1.5),
-            PerCallRoundTime = TimeSpan.FromSeconds(0.5),
+            // Time ends a turn, not the count: the rounds pair up only if each kind's turn is long enough to hold
+            // many calls and short enough that the machine's load does not drift within a round.
+            Calls = 60_000,
+            Rounds = 12,
+            MaxRoundTime = TimeSpan.FromSeconds(0.1),
+            PerCallRoundTime = TimeSpan.FromSeconds(0.05),
+            CellWarmUpTime = TimeSpan.FromSeconds(0.2),
             WarmUpTime = TimeSpan.FromSeconds(1.5),
             MorePasses = [ServiceTimePass(quick: false)],
         };
@@ -67,6 +70,11 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
 
     public override ProxiesSettings ReadSettings(ParseResult parse, bool quick)
     {
+        if (parse.GetValue(_options.Suite))
+        {
+            return SuiteSettings(quick);
+        }
+
         var settings = new ProxiesSettings
         {
             Calls = Pick(parse, _options.Calls, quick, 40),
@@ -74,6 +82,7 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
             Bindings = _options.Bindings(parse),
             Kinds = _options.Kinds(parse),
             Rounds = Pick(parse, _options.Rounds, quick, 1),
+            MaxRoundTime = _options.RoundTime(parse),
             Services = _options.Services(parse),
             ServiceTime = _options.ServiceTime(parse),
             SharedLeasesPerChannel = parse.GetValue(_options.SharedLeasesPerChannel),
@@ -108,16 +117,18 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     /// <param name="settings">The run's settings.</param>
     /// <returns>The paragraph.</returns>
     internal static string Describe(ProxiesSettings settings) =>
-        $"Echo calls through real WCF proxies (System.ServiceModel 10.1.0), up to {settings.Calls:N0} per cell in {settings.Rounds} interleaved round(s)" +
-        (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.#} s each" : string.Empty) +
-        (settings.RoundTimeOf(PerCall) is { } perCall && perCall != settings.MaxRoundTime ? $" ({perCall.TotalSeconds:0.#} s for the per-call kinds, which are 10 to 200 times slower)" : string.Empty) +
+        $"Echo calls through real WCF proxies (System.ServiceModel 10.1.0), up to {settings.Calls:N0} per cell in {settings.Rounds} paired round(s): each round gives every kind one turn" +
+        (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.##} s" : string.Empty) +
+        (settings.RoundTimeOf(PerCall) is { } perCall && perCall != settings.MaxRoundTime ? $" ({perCall.TotalSeconds:0.##} s for the per-call kinds, which are 10 to 200 times slower)" : string.Empty) +
+        ", in reverse order every other round, every kind's proxy set up once per cell and warmed at the cell's concurrency before the first round; " +
+        "a ratio is the median of the rounds' ratios (each from two turns that ran next to each other, under the same load), with the middle half of them in brackets" +
         $", after an unreported warm-up of each kind on each binding ({settings.WarmUpCalls:N0} calls or {settings.WarmUpTime.TotalSeconds:0.#} s, whichever ends first, so the JIT has tiered up)" +
         ", against the WCF test services on 127.0.0.1 (net.tcp with TLS: our [MC-NMF] host; HTTPS: SoapCore on Kestrel). " +
         ServiceText(settings) +
         "Per-call: a new `ClientBase<T>(binding, address)` per call, opened, called and closed; cached factory: the same with `CacheSetting.AlwaysOn`; " +
         "pooled: a new `PooledClientBase<T>` proxy per call over `ServiceChannelPool` with library defaults (50 channels, refill at 25, 4 opens at a time, most recently used idle channel first), " +
         $"single-use (closes the channel after the call) or reuse, and reuse with up to {settings.SharedLeasesPerChannel} proxies sharing a channel (`MaxLeasesPerChannel = {settings.SharedLeasesPerChannel}`, shared); singleton: one opened `ClientBase<T>` every caller shares. " +
-        "A reuse pool is grown to the size its callers ask for (the refill opens channels while they are leased) before its round's clock starts, as an app's pool is after its first second at that load. " +
+        "A reuse pool is grown to the size its callers ask for (the refill opens channels while they are leased) before the first round, as an app's pool is after its first second at that load; a single-use pool refills between its turns, outside the clock. " +
         (settings.ServiceTime > TimeSpan.Zero ? $"Every call is `await EchoAfterAsync(text, {settings.ServiceTime.TotalMilliseconds:0})`." : "Every call is `await EchoAsync`.") +
         string.Concat(settings.MorePasses.Select(pass =>
             $" Then {string.Join(" and ", pass.Bindings)} again at {string.Join(", ", pass.Concurrency)} callers ({string.Join(", ", pass.Kinds)}), " +
@@ -147,11 +158,11 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
         Kinds = [PooledReuse, PooledReuseShared, Singleton],
         Concurrency = quick ? [8] : [8, 32],
         ServiceTime = SuiteServiceTime,
-        Calls = quick ? 40 : 4_000,
-        Rounds = quick ? 1 : 2,
+        Calls = quick ? 40 : 8_000,
+        Rounds = quick ? 1 : 4,
 
-        // Calls that wait on the service run at a steady rate: a second a round is plenty.
-        MaxRoundTime = quick ? null : TimeSpan.FromSeconds(1),
+        // Calls that wait on the service run at a steady rate: half a second a turn is plenty.
+        MaxRoundTime = quick ? null : TimeSpan.FromSeconds(0.5),
 
         // The call path is warm from the first pass; this warms EchoAfter's.
         WarmUpCalls = quick ? 40 : 2_000,
@@ -289,9 +300,19 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
         public ProxiesResult? Cell(string kind) =>
             Cells.FirstOrDefault(c => c.Kind == kind) ?? (OneCallPerSession(kind) ? Fallback?.Cells.FirstOrDefault(c => c.Kind == kind) : null);
 
-        public double? Ratio(string kind, string baseline) =>
-            Cell(kind) is { } a && Cell(baseline) is { CallsPerSecond: > 0 } b ? a.CallsPerSecond / b.CallsPerSecond : null;
+        /// <summary>
+        /// The median of the round-by-round ratios when both kinds ran their turns side by side in this cell's rounds;
+        /// otherwise (a kind borrowed from the other setting's cell, which ran in other rounds) the ratio of their totals.
+        /// </summary>
+        public double? Ratio(string kind, string baseline) => Paired(kind, baseline)?.Median ??
+            (Cell(kind) is { } a && Cell(baseline) is { CallsPerSecond: > 0 } b ? a.CallsPerSecond / b.CallsPerSecond : null);
 
-        public string RatioText(string kind, string baseline) => Ratio(kind, baseline) is { } ratio ? ReportFormat.Ratio(ratio) : "—";
+        public PairedRatio? Paired(string kind, string baseline) =>
+            Cells.FirstOrDefault(c => c.Kind == kind) is { } a && Cells.FirstOrDefault(c => c.Kind == baseline) is { } b
+                ? PairedRatio.Of(a.RoundCallsPerSecond, b.RoundCallsPerSecond)
+                : null;
+
+        public string RatioText(string kind, string baseline) =>
+            Paired(kind, baseline)?.ToString() ?? (Ratio(kind, baseline) is { } ratio ? ReportFormat.Ratio(ratio) : "—");
     }
 }

@@ -28,7 +28,10 @@ internal sealed record ProxiesSettings
     /// <summary>Gets how long the service spends on each call (<c>EchoAfter</c>); zero calls <c>Echo</c>, which answers at once.</summary>
     public TimeSpan ServiceTime { get; init; } = TimeSpan.Zero;
 
-    /// <summary>Gets how many times each cell runs; the kinds run in turn, in reverse order every other round, and each cell sums its rounds.</summary>
+    /// <summary>
+    /// Gets how many rounds each cell runs: every kind takes one turn a round, in reverse order every other round, so
+    /// the kinds' turns pair up round by round (<see cref="Proxies.PairedRatio"/>); each cell's totals sum its turns.
+    /// </summary>
     public int Rounds { get; init; } = 2;
 
     /// <summary>Gets the longest one round of one cell may run before it stops early; <see langword="null"/> for no limit.</summary>
@@ -65,6 +68,12 @@ internal sealed record ProxiesSettings
 
     /// <summary>Gets the most calls each kind's warm-up pass makes, per binding (20,000 was enough for tier-up on net.tcp).</summary>
     public int WarmUpCalls { get; init; } = 20_000;
+
+    /// <summary>Gets the most calls of each kind's unrecorded turn at a cell's concurrency, after its set-up and before the first round.</summary>
+    public int CellWarmUpCalls { get; init; } = 5_000;
+
+    /// <summary>Gets the longest each kind's unrecorded turn at a cell's concurrency may run.</summary>
+    public TimeSpan CellWarmUpTime { get; init; } = TimeSpan.FromSeconds(0.3);
 }
 
 /// <summary>
@@ -75,4 +84,8 @@ internal sealed record ProxiesSettings
 /// </summary>
 internal sealed record ProxiesResult(
     string Binding, string Service, double ServiceTimeMs, string Kind, int Concurrency, int Calls, double Seconds, double CallsPerSecond, LatencySummary Latency, double CpuMicrosPerCall,
-    double AllocatedBytesPerCall, ServerCountsSnapshot WarmUp, ServerCountsSnapshot DuringCalls, double ServerCpuMicrosPerCall = double.NaN);
+    double AllocatedBytesPerCall, ServerCountsSnapshot WarmUp, ServerCountsSnapshot DuringCalls, double ServerCpuMicrosPerCall = double.NaN, IReadOnlyList<double>? RoundCallsPerSecond = null)
+{
+    /// <summary>Gets the calls per second of each round's turn, in round order; the other kinds of the cell ran their turns beside these.</summary>
+    public IReadOnlyList<double> RoundCallsPerSecond { get; init; } = RoundCallsPerSecond ?? [];
+}

@@ -33,6 +33,9 @@ internal static class FramingRecords
     public const string UpgradeInvalidFault = FaultBase + "UpgradeInvalid";
     public const string ViaTooLongFault = FaultBase + "ViaTooLong";
 
+    /// <summary>The most bytes a record's type and size take: one for the type, at most five for the size.</summary>
+    public const int MaxRecordHeaderBytes = 6;
+
     /// <summary>Encodes a record made of its type, a variable-length size and the payload.</summary>
     public static byte[] Sized(byte recordType, ReadOnlySpan<byte> payload)
     {
@@ -41,6 +44,23 @@ internal static class FramingRecords
         int offset = 1 + WriteInt(record.AsSpan(1), payload.Length);
         payload.CopyTo(record.AsSpan(offset));
         return record;
+    }
+
+    /// <summary>
+    /// Writes a record's type and size into the bytes just before its payload, which the encoder left free
+    /// (<see cref="MaxRecordHeaderBytes"/> of them), so the record goes out in one write with no copy, as WCF's
+    /// framing does (<c>SessionEncoder.EncodeMessageFrame</c> over a message encoded at an offset).
+    /// </summary>
+    /// <param name="recordType">The record type.</param>
+    /// <param name="payload">The payload, at least <see cref="MaxRecordHeaderBytes"/> bytes into its array.</param>
+    /// <returns>The whole record: header and payload.</returns>
+    public static ArraySegment<byte> FrameInPlace(byte recordType, ArraySegment<byte> payload)
+    {
+        int headerBytes = 1 + SizeOfInt(payload.Count);
+        int start = payload.Offset - headerBytes;
+        payload.Array![start] = recordType;
+        WriteInt(payload.Array.AsSpan(start + 1), payload.Count);
+        return new ArraySegment<byte>(payload.Array, start, headerBytes + payload.Count);
     }
 
     /// <summary>Encodes a fault record carrying one of the spec's fault strings.</summary>
@@ -124,6 +144,13 @@ internal sealed class FramingReader(Stream stream)
     public async ValueTask<byte[]> ReadBytesAsync(int count, CancellationToken cancellationToken)
     {
         var result = new byte[count];
+        await ReadExactlyAsync(result, count, cancellationToken).ConfigureAwait(false);
+        return result;
+    }
+
+    /// <summary>Reads exactly <paramref name="count"/> bytes into the start of <paramref name="result"/>.</summary>
+    public async ValueTask ReadExactlyAsync(byte[] result, int count, CancellationToken cancellationToken)
+    {
         int copied = 0;
         while (copied < count)
         {
@@ -138,8 +165,6 @@ internal sealed class FramingReader(Stream stream)
             _count -= chunk;
             copied += chunk;
         }
-
-        return result;
     }
 
     /// <summary>Reads a size-prefixed UTF-8 string no longer than <paramref name="maxBytes"/>.</summary>
@@ -178,9 +203,12 @@ internal static class FramingWriter
 
     public static ValueTask WriteFaultAsync(Stream stream, string fault, CancellationToken cancellationToken) => WriteFlushedAsync(stream, FramingRecords.FaultRecord(fault), cancellationToken);
 
-    /// <summary>Writes a sized envelope record around an encoded message.</summary>
+    /// <summary>
+    /// Writes a sized envelope record around a message encoded <see cref="FramingRecords.MaxRecordHeaderBytes"/> into its
+    /// buffer: one write (one TLS record, one send) and no flush, which on a TLS stream over a socket has nothing to do.
+    /// </summary>
     public static ValueTask WriteSizedEnvelopeAsync(Stream stream, ArraySegment<byte> message, CancellationToken cancellationToken) =>
-        WriteFlushedAsync(stream, FramingRecords.Sized(FramingRecords.SizedEnvelope, message), cancellationToken);
+        stream.WriteAsync(FramingRecords.FrameInPlace(FramingRecords.SizedEnvelope, message), cancellationToken);
 
     private static async ValueTask WriteFlushedAsync(Stream stream, byte[] record, CancellationToken cancellationToken)
     {

@@ -24,7 +24,8 @@ namespace ChannelPool.Testing.ServiceModel.NetTcp;
 internal sealed class NetTcpSession
 {
     private const int MaxViaBytes = 2048;
-    private const int MaxMessageBytes = 1024 * 1024;
+    /// <summary>The largest envelope a session accepts.</summary>
+    public const int MaxMessageBytes = 1024 * 1024;
     private static readonly TimeSpan LingerForClose = TimeSpan.FromSeconds(2);
 
     private readonly Socket _socket;
@@ -32,6 +33,7 @@ internal sealed class NetTcpSession
     private readonly ServerCounters _counters;
     private readonly Func<string, ServedContract?> _resolveVia;
     private readonly ServiceConcurrency _concurrency;
+    private readonly BufferManager _buffers;
     private readonly Lock _gate = new();
     private ConnectionState _state;
     private int _callsInProgress;
@@ -42,8 +44,11 @@ internal sealed class NetTcpSession
     /// <param name="counters">Where the session counts its handshake, start, end and calls.</param>
     /// <param name="resolveVia">Maps a via to the contract served there, or <see langword="null"/> when none is.</param>
     /// <param name="concurrency">Whether a session's calls are served one at a time or at once.</param>
-    public NetTcpSession(Socket socket, X509Certificate2 certificate, ServerCounters counters, Func<string, ServedContract?> resolveVia, ServiceConcurrency concurrency)
+    /// <param name="buffers">The host's pool of message buffers, which every session shares.</param>
+    public NetTcpSession(
+        Socket socket, X509Certificate2 certificate, ServerCounters counters, Func<string, ServedContract?> resolveVia, ServiceConcurrency concurrency, BufferManager buffers)
     {
+        _buffers = buffers;
         _socket = socket;
         _certificate = certificate;
         _counters = counters;
@@ -269,7 +274,6 @@ internal sealed class NetTcpSession
         // The binary session encoder keeps one dictionary per direction, like the client's one encoder per channel: so
         // requests are decoded in arrival order on this loop, and replies encoded in sending order under the write lock.
         MessageEncoder encoder = new BinaryMessageEncodingBindingElement().CreateMessageEncoderFactory().CreateSessionEncoder();
-        BufferManager buffers = BufferManager.CreateBufferManager(0, MaxMessageBytes);
         using var writing = new SemaphoreSlim(1, 1);
         var calls = new List<Task>();
         try
@@ -287,7 +291,10 @@ internal sealed class NetTcpSession
                             return false;
                         }
 
-                        byte[] envelope = await reader.ReadBytesAsync(size, cancellationToken).ConfigureAwait(false);
+                        // The envelope is read into a pooled buffer the decoded message owns and gives back when it is
+                        // closed, as WCF's SessionConnectionReader does: no array per message.
+                        byte[] envelope = _buffers.TakeBuffer(size);
+                        await reader.ReadExactlyAsync(envelope, size, cancellationToken).ConfigureAwait(false);
                         if (!TryBeginCall())
                         {
                             return false;
@@ -296,7 +303,7 @@ internal sealed class NetTcpSession
                         Message request;
                         try
                         {
-                            request = encoder.ReadMessage(new ArraySegment<byte>(envelope), buffers, encoder.ContentType);
+                            request = encoder.ReadMessage(new ArraySegment<byte>(envelope, 0, size), _buffers, encoder.ContentType);
                         }
                         catch
                         {
@@ -304,7 +311,7 @@ internal sealed class NetTcpSession
                             throw;
                         }
 
-                        Task call = ServeAsync(request, tls, dispatcher, encoder, buffers, writing, cancellationToken);
+                        Task call = ServeAsync(request, tls, dispatcher, encoder, writing, cancellationToken);
                         if (_concurrency == ServiceConcurrency.Single || call.IsCompleted)
                         {
                             // Single: the next message is read only once this call's reply is on the wire.
@@ -342,7 +349,7 @@ internal sealed class NetTcpSession
 
     /// <summary>Runs one call and writes its reply; a call that fails ends the connection, so the read loop stops too.</summary>
     private async Task ServeAsync(
-        Message request, SslStream tls, TestServiceDispatcher dispatcher, MessageEncoder encoder, BufferManager buffers, SemaphoreSlim writing, CancellationToken cancellationToken)
+        Message request, SslStream tls, TestServiceDispatcher dispatcher, MessageEncoder encoder, SemaphoreSlim writing, CancellationToken cancellationToken)
     {
         try
         {
@@ -350,9 +357,10 @@ internal sealed class NetTcpSession
             await writing.WaitAsync(cancellationToken).ConfigureAwait(false);
             try
             {
-                ArraySegment<byte> encoded = encoder.WriteMessage(reply, MaxMessageBytes, buffers);
+                // Encoded after room for the record's header, which then goes in front of it in the same buffer.
+                ArraySegment<byte> encoded = encoder.WriteMessage(reply, MaxMessageBytes, _buffers, FramingRecords.MaxRecordHeaderBytes);
                 await FramingWriter.WriteSizedEnvelopeAsync(tls, encoded, cancellationToken).ConfigureAwait(false);
-                buffers.ReturnBuffer(encoded.Array!);
+                _buffers.ReturnBuffer(encoded.Array!);
             }
             finally
             {

@@ -3,6 +3,7 @@ using System.Net;
 using System.Net.Sockets;
 using System.Security.Cryptography.X509Certificates;
 using System.ServiceModel;
+using System.ServiceModel.Channels;
 
 namespace ChannelPool.Testing.ServiceModel.NetTcp;
 
@@ -20,6 +21,10 @@ public sealed class NetTcpTestHost : IAsyncDisposable
     private readonly X509Certificate2 _certificate;
     private readonly CancellationTokenSource _stopping = new();
     private readonly ConcurrentDictionary<NetTcpSession, Task> _sessions = new();
+
+    // One pool of message buffers for the listener, as a WCF transport keeps one per channel listener, of its default
+    // size (MaxBufferPoolSize, 512 KB): a request is read into a pooled buffer and a reply encoded into one.
+    private readonly BufferManager _buffers = BufferManager.CreateBufferManager(512 * 1024, NetTcpSession.MaxMessageBytes);
     private readonly Task _acceptLoop;
     private int _stopped;
 
@@ -154,7 +159,7 @@ public sealed class NetTcpTestHost : IAsyncDisposable
 
             Counters.ConnectionAccepted();
             socket.NoDelay = true;
-            var session = new NetTcpSession(socket, _certificate, Counters, ResolveVia, Concurrency);
+            var session = new NetTcpSession(socket, _certificate, Counters, ResolveVia, Concurrency, _buffers);
             var started = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
 
             // Registered before it runs, so ActiveConnections and StopAsync see it from the first byte.
