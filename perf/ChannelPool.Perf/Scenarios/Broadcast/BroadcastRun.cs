@@ -53,7 +53,7 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
             foreach (var period in settings.Periods)
             {
                 var pair = results.Where(r => r.PeriodSeconds == period.TotalSeconds && (r.Transport == bare.Name || r.Transport == ruled.Name)).ToList();
-                var clients = Math.Min(pair.Select(r => r.LargestClients).Where(m => m > 0).DefaultIfEmpty(0).Min(), context.ClientCapacity / 2);
+                var clients = Math.Min(pair.Select(r => r.LargestClients).Where(m => m > 0).DefaultIfEmpty(0).Min(), context.CapacityFor(bare.Protocol) / 2);
                 if (clients == 0)
                 {
                     continue;
@@ -97,7 +97,7 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
 
     private async Task<BroadcastResult> SearchAsync(IPubSubTransport transport, TimeSpan period, CancellationToken cancellationToken)
     {
-        var capacity = context.ClientCapacity;
+        var capacity = context.CapacityFor(transport.Protocol);
         var ceiling = Math.Min(settings.MaxClients, capacity);
         var limit = capacity < settings.MaxClients ? $"capped at {capacity:N0} by this process's open-file limit" : null;
         var probes = new List<BroadcastProbe>();
@@ -174,6 +174,7 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
         var reachedCeiling = confirmed >= ceiling;
         return new BroadcastResult(
             transport.Name,
+            transport.Protocol.Label(),
             period.TotalSeconds,
             settings.Bursts,
             confirmed,
