@@ -2,6 +2,7 @@ using System.CommandLine;
 using System.Globalization;
 using ChannelPool.Perf.Clients;
 using ChannelPool.Perf.Reporting;
+using ChannelPool.Perf.Servers;
 using static ChannelPool.Perf.Reporting.ReportFormat;
 using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
@@ -156,6 +157,15 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
             "Burst period P",
             "Largest M (clients)",
             [.. results.Select(r => new ChartPoint(r.Transport, $"P = {r.PeriodSeconds:0.#} s", r.PeriodSeconds, Math.Max(r.LargestClients, 0)))]));
+        if (results.Any(r => r.Protocol == ClientProtocol.Http2.Label()))
+        {
+            section.Notes.Add(
+                $"HTTP/2 is cleartext with prior knowledge (h2c) on the server's second loopback port, for ours and SignalR long polling alike: one Kestrel listener " +
+                $"allowing {PerfServer.Http2StreamsPerConnection} streams a connection, one client handler that opens another connection when those are taken " +
+                "(EnableMultipleHttp2Connections), so a client's poll is a stream, not a socket. Over HTTP/1.1 every client is a socket in each process, and the " +
+                "open-file limit caps M; SignalR WebSockets runs on HTTP/1.1 only.");
+        }
+
         AddTargets(section, results);
         return section;
     }
@@ -211,7 +221,16 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
 
             var peer = results.FirstOrDefault(r =>
                 r.Transport.StartsWith(PubSubTransportChoice.SignalRLongPolling, StringComparison.Ordinal) && r.Protocol == ours.Protocol && r.PeriodSeconds == ours.PeriodSeconds);
-            if (peer is { LargestClients: > 0 } && TopicRuleEndpoint.WithoutRule(ours.Transport) is null)
+            if (peer is { LargestClients: 0 } && ours.LargestClients > 0 && TopicRuleEndpoint.WithoutRule(ours.Transport) is null)
+            {
+                // No ratio to a peer that confirmed nothing: its K-burst probes failed at every M tried, which says the machine, not the peer, set the figure.
+                section.Targets.Add(new TargetCheck(
+                    $"Broadcast at P = {ours.PeriodSeconds:0.#} s over {ours.Protocol}: ≥ 2× the clients of SignalR long polling",
+                    $"not judged: long polling confirmed no M (its K-burst probes failed at {string.Join(", ", peer.Probes.Where(p => p.Bursts == ours.Bursts).Select(p => p.Clients.ToString("N0", CultureInfo.InvariantCulture)))}); ours {ours.LargestClients:N0}",
+                    null,
+                    null));
+            }
+            else if (peer is { LargestClients: > 0 } && TopicRuleEndpoint.WithoutRule(ours.Transport) is null)
             {
                 var ratio = (double)ours.LargestClients / peer.LargestClients;
                 section.Targets.Add(new TargetCheck(
