@@ -233,6 +233,16 @@ public class PerfConsoleTests
         Assert.That(Directory.GetDirectories(_output), Is.Empty, "nothing ran, so no report was written");
     }
 
+    [TestCase("broadcast --start-clients 2000")]
+    [TestCase("broadcast --start-clients 2000 --max-clients 2000")]
+    [TestCase("broadcast --http 1.1 2 --max-clients 40000")]
+    public void GoodInput_Parses_WithoutAnError(string arguments)
+    {
+        var parse = PerfCli.Build().Parse(arguments.Split(' '));
+
+        Assert.That(parse.Errors.Select(e => e.Message), Is.Empty);
+    }
+
     private static async Task<(int Exit, string Console)> RunAsync(params string[] arguments)
     {
         using var output = new StringWriter();

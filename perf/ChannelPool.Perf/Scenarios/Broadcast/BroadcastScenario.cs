@@ -19,7 +19,8 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     private readonly Option<int> _bursts = PositiveInt("--bursts", "K: consecutive bursts that must each arrive before the next is due.", 100);
     private readonly Option<int> _scoutBursts = PositiveInt("--scout-bursts", "Bursts per scouting probe, before K confirms.", 5);
     private readonly Option<int> _startClients = PositiveInt("--start-clients", "The first M tried.", 1000);
-    private readonly Option<int> _maxClients = PositiveInt("--max-clients", "The largest M tried (the open-file limit may cap it lower).", 20_000);
+    private readonly Option<int> _maxClients = PositiveInt(
+        "--max-clients", "The largest M tried (the open-file limit may cap it lower: over HTTP/1.1 every client is a socket in each process).", 100_000);
     private readonly Option<string[]> _http = new("--http")
     {
         Description = "HTTP versions ours and SignalR long polling run on, each a search of its own: 1.1 (a connection per client, so the open-file limit caps M), " +
@@ -57,9 +58,10 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
         });
         _startClients.Validators.Add(r =>
         {
-            if (!r.Implicit && r.GetValue(_startClients) > r.GetValue(_maxClients))
+            // An option the command line left out reads 0 from here, not its default: compare only with a given maximum.
+            if (!r.Implicit && r.GetResult(_maxClients) is { Implicit: false } max && r.GetValue(_startClients) > max.GetValueOrDefault<int>())
             {
-                r.AddError($"--start-clients ({r.GetValue(_startClients)}) must not exceed --max-clients ({r.GetValue(_maxClients)}).");
+                r.AddError($"--start-clients ({r.GetValue(_startClients)}) must not exceed --max-clients ({max.GetValueOrDefault<int>()}).");
             }
         });
     }
