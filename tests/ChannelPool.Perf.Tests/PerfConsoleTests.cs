@@ -87,9 +87,14 @@ public class PerfConsoleTests
         Assert.That(floor.Where(c => c.GetProperty("name").GetString() == "floor").Select(c => c.GetProperty("serverRatio").GetDouble()), Is.All.EqualTo(1));
         Assert.That(floor.Where(c => c.GetProperty("name").GetString()!.StartsWith("ours", StringComparison.Ordinal)).Select(c => c.GetProperty("responsesPerDelivery").GetDouble()), Is.All.InRange(0.9, 1.5), console);
 
-        // Broadcast and collaboration ran on all three transports, and every message of a passing probe arrived.
+        // Broadcast and collaboration ran on all three transports, and every message of a passing probe arrived. The
+        // broadcast ran ours and long polling on HTTP/2 (h2c, on a listener that speaks nothing else) and HTTP/1.1 both.
         var broadcast = sections["broadcast"].EnumerateArray().ToList();
-        Assert.That(broadcast.Select(b => b.GetProperty("transport").GetString()), Is.EquivalentTo(new[] { "polling-duplex (multiple, binary)", "signalr-longpolling", "signalr-websockets" }));
+        Assert.That(broadcast.Select(b => $"{b.GetProperty("transport").GetString()}, {b.GetProperty("protocol").GetString()}"), Is.EquivalentTo(new[]
+        {
+            "polling-duplex (multiple, binary, HTTP/2), HTTP/2", "polling-duplex (multiple, binary), HTTP/1.1",
+            "signalr-longpolling (HTTP/2), HTTP/2", "signalr-longpolling, HTTP/1.1", "signalr-websockets, HTTP/1.1",
+        }));
         Assert.That(broadcast.Select(b => b.GetProperty("largestClients").GetInt32()), Is.All.GreaterThan(0), console);
         var collaboration = sections["collaboration"].EnumerateArray().ToList();
         Assert.That(collaboration, Has.Count.EqualTo(6), "two rows × three transports");
@@ -197,6 +202,9 @@ public class PerfConsoleTests
     [TestCase("original --calls 0", "--calls must be at least 1; got 0.")]
     [TestCase("broadcast --periods 0", "--periods must be seconds above 0")]
     [TestCase("broadcast --transport carrier-pigeon", "Unknown --transport 'carrier-pigeon'")]
+    [TestCase("broadcast --http 3", "Unknown --http '3'; use 1.1 or 2, or both (--http 1.1 2).")]
+    [TestCase("broadcast --http 1.1 h2c", "Unknown --http 'h2c'; use 1.1 or 2, or both (--http 1.1 2).")]
+    [TestCase("peer --http 1.0", "Unknown --http '1.0'")]
     [TestCase("broadcast --start-clients 500 --max-clients 100", "--start-clients (500) must not exceed --max-clients (100).")]
     [TestCase("collaboration --row 1,1,1", "--row must be T,N,D")]
     [TestCase("collaboration --delay-scale -1", "--delay-scale must be a positive number")]
@@ -226,6 +234,16 @@ public class PerfConsoleTests
         Assert.That(exit, Is.Not.EqualTo(0));
         Assert.That(console, Does.Contain(expected));
         Assert.That(Directory.GetDirectories(_output), Is.Empty, "nothing ran, so no report was written");
+    }
+
+    [TestCase("broadcast --start-clients 2000")]
+    [TestCase("broadcast --start-clients 2000 --max-clients 2000")]
+    [TestCase("broadcast --http 1.1 2 --max-clients 40000")]
+    public void GoodInput_Parses_WithoutAnError(string arguments)
+    {
+        var parse = PerfCli.Build().Parse(arguments.Split(' '));
+
+        Assert.That(parse.Errors.Select(e => e.Message), Is.Empty);
     }
 
     private static async Task<(int Exit, string Console)> RunAsync(params string[] arguments)

@@ -4,6 +4,7 @@ using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Hosting;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
+using Microsoft.AspNetCore.Server.Kestrel.Core;
 using Microsoft.AspNetCore.SignalR;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Logging;
@@ -30,11 +31,15 @@ internal sealed class SignalRTestServer : IAsyncDisposable
 
     public SocketsHttpHandler Handler { get; } = new() { MaxConnectionsPerServer = int.MaxValue, PooledConnectionLifetime = TimeSpan.FromMinutes(5) };
 
-    public static async Task<SignalRTestServer> StartAsync(Action<HubOptions>? configure = null)
+    /// <summary>Starts the server.</summary>
+    /// <param name="configure">Changes to the hub's options.</param>
+    /// <param name="protocols">What the listener speaks; <see cref="HttpProtocols.Http2"/> alone refuses any HTTP/1.1 request.</param>
+    /// <returns>The running server.</returns>
+    public static async Task<SignalRTestServer> StartAsync(Action<HubOptions>? configure = null, HttpProtocols protocols = HttpProtocols.Http1)
     {
         var builder = WebApplication.CreateSlimBuilder();
         builder.Logging.ClearProviders();
-        builder.WebHost.UseKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0));
+        builder.WebHost.UseKestrel(kestrel => kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = protocols));
         builder.Services.AddSignalRPubSub();
         if (configure is not null)
         {
@@ -48,8 +53,8 @@ internal sealed class SignalRTestServer : IAsyncDisposable
         return new SignalRTestServer(app, new Uri(address.TrimEnd('/') + "/signalr"));
     }
 
-    public SignalRTransport CreateTransport(SignalRTransportKind kind, TimeSpan? pingInterval = null) =>
-        new(HubUri, kind, Handler) { PingInterval = pingInterval ?? TimeSpan.FromSeconds(15) };
+    public SignalRTransport CreateTransport(SignalRTransportKind kind, TimeSpan? pingInterval = null, Version? httpVersion = null) =>
+        new(HubUri, kind, Handler, httpVersion) { PingInterval = pingInterval ?? TimeSpan.FromSeconds(15) };
 
     public async ValueTask DisposeAsync()
     {

@@ -23,10 +23,15 @@ internal sealed class DuplexPubSubTransport : IPubSubTransport, ITransportDiagno
             // A load test must see a failure, not hide it behind minutes of retries.
             MaxRetryAttempts = 2,
         });
-        Name = $"polling-duplex ({(mode == PollingDuplexMode.MultipleMessagesPerPoll ? "multiple" : "single")}, {(encoding == DuplexEncoding.Binary ? "binary" : "text")})";
+        Protocol = http.DefaultRequestVersion.Major >= 2 ? ClientProtocol.Http2 : ClientProtocol.Http11;
+        Name = $"polling-duplex ({(mode == PollingDuplexMode.MultipleMessagesPerPoll ? "multiple" : "single")}, {(encoding == DuplexEncoding.Binary ? "binary" : "text")}" +
+            (Protocol == ClientProtocol.Http2 ? ", HTTP/2)" : ")");
     }
 
     public string Name { get; }
+
+    /// <summary>Gets the HTTP version the clients ask for: the <see cref="HttpClient.DefaultRequestVersion"/> they were given.</summary>
+    public ClientProtocol Protocol { get; }
 
     public long Faults => Interlocked.Read(ref _faults);
 

@@ -13,6 +13,9 @@ internal interface IPubSubTransport : IAsyncDisposable
     /// <summary>Gets the transport's name as the report shows it, for example <c>polling-duplex (multiple, binary)</c>.</summary>
     string Name { get; }
 
+    /// <summary>Gets the HTTP version the clients speak (HTTP/1.1 unless the transport says otherwise).</summary>
+    ClientProtocol Protocol => ClientProtocol.Http11;
+
     /// <summary>Connects one client. Every notification for a topic it subscribes to goes to <paramref name="onNotification"/>.</summary>
     /// <param name="onNotification">
     /// Called once per notification, in order, on a thread-pool thread; it must be quick and must not block. It is never

@@ -7,6 +7,8 @@ internal sealed class RenamedTransport(IPubSubTransport inner, string name) : IP
 {
     public string Name => name;
 
+    public ClientProtocol Protocol => inner.Protocol;
+
     public long Faults => (inner as ITransportDiagnostics)?.Faults ?? 0;
 
     public string? FirstFault => (inner as ITransportDiagnostics)?.FirstFault;

@@ -1,3 +1,4 @@
+using System.Net;
 using ChannelPool.Perf.Clients;
 using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Servers;
@@ -9,6 +10,7 @@ namespace ChannelPool.Perf.Scenarios;
 internal sealed class PerfContext : IAsyncDisposable
 {
     private readonly SocketsHttpHandler _handler;
+    private readonly SocketsHttpHandler _http2Handler;
     private readonly IPerfServer? _server;
 
     /// <summary>Initializes a new instance of the <see cref="PerfContext"/> class.</summary>
@@ -28,6 +30,15 @@ internal sealed class PerfContext : IAsyncDisposable
         LoopbackAddresses = loopbackAddresses;
         _handler = ClientHttp.CreateHandler(loopbackAddresses);
         Http = new HttpClient(_handler, disposeHandler: false) { Timeout = Timeout.InfiniteTimeSpan };
+        _http2Handler = ClientHttp.CreateHandler(loopbackAddresses);
+
+        // The server allows PerfServer.Http2StreamsPerConnection streams a connection; more polls than that need more
+        // connections, as a browser would open them.
+        _http2Handler.EnableMultipleHttp2Connections = true;
+        Http2 = new HttpClient(_http2Handler, disposeHandler: false)
+        {
+            Timeout = Timeout.InfiniteTimeSpan, DefaultRequestVersion = HttpVersion.Version20, DefaultVersionPolicy = HttpVersionPolicy.RequestVersionExact,
+        };
     }
 
     /// <summary>Gets the servers the scenarios call.</summary>
@@ -50,21 +61,56 @@ internal sealed class PerfContext : IAsyncDisposable
 
     public HttpClient Http { get; }
 
+    /// <summary>Gets the handler HTTP/2 clients share: h2c with prior knowledge, as many connections as their streams need.</summary>
+    public HttpMessageHandler Http2Handler => _http2Handler;
+
+    /// <summary>Gets a client whose requests ask for HTTP/2 exactly (h2c with prior knowledge on cleartext addresses).</summary>
+    public HttpClient Http2 { get; }
+
+    /// <summary>Gets the client for <paramref name="protocol"/>.</summary>
+    /// <param name="protocol">The protocol.</param>
+    /// <returns><see cref="Http"/> or <see cref="Http2"/>.</returns>
+    public HttpClient HttpFor(ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? Http2 : Http;
+
+    /// <summary>Gets the handler for <paramref name="protocol"/>.</summary>
+    /// <param name="protocol">The protocol.</param>
+    /// <returns><see cref="Handler"/> or <see cref="Http2Handler"/>.</returns>
+    public HttpMessageHandler HandlerFor(ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? _http2Handler : _handler;
+
+    /// <summary>Gets the servers' base address for <paramref name="protocol"/>.</summary>
+    /// <param name="protocol">The protocol.</param>
+    /// <returns>The base address, ending in <c>/</c>.</returns>
+    /// <exception cref="InvalidOperationException">HTTP/2 was asked of a server that gives no HTTP/2 address (a remote one).</exception>
+    public Uri BaseAddress(ClientProtocol protocol) => protocol == ClientProtocol.Http2
+        ? Server.Endpoints.Http2 ?? throw new InvalidOperationException("--http 2 needs the servers' HTTP/2 address, and a remote server (--server-url) gives none: use --http 1.1 or the embedded servers.")
+        : Server.Endpoints.Http;
+
     /// <summary>Gets or sets whether the scenario runs its own servers in this process (the redis command's nodes), so each client costs two sockets here.</summary>
     public bool ServesInProcess { get; set; }
 
     /// <summary>
-    /// Gets how many simulated clients this process can hold: each is a socket, and so, when the server runs in this
-    /// process too, is the server's end of it.
+    /// Gets how many simulated clients of HTTP/1.1 this process can hold: each is a socket, and so, when the server runs
+    /// in this process too, is the server's end of it.
     /// </summary>
-    public int ClientCapacity
+    public int ClientCapacity => CapacityFor(ClientProtocol.Http11);
+
+    /// <summary>
+    /// Gets how many simulated clients speaking <paramref name="protocol"/> the open-file limit lets this process hold.
+    /// Over HTTP/2 a client's poll is a stream, and up to <see cref="PerfServer.Http2StreamsPerConnection"/> share a socket.
+    /// </summary>
+    /// <param name="protocol">The protocol the clients speak.</param>
+    /// <returns>The most clients the file descriptors allow (at most 1,000,000).</returns>
+    public int CapacityFor(ClientProtocol protocol)
     {
-        get
+        var limit = ClientHttp.OpenFileLimit();
+        var perClient = _server?.Kind == "in-process" || ServesInProcess ? 2.2 : 1.1;
+        if (protocol == ClientProtocol.Http2)
         {
-            var limit = ClientHttp.OpenFileLimit();
-            var perClient = _server?.Kind == "in-process" || ServesInProcess ? 2.2 : 1.1;
-            return (int)Math.Clamp((limit - 512) / perClient, 1, 1_000_000);
+            // Twice the streams' share: a client's send can be in flight beside its poll.
+            perClient *= 2.0 / PerfServer.Http2StreamsPerConnection;
         }
+
+        return (int)Math.Clamp((limit - 512) / perClient, 1, 1_000_000);
     }
 
     /// <summary>Prints a finished section's tables and target checks.</summary>
@@ -131,6 +177,8 @@ internal sealed class PerfContext : IAsyncDisposable
     {
         Http.Dispose();
         _handler.Dispose();
+        Http2.Dispose();
+        _http2Handler.Dispose();
         if (_server is not null)
         {
             await _server.DisposeAsync();

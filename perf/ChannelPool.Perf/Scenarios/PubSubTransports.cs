@@ -11,6 +11,12 @@ namespace ChannelPool.Perf.Scenarios;
 /// <param name="Encoding">Our clients' encoding.</param>
 internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, PollingDuplexMode Mode, DuplexEncoding Encoding)
 {
+    /// <summary>
+    /// Gets the HTTP versions ours and SignalR long polling run on, each transport once per version (HTTP/1.1 unless
+    /// set). SignalR WebSockets runs once, on HTTP/1.1, whatever this says: its clients hold a connection each either way.
+    /// </summary>
+    public IReadOnlyList<ClientProtocol> Protocols { get; init; } = [ClientProtocol.Http11];
+
     public const string PollingDuplex = "polling-duplex";
     public const string SignalRLongPolling = "signalr-longpolling";
     public const string SignalRWebSockets = "signalr-websockets";
@@ -30,11 +36,13 @@ internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, Pollin
     /// <returns>What <paramref name="body"/> returned.</returns>
     public async Task<T> UseAsync<T>(PerfContext context, Func<IReadOnlyList<IPubSubTransport>, Task<T>> body)
     {
-        IReadOnlyList<IPubSubTransport> transports = [.. Names.Distinct().Select(name => name switch
+        var protocols = Protocols.Distinct().ToList();
+        IReadOnlyList<IPubSubTransport> transports = [.. Names.Distinct().SelectMany(name => name switch
         {
-            PollingDuplex => (IPubSubTransport)new DuplexPubSubTransport(context.Http, context.Server.Endpoints.PubSub, Encoding, Mode),
-            SignalRLongPolling => new SignalRTransport(context.Server.Endpoints.SignalR, SignalRTransportKind.LongPolling, context.Handler),
-            SignalRWebSockets => new SignalRTransport(context.Server.Endpoints.SignalR, SignalRTransportKind.WebSockets, context.Handler),
+            PollingDuplex => protocols.Select(p => (IPubSubTransport)new DuplexPubSubTransport(context.HttpFor(p), new Uri(context.BaseAddress(p), "pubsub"), Encoding, Mode)),
+            SignalRLongPolling => protocols.Select(p => (IPubSubTransport)new SignalRTransport(
+                new Uri(context.BaseAddress(p), "signalr"), SignalRTransportKind.LongPolling, context.HandlerFor(p), p.RequestVersion())),
+            SignalRWebSockets => [new SignalRTransport(context.Server.Endpoints.SignalR, SignalRTransportKind.WebSockets, context.Handler)],
             _ => throw new ArgumentException($"Unknown transport '{name}'; use {string.Join(", ", AllNames)}."),
         })];
         try

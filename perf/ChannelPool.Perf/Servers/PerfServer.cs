@@ -48,6 +48,12 @@ internal sealed record PerfServerSettings
 /// </summary>
 internal sealed class PerfServer : IPerfServer
 {
+    /// <summary>
+    /// Gets how many streams one HTTP/2 connection carries at once: Kestrel's default, set here so that ours and
+    /// SignalR's clients, which share the listener, multiplex alike, and the console can count its sockets.
+    /// </summary>
+    public const int Http2StreamsPerConnection = 100;
+
     private readonly WebApplication _app;
     private readonly IReadOnlyList<NetTcpTestHost> _netTcp;
     private readonly IReadOnlyList<SoapTestHost> _soap;
@@ -91,12 +97,14 @@ internal sealed class PerfServer : IPerfServer
         {
             kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http1);
 
-            // The same endpoints over HTTP/2 without TLS (h2c, prior knowledge): loopback only, for the floor scenario.
+            // The same endpoints over HTTP/2 without TLS (h2c, prior knowledge): loopback only, for the floor scenario and
+            // the broadcast's --http 2.
             kestrel.Listen(IPAddress.Loopback, 0, listen => listen.Protocols = HttpProtocols.Http2);
 
             // Thousands of simulated clients each hold a connection: no limit but the machine's.
             kestrel.Limits.MaxConcurrentConnections = null;
             kestrel.Limits.MaxConcurrentUpgradedConnections = null;
+            kestrel.Limits.Http2.MaxStreamsPerConnection = Http2StreamsPerConnection;
         });
         builder.Services.AddSingleton<FloodHandler>();
         builder.Services.AddSignalRPubSub();

@@ -19,7 +19,10 @@ internal sealed class SignalRTransport : IPubSubTransport
     /// <param name="hubUri">The hub's address, for example <c>http://127.0.0.1:5000/signalr</c>.</param>
     /// <param name="kind">Long polling or WebSockets.</param>
     /// <param name="handler">The handler every HTTP request goes through; shared by all clients, never disposed here.</param>
-    /// <param name="httpVersion">The HTTP version to ask for (HTTP/1.1 unless given); the server may answer with a lower one.</param>
+    /// <param name="httpVersion">
+    /// The HTTP version to ask for (HTTP/1.1 unless given). HTTP/1.1 may be answered with a lower one; HTTP/2 is asked for
+    /// exactly, so on an <c>http://</c> address it is h2c with prior knowledge.
+    /// </param>
     /// <exception cref="ArgumentException"><paramref name="hubUri"/> is not an absolute HTTP or HTTPS address without a query.</exception>
     public SignalRTransport(Uri hubUri, SignalRTransportKind kind, HttpMessageHandler handler, Version? httpVersion = null)
     {
@@ -37,7 +40,7 @@ internal sealed class SignalRTransport : IPubSubTransport
     }
 
     /// <inheritdoc/>
-    public string Name => Kind == SignalRTransportKind.LongPolling ? "signalr-longpolling" : "signalr-websockets";
+    public string Name => (Kind == SignalRTransportKind.LongPolling ? "signalr-longpolling" : "signalr-websockets") + (Protocol == ClientProtocol.Http2 ? " (HTTP/2)" : string.Empty);
 
     /// <summary>Gets the hub's address, without a trailing slash.</summary>
     public Uri HubUri { get; }
@@ -53,6 +56,9 @@ internal sealed class SignalRTransport : IPubSubTransport
 
     /// <summary>Gets the HTTP version requests ask for.</summary>
     internal Version HttpVersion { get; }
+
+    /// <inheritdoc/>
+    public ClientProtocol Protocol => HttpVersion.Major >= 2 ? ClientProtocol.Http2 : ClientProtocol.Http11;
 
     /// <inheritdoc/>
     public async Task<IPubSubClient> ConnectAsync(NotificationHandler onNotification, CancellationToken cancellationToken)
@@ -90,8 +96,10 @@ internal sealed class SignalRTransport : IPubSubTransport
     {
         protected override Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)
         {
+            // HttpConnectionOptions has no version of its own; this handler is the client's one hook for it. On a
+            // cleartext address only an exact HTTP/2 request speaks h2c (prior knowledge); "or lower" would fall to HTTP/1.1.
             request.Version = transport.HttpVersion;
-            request.VersionPolicy = HttpVersionPolicy.RequestVersionOrLower;
+            request.VersionPolicy = transport.HttpVersion.Major >= 2 ? HttpVersionPolicy.RequestVersionExact : HttpVersionPolicy.RequestVersionOrLower;
             return transport._http.SendAsync(request, cancellationToken);
         }
     }

@@ -57,16 +57,24 @@ internal static class TopicRuleEndpoint
     public static Task<T> UseAsync<T>(PubSubTransportChoice choice, bool compare, PerfContext context, Func<IReadOnlyList<IPubSubTransport>, Task<T>> body) =>
         choice.UseAsync(context, transports =>
         {
-            if (!compare || transports.FirstOrDefault(t => t.Name.StartsWith(PubSubTransportChoice.PollingDuplex, StringComparison.Ordinal)) is not { } ours)
+            var ours = transports.Where(t => t.Name.StartsWith(PubSubTransportChoice.PollingDuplex, StringComparison.Ordinal)).ToList();
+            if (!compare || ours.Count == 0)
             {
                 return body(transports);
             }
 
-            IPubSubTransport ruled = new RenamedTransport(
-                new DuplexPubSubTransport(context.Http, new Uri(context.Server.Endpoints.Http, Path), choice.Encoding, choice.Mode),
-                $"{ours.Name[..^1]}, topic rule)");
+            // One ruled twin for each protocol ours runs on, each on the same HTTP version as its twin.
             var list = transports.ToList();
-            list.Insert(list.IndexOf(ours) + 1, ruled);
+            var ruled = new List<IPubSubTransport>();
+            foreach (var twin in ours)
+            {
+                var transport = new RenamedTransport(
+                    new DuplexPubSubTransport(context.HttpFor(twin.Protocol), new Uri(context.BaseAddress(twin.Protocol), Path), choice.Encoding, choice.Mode),
+                    $"{twin.Name[..^1]}, topic rule)");
+                list.Insert(list.IndexOf(twin) + 1, transport);
+                ruled.Add(transport);
+            }
+
             return RunAndDisposeAsync(ruled, () => body(list));
         });
 
@@ -76,7 +84,7 @@ internal static class TopicRuleEndpoint
     public static string? WithoutRule(string transport) =>
         transport.EndsWith(", topic rule)", StringComparison.Ordinal) ? transport[..^", topic rule)".Length] + ")" : null;
 
-    private static async Task<T> RunAndDisposeAsync<T>(IPubSubTransport transport, Func<Task<T>> body)
+    private static async Task<T> RunAndDisposeAsync<T>(IReadOnlyList<IPubSubTransport> transports, Func<Task<T>> body)
     {
         try
         {
@@ -84,7 +92,10 @@ internal static class TopicRuleEndpoint
         }
         finally
         {
-            await transport.DisposeAsync();
+            foreach (var transport in transports)
+            {
+                await transport.DisposeAsync();
+            }
         }
     }
 

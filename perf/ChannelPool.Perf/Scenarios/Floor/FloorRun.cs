@@ -25,14 +25,7 @@ internal sealed class FloorRun(PerfContext context, FloorSettings settings)
     {
         var endpoints = context.Server.Endpoints;
         var http2Base = endpoints.Http2 ?? throw new InvalidOperationException("The floor scenario needs the servers' HTTP/2 address; a remote server gives none.");
-        using var http2Handler = ClientHttp.CreateHandler(context.LoopbackAddresses);
-
-        // Kestrel allows 100 streams a connection: more clients than that need more connections, as browsers would open.
-        http2Handler.EnableMultipleHttp2Connections = true;
-        using var http2 = new HttpClient(http2Handler, disposeHandler: false)
-        {
-            Timeout = Timeout.InfiniteTimeSpan, DefaultRequestVersion = HttpVersion.Version20, DefaultVersionPolicy = HttpVersionPolicy.RequestVersionExact,
-        };
+        var http2 = context.Http2;
 
         var fleets = new List<Fleet>
         {
