@@ -85,8 +85,8 @@ public class PerfConsoleTests
         Assert.That(floor.Select(c => c.GetProperty("serverMicrosPerMessage").GetDouble()), Is.All.GreaterThan(0));
         Assert.That(floor.Select(c => c.GetProperty("clientMicrosPerMessage").GetDouble()), Is.All.GreaterThan(0));
         Assert.That(floor.Where(c => c.GetProperty("name").GetString() == "floor").Select(c => c.GetProperty("serverRatio").GetDouble()), Is.All.EqualTo(1));
-        // No delivery took extra polls. Fewer responses than deliveries is a loaded machine letting two bursts share one
-        // response (0.67 at a load average of 30), which the quick run cannot rule out and the report shows.
+        // No delivery took extra polls. Fewer responses than deliveries means a response carried more than one delivery,
+        // which a quick run on a loaded machine does not rule out (0.67 once, at a load average of 30).
         Assert.That(floor.Where(c => c.GetProperty("name").GetString()!.StartsWith("ours", StringComparison.Ordinal)).Select(c => c.GetProperty("responsesPerDelivery").GetDouble()), Is.All.GreaterThan(0).And.LessThanOrEqualTo(1.5), console);
 
         // Broadcast and collaboration ran on all three transports, and every message of a passing probe arrived. The
