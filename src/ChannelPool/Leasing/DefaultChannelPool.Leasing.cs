@@ -231,26 +231,37 @@ public sealed partial class DefaultChannelPool<TChannel>
     {
         // The slot is ours alone until we release it; its version was written under the gate when it was claimed or freed.
         ref var lease = ref entry.SlotAt(slot);
-        var startedAt = NotMeasured;
-        var measureUse = _metrics.UseTimeEnabled;
-        var watchLeaks = _leakThreshold != 0;
-        if (measureUse || waitStartedAt != NotMeasured || watchLeaks)
+        if (waitStartedAt != NotMeasured || _metrics.UseTimeEnabled || _leakThreshold != 0)
         {
-            var now = _timeProvider.GetTimestamp();
-            if (waitStartedAt != NotMeasured)
-            {
-                _metrics.RecordWaitTime(_timeProvider.GetElapsedTime(waitStartedAt, now));
-            }
-
-            startedAt = measureUse || watchLeaks ? now : NotMeasured;
-            if (watchLeaks)
-            {
-                Watch(ref lease, acquiredAt, now);
-            }
+            StartMeasured(ref lease, waitStartedAt, acquiredAt);
+        }
+        else
+        {
+            lease.StartedAt = NotMeasured;
         }
 
-        lease.StartedAt = startedAt;
         return new ChannelLease<TChannel>(entry, slot, lease.Version);
+    }
+
+    /// <summary>
+    /// Starts a lease that is timed (wait or use time) or watched (leak detection); out of line, as
+    /// <see cref="ReleaseMeasured"/> is, so the common lease computes none of it.
+    /// </summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private void StartMeasured(ref PooledChannel<TChannel>.LeaseSlot lease, long waitStartedAt, System.Diagnostics.StackTrace? acquiredAt)
+    {
+        var now = _timeProvider.GetTimestamp();
+        if (waitStartedAt != NotMeasured)
+        {
+            _metrics.RecordWaitTime(_timeProvider.GetElapsedTime(waitStartedAt, now));
+        }
+
+        var watchLeaks = _leakThreshold != 0;
+        lease.StartedAt = _metrics.UseTimeEnabled || watchLeaks ? now : NotMeasured;
+        if (watchLeaks)
+        {
+            Watch(ref lease, acquiredAt, now);
+        }
     }
 
     /// <summary>
