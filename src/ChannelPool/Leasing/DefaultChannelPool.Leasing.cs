@@ -21,7 +21,8 @@ public sealed partial class DefaultChannelPool<TChannel>
     public ValueTask<ChannelLease<TChannel>> AcquireAsync(CancellationToken cancellationToken = default)
     {
         var waitStartedAt = _metrics.WaitTimeEnabled ? _timeProvider.GetTimestamp() : NotMeasured;
-        return TryLeaseIdle(waitStartedAt, out var lease)
+        var lease = TryLeaseIdle(waitStartedAt);
+        return lease.IsAcquired
             ? new ValueTask<ChannelLease<TChannel>>(lease)
             : WaitAsync(waitStartedAt, cancellationToken);
     }
@@ -43,39 +44,27 @@ public sealed partial class DefaultChannelPool<TChannel>
     public ChannelLease<TChannel> Acquire(CancellationToken cancellationToken = default)
     {
         var waitStartedAt = _metrics.WaitTimeEnabled ? _timeProvider.GetTimestamp() : NotMeasured;
-        if (TryLeaseIdle(waitStartedAt, out var lease))
-        {
-            return lease;
-        }
-
-        cancellationToken.ThrowIfCancellationRequested();
-        var waiter = RentWaiter(blocking: true, waitStartedAt, cancellationToken);
-        if (TryEnqueue(waiter, out lease))
-        {
-            waiter.Watch();
-            return waiter.WaitBlocking();
-        }
-
-        return lease;
+        var lease = TryLeaseIdle(waitStartedAt);
+        return lease.IsAcquired ? lease : Wait(waitStartedAt, cancellationToken);
     }
 
     /// <summary>
     /// The hot path: join a shared channel with room, or take an idle channel, in the configured
-    /// <see cref="IdleOrder"/>, that is still in date and usable. Returns false when nothing is free.
+    /// <see cref="IdleOrder"/>, that is still in date and usable. Returns <c>default</c> when nothing is free.
     /// </summary>
     /// <remarks>
-    /// Through an out parameter: a lease returned by value in two registers, then copied whole into
-    /// <see cref="AcquireAsync"/>'s <see cref="ValueTask{TResult}"/>, stalled on store forwarding (33.9 against 20.4 ns a pair).
+    /// By value, not through an out parameter: a lease is one field per register (see <see cref="ChannelLease{TChannel}"/>),
+    /// so it stays in registers up to the <see cref="ValueTask{TResult}"/>; an out parameter may point into the heap,
+    /// so storing the entry through it cost every lease a checked write barrier.
     /// </remarks>
-    private bool TryLeaseIdle(long waitStartedAt, out ChannelLease<TChannel> lease)
+    private ChannelLease<TChannel> TryLeaseIdle(long waitStartedAt)
     {
         while (true)
         {
             var claim = _state.TryLease();
             if (claim.Entry is not { } entry)
             {
-                lease = default;
-                return false;
+                return default;
             }
 
             StartOpens(claim.Opens);
@@ -85,8 +74,7 @@ public sealed partial class DefaultChannelPool<TChannel>
                 // have failed since (the WCF adapter records that), and then no further lease may join it.
                 if (IsUsable(entry))
                 {
-                    lease = BeginLease(entry, claim.Slot, waitStartedAt);
-                    return true;
+                    return BeginLease(entry, claim.Slot, waitStartedAt);
                 }
 
                 LeaveUnused(entry, claim.Slot, EvictionReason.Unusable);
@@ -103,8 +91,7 @@ public sealed partial class DefaultChannelPool<TChannel>
                     CompleteJoiners(entry, _state.Share(entry));
                 }
 
-                lease = BeginLease(entry, slot: 0, waitStartedAt);
-                return true;
+                return BeginLease(entry, slot: 0, waitStartedAt);
             }
 
             var opens = _state.EvictLeased(entry);
@@ -129,6 +116,20 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <summary>Hands a waiter the slot the state gave it: the lease starts on its behalf, with its wait and its stack.</summary>
     private void CompleteWaiter(Waiter<TChannel> waiter, PooledChannel<TChannel> entry, int slot) =>
         waiter.Complete(BeginLease(entry, slot, waiter.WaitStartedAt, waiter.AcquiredAt));
+
+    // Out of line, as WaitAsync is: the out parameter would otherwise pin Acquire's lease in memory.
+    private ChannelLease<TChannel> Wait(long waitStartedAt, CancellationToken cancellationToken)
+    {
+        cancellationToken.ThrowIfCancellationRequested();
+        var waiter = RentWaiter(blocking: true, waitStartedAt, cancellationToken);
+        if (TryEnqueue(waiter, out var lease))
+        {
+            waiter.Watch();
+            return waiter.WaitBlocking();
+        }
+
+        return lease;
+    }
 
     private ValueTask<ChannelLease<TChannel>> WaitAsync(long waitStartedAt, CancellationToken cancellationToken)
     {
@@ -190,7 +191,8 @@ public sealed partial class DefaultChannelPool<TChannel>
             }
 
             // A channel was released between the fast path and the gate: take it instead of waiting.
-            if (TryLeaseIdle(waiter.WaitStartedAt, out lease))
+            lease = TryLeaseIdle(waiter.WaitStartedAt);
+            if (lease.IsAcquired)
             {
                 waiter.Recycle();
                 return false;
@@ -229,26 +231,37 @@ public sealed partial class DefaultChannelPool<TChannel>
     {
         // The slot is ours alone until we release it; its version was written under the gate when it was claimed or freed.
         ref var lease = ref entry.SlotAt(slot);
-        var startedAt = NotMeasured;
-        var measureUse = _metrics.UseTimeEnabled;
-        var watchLeaks = _leakThreshold != 0;
-        if (measureUse || waitStartedAt != NotMeasured || watchLeaks)
+        if (waitStartedAt != NotMeasured || _metrics.UseTimeEnabled || _leakThreshold != 0)
         {
-            var now = _timeProvider.GetTimestamp();
-            if (waitStartedAt != NotMeasured)
-            {
-                _metrics.RecordWaitTime(_timeProvider.GetElapsedTime(waitStartedAt, now));
-            }
-
-            startedAt = measureUse || watchLeaks ? now : NotMeasured;
-            if (watchLeaks)
-            {
-                Watch(ref lease, acquiredAt, now);
-            }
+            StartMeasured(ref lease, waitStartedAt, acquiredAt);
+        }
+        else
+        {
+            lease.StartedAt = NotMeasured;
         }
 
-        lease.StartedAt = startedAt;
         return new ChannelLease<TChannel>(entry, slot, lease.Version);
+    }
+
+    /// <summary>
+    /// Starts a lease that is timed (wait or use time) or watched (leak detection); out of line, as
+    /// <see cref="ReleaseMeasured"/> is, so the common lease computes none of it.
+    /// </summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private void StartMeasured(ref PooledChannel<TChannel>.LeaseSlot lease, long waitStartedAt, System.Diagnostics.StackTrace? acquiredAt)
+    {
+        var now = _timeProvider.GetTimestamp();
+        if (waitStartedAt != NotMeasured)
+        {
+            _metrics.RecordWaitTime(_timeProvider.GetElapsedTime(waitStartedAt, now));
+        }
+
+        var watchLeaks = _leakThreshold != 0;
+        lease.StartedAt = _metrics.UseTimeEnabled || watchLeaks ? now : NotMeasured;
+        if (watchLeaks)
+        {
+            Watch(ref lease, acquiredAt, now);
+        }
     }
 
     /// <summary>
