@@ -265,9 +265,14 @@ describe('round trips in Chromium', { skip: noChromium, timeout: 120_000 }, () =
       // The app's own bearer token travels in Authorization on every request: the session token has a header of its own.
       const client = new window.duplex.PollingDuplexClient('/echo', { resume: false, headers: () => ({ 'X-App-Token': appToken, Authorization: `Bearer ${appToken}` }) });
       const session = await client.open();
+      // Both echoes come back on polls, so polls are in the log too, not only the sends (a close right after the sends
+      // could beat the first poll).
+      let echoed = 0;
+      const bothEchoed = new Promise<void>(resolve => session.addEventListener('message', () => { if (++echoed === 2) resolve(); }));
       await session.send('with v1');
       appToken = 'v2';
       await session.send('with v2');
+      await bothEchoed;
       await session.close();
     });
 
