@@ -90,6 +90,7 @@ internal static class BrowserTestServer
             o.MaxPendingMessagesPerSession = settings.GetValue("FloodWindow", 256);
         });
         app.MapBrokenEndpoint("/broken");
+        app.MapFloorEndpoint("/floor");
         app.MapControl("/control");
         await app.StartAsync();
 
