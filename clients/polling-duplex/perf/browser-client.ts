@@ -167,20 +167,12 @@ try {
         said.push(`floor + frame reader ${n0(parsed.messagesPerSecond)} msg/s (${ms(parsed.cycleMs)} ms a cycle)`);
       }
 
-      if (runs('events')) {
+      for (const api of (['events', 'batches'] as const).filter(runs)) {
         await pollSizes(host);
-        const inBrowser = await browserThroughput(page, encoding, 'events');
-        perResponse[`events ${encoding}`] = await pollSizes(host);
-        record(`events ${encoding}`, inBrowser);
-        said.push(`events ${n0(inBrowser)} msg/s (${perResponse[`events ${encoding}`]!.polls} responses)`);
-      }
-
-      if (runs('batches')) {
-        await pollSizes(host);
-        const inBatches = await browserThroughput(page, encoding, 'batches');
-        perResponse[`batches ${encoding}`] = await pollSizes(host);
-        record(`batches ${encoding}`, inBatches);
-        said.push(`batches ${n0(inBatches)} msg/s (${perResponse[`batches ${encoding}`]!.polls} responses)`);
+        const inBrowser = await browserThroughput(page, encoding, api);
+        const sizes = perResponse[`${api} ${encoding}`] = await pollSizes(host);
+        record(`${api} ${encoding}`, inBrowser);
+        said.push(`${api} ${n0(inBrowser)} msg/s (${sizes.polls} responses)`);
       }
 
       if (runs('dotnet')) {
