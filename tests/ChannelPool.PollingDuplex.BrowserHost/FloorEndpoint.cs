@@ -33,6 +33,12 @@ internal static class FloorEndpoint
                 return Results.Problem(detail: error, statusCode: StatusCodes.Status400BadRequest, title: "Bad floor request");
             }
 
+            if (Bodies.Count >= 16 && !Bodies.ContainsKey(key))
+            {
+                // A run asks for a handful of shapes; a caller that asks for many gets them built again, not kept.
+                Bodies.Clear();
+            }
+
             var body = Bodies.GetOrAdd(key, k => Build(k.Encoding, k.Frames, k.Size));
             context.Response.ContentType = DuplexWire.ContentTypeOf(key.Encoding);
             context.Response.Headers.CacheControl = "no-store";
