@@ -88,8 +88,14 @@ internal static class BrowserTestServer
         {
             Limits(o);
             o.MaxPendingMessagesPerSession = settings.GetValue("FloodWindow", 256);
+
+            // Room in bytes for a window sent and unacknowledged plus a window queued, of messages up to 4 KiB, so the
+            // window alone bounds a response. At the default 1 MiB a window of 2,048 256-byte messages (320 bytes held
+            // each) left room for (1 MiB − 2,048 × 320) / 320 = 1,228 queued: the short responses of earlier runs.
+            o.MaxPendingBytesPerSession = (int)Math.Clamp(2L * o.MaxPendingMessagesPerSession * (4096 + 64), o.MaxPendingBytesPerSession, int.MaxValue);
         });
         app.MapBrokenEndpoint("/broken");
+        app.MapFloorEndpoint("/floor");
         app.MapControl("/control");
         await app.StartAsync();
 

@@ -11,9 +11,10 @@ internal static class ControlEndpoints
     {
         var group = endpoints.MapGroup(pattern);
 
-        // Publishes {"n":from}, {"n":from+1}, … to the topic: all at once before answering, or one every intervalMs in
-        // the background.
-        group.MapPost("/publish", (PubSubHandler pubsub, string topic, int count, int? intervalMs, int? from) =>
+        // Publishes {"n":from}, {"n":from+1}, … to the topic: all at once before answering, or one every intervalMs, in
+        // the background (202) or, with wait=true, answering 200 after the last one, so that a test knows when a stream
+        // is over rather than guessing from the clock (a busy machine stretches a timer's ticks).
+        group.MapPost("/publish", async (PubSubHandler pubsub, string topic, int count, int? intervalMs, int? from, bool? wait) =>
         {
             var first = from ?? 1;
             void Publish(int n) => pubsub.Publish(topic, Encoding.UTF8.GetBytes(string.Create(CultureInfo.InvariantCulture, $"{{\"n\":{n}}}")));
@@ -27,7 +28,7 @@ internal static class ControlEndpoints
                 return Results.Ok();
             }
 
-            _ = Task.Run(async () =>
+            var publishing = Task.Run(async () =>
             {
                 using var timer = new PeriodicTimer(TimeSpan.FromMilliseconds(intervalMs.Value));
                 for (var n = first; n < first + count; n++)
@@ -36,6 +37,12 @@ internal static class ControlEndpoints
                     await timer.WaitForNextTickAsync();
                 }
             });
+            if (wait is true)
+            {
+                await publishing;
+                return Results.Ok();
+            }
+
             return Results.Accepted();
         });
         group.MapGet("/subscribers", (PubSubHandler pubsub, string topic) => Results.Json(new { count = pubsub.SubscriberCount(topic) }));

@@ -1,3 +1,4 @@
+using System.Globalization;
 using System.Text;
 using System.Text.Json;
 
@@ -9,6 +10,25 @@ namespace ChannelPool.PollingDuplex.BrowserHost;
 /// </summary>
 internal sealed class FloodHandler : PollingDuplexHandler
 {
+    /// <summary>The smallest and largest flood message, in bytes.</summary>
+    public const int MinSize = 16;
+
+    /// <inheritdoc cref="MinSize"/>
+    public const int MaxSize = 60 * 1024;
+
+    /// <summary>Why a flood message cannot be <paramref name="size"/> bytes, or null when it can.</summary>
+    public static string? SizeError(int size) =>
+        size is < MinSize or > MaxSize ? string.Create(CultureInfo.InvariantCulture, $"A flood message is {MinSize} to {MaxSize:N0} bytes; got {size}.") : null;
+
+    /// <summary>The flood's message of <paramref name="size"/> bytes (checked with <see cref="SizeError"/>) in an encoding.</summary>
+    public static DuplexMessage Message(DuplexEncoding encoding, int size)
+    {
+        const string Head = "{\"flood\":\"";
+        const string Tail = "\"}";
+        var json = Encoding.UTF8.GetBytes(Head + new string('x', size - Head.Length - Tail.Length) + Tail);
+        return encoding == DuplexEncoding.Binary ? DuplexMessage.FromBytes(json) : DuplexMessage.FromJsonUtf8(json);
+    }
+
     public override ValueTask OnMessageAsync(DuplexSession session, DuplexMessage message, CancellationToken cancellationToken)
     {
         int size;
@@ -22,17 +42,14 @@ internal sealed class FloodHandler : PollingDuplexHandler
             throw new DuplexMessageRejectedException("A flood command is {\"size\":<bytes>}.", ex);
         }
 
-        if (size is < 16 or > 60 * 1024)
+        if (SizeError(size) is { } error)
         {
-            throw new DuplexMessageRejectedException($"A flood message is 16 to 61,440 bytes; got {size}.");
+            throw new DuplexMessageRejectedException(error);
         }
 
-        const string Head = "{\"flood\":\"";
-        const string Tail = "\"}";
-        var json = Encoding.UTF8.GetBytes(Head + new string('x', size - Head.Length - Tail.Length) + Tail);
-
         // One message instance, sent again and again: the flood measures the transport, not serialization.
-        var flood = session.Encoding == DuplexEncoding.Binary ? DuplexMessage.FromBytes(json) : DuplexMessage.FromJsonUtf8(json);
+        var flood = Message(session.Encoding, size);
+
         _ = Task.Run(async () =>
         {
             while (await session.SendAsync(flood) == DuplexSendResult.Queued)

@@ -1,10 +1,14 @@
 // The browser client's measurements, against the .NET client in the same run (docs/perf/browser-client.md):
-//   npm run perf -- [--rounds 3] [--seconds 5] [--streams 4] [--size 256] [--window 256] [--samples 500] [--h2]
+//   npm run perf -- [--rounds 3] [--seconds 5] [--streams 4] [--size 256] [--window 256] [--samples 500] [--h2] [--cells …]
 // Throughput: the flood endpoint sends `size`-byte JSON messages as fast as each of `streams` MultipleMessagesPerPoll
 // sessions takes them, in binary and in text; the browser client in Chromium and the .NET client, each from a process
 // of its own, take turns against one server, round after round; each figure is the median round. The browser reads
 // through `message` events and through `batches()`, in turns too. With --h2 the page talks HTTP/2 over TLS (the
 // server's certificate, made in memory, trusted by its SPKI hash alone); the .NET client stays on plain HTTP/1.1.
+// The floor: the same page fetches the server's floor endpoint (a body of exactly the bytes a full-window response
+// carries) in `streams` loops and reads it with the stream reader, with no session and no parsing, and once more handing
+// each chunk to the client's frame reader; so the client reads as a fraction of what Chromium itself can move here.
+// --cells picks what runs (events,batches,dotnet,floor,parse), for quick passes.
 // Latency: one subscriber and one publisher session on the pub/sub service, one publish at a time every 20 ms; the time
 // from the publish call to the subscriber's receipt, p50 and p99, in the browser and in .NET.
 import { execFile } from 'node:child_process';
@@ -15,7 +19,7 @@ import { parseArgs, promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { launchChromium, noChromium, openPage } from '../test/support/browser.js';
 import { builtApp, Host, repositoryRoot } from '../test/support/host.js';
-import { browserFlood, type Encoding, type ReadApi } from './flood.js';
+import { browserFloor, browserFlood, type Encoding, type FloorResult, type ReadApi } from './flood.js';
 
 const { values } = parseArgs({
   options: {
@@ -26,8 +30,19 @@ const { values } = parseArgs({
     window: { type: 'string', default: '256' },
     samples: { type: 'string', default: '500' },
     h2: { type: 'boolean', default: false },
+    cells: { type: 'string', default: 'floor,parse,events,batches,dotnet' },
   },
 });
+const allCells = ['floor', 'parse', 'events', 'batches', 'dotnet'] as const;
+type Cell = typeof allCells[number];
+const cells = values.cells.split(',').map(c => c.trim());
+const unknownCell = cells.find(c => !(allCells as readonly string[]).includes(c));
+if (unknownCell !== undefined) {
+  console.error(`--cells takes a comma-separated list of ${allCells.join(', ')}; got '${unknownCell}'.`);
+  process.exit(2);
+}
+
+const runs = (cell: Cell) => cells.includes(cell);
 const rounds = Number(values.rounds);
 const seconds = Number(values.seconds);
 const streams = Number(values.streams);
@@ -37,6 +52,7 @@ const samples = Number(values.samples);
 const h2 = values.h2;
 const encodings: readonly Encoding[] = ['binary', 'text'];
 const browserThroughput = (page: Page, encoding: Encoding, api: ReadApi) => browserFlood(page, { encoding, api, seconds, streams, size });
+const floorThroughput = (page: Page, encoding: Encoding, parse: boolean, s = seconds) => browserFloor(page, { encoding, seconds: s, streams, size, frames: responseWindow, parse });
 
 async function dotnet(mode: 'measure' | 'latency', args: string[]): Promise<Record<string, number>> {
   const { stdout } = await promisify(execFile)('dotnet', [builtApp('tests/ChannelPool.PollingDuplex.BrowserHost'), mode, ...args]);
@@ -121,24 +137,53 @@ try {
 
   // One unrecorded pass first, so that JITs and connections settle before anything counts.
   for (const encoding of encodings) {
-    await browserThroughput(page, encoding, 'events');
-    await browserThroughput(page, encoding, 'batches');
-    await dotnet('measure', [`--Url=${host.http}`, `--Encoding=${encoding}`, '--Seconds=1', `--Streams=${streams}`, `--Size=${size}`]);
+    if (runs('floor') || runs('parse')) {
+      await floorThroughput(page, encoding, runs('parse'), 1);
+    }
+
+    for (const api of (['events', 'batches'] as const).filter(runs)) {
+      await browserThroughput(page, encoding, api);
+    }
+
+    if (runs('dotnet')) {
+      await dotnet('measure', [`--Url=${host.http}`, `--Encoding=${encoding}`, '--Seconds=1', `--Streams=${streams}`, `--Size=${size}`]);
+    }
   }
+
+  const floorDetail: Record<string, FloorResult> = {};
 
   for (let round = 1; round <= rounds; round++) {
     for (const encoding of encodings) {
-      await pollSizes(host);
-      const inBrowser = await browserThroughput(page, encoding, 'events');
-      perResponse[`browser ${encoding}`] = await pollSizes(host);
-      const inBatches = await browserThroughput(page, encoding, 'batches');
-      await pollSizes(host);
-      const inDotnet = (await dotnet('measure', [`--Url=${host.http}`, `--Encoding=${encoding}`, `--Seconds=${seconds}`, `--Streams=${streams}`, `--Size=${size}`]))['messagesPerSecond']!;
-      perResponse[`dotnet ${encoding}`] = await pollSizes(host);
-      record(`browser ${encoding}`, inBrowser);
-      record(`batches ${encoding}`, inBatches);
-      record(`dotnet ${encoding}`, inDotnet);
-      console.log(`round ${round}/${rounds}, ${encoding}: browser events ${n0(inBrowser)} msg/s (${(inBrowser / inDotnet).toFixed(2)}x), batches ${n0(inBatches)} msg/s (${(inBatches / inDotnet).toFixed(2)}x), .NET ${n0(inDotnet)} msg/s`);
+      const said: string[] = [];
+      if (runs('floor')) {
+        const floor = floorDetail[`floor ${encoding}`] = await floorThroughput(page, encoding, false);
+        record(`floor ${encoding}`, floor.messagesPerSecond);
+        said.push(`floor ${n0(floor.messagesPerSecond)} msg/s (${floor.readsPerResponse.toFixed(1)} reads a response, ${n0(floor.bytesPerRead)} B a read, ${ms(floor.cycleMs)} ms a cycle)`);
+      }
+
+      if (runs('parse')) {
+        const parsed = floorDetail[`parse ${encoding}`] = await floorThroughput(page, encoding, true);
+        record(`parse ${encoding}`, parsed.messagesPerSecond);
+        said.push(`floor + frame reader ${n0(parsed.messagesPerSecond)} msg/s (${ms(parsed.cycleMs)} ms a cycle)`);
+      }
+
+      for (const api of (['events', 'batches'] as const).filter(runs)) {
+        await pollSizes(host);
+        const inBrowser = await browserThroughput(page, encoding, api);
+        const sizes = perResponse[`${api} ${encoding}`] = await pollSizes(host);
+        record(`${api} ${encoding}`, inBrowser);
+        said.push(`${api} ${n0(inBrowser)} msg/s (${sizes.polls} responses)`);
+      }
+
+      if (runs('dotnet')) {
+        await pollSizes(host);
+        const inDotnet = (await dotnet('measure', [`--Url=${host.http}`, `--Encoding=${encoding}`, `--Seconds=${seconds}`, `--Streams=${streams}`, `--Size=${size}`]))['messagesPerSecond']!;
+        perResponse[`dotnet ${encoding}`] = await pollSizes(host);
+        record(`dotnet ${encoding}`, inDotnet);
+        said.push(`.NET ${n0(inDotnet)} msg/s`);
+      }
+
+      console.log(`round ${round}/${rounds}, ${encoding}, load ${loadavg()[0]!.toFixed(1)}: ${said.join('; ')}`);
     }
   }
 
@@ -159,25 +204,39 @@ try {
     return (performance.getEntriesByType('resource') as PerformanceResourceTiming[]).find(e => e.name.includes('topic=protocol'))?.nextHopProtocol || 'unknown';
   });
   console.log(`a bare fetch from the page: p50 ${ms(floor.p50)} ms, p99 ${ms(floor.p99)} ms`);
+  const names: Record<Cell, string> = { floor: 'Floor', parse: 'Floor + frame reader', events: 'Browser, events', batches: 'Browser, batches()', dotnet: '.NET client' };
+  const columns = allCells.filter(runs);
+  const ratios = ([['batches', 'floor'], ['events', 'floor'], ['floor', 'dotnet'], ['batches', 'dotnet'], ['events', 'dotnet']] as const).filter(([a, b]) => runs(a) && runs(b));
   const lines = [
     `Chromium ${browser.version()}, ${streams} MultipleMessagesPerPoll sessions, ${size}-byte messages, at most ${responseWindow} per response, ${seconds} s per cell, median of ${rounds} interleaved rounds; the page on ${protocol} (${h2 ? 'TLS' : 'plain'}), the .NET client on plain HTTP/1.1, 127.0.0.1.`,
     '',
-    '| Encoding | Browser, events (msg/s) | Browser, batches() (msg/s) | .NET client (msg/s) | Events / .NET | Batches / .NET | Rounds, events | Rounds, batches | Rounds, .NET |',
-    '|---|---:|---:|---:|---:|---:|---|---|---|',
+    'Messages a second (median round); the floor is frames a second through a bare streaming fetch of a full-window body from the same page:',
+    '',
+    `| Encoding | ${columns.map(c => `${names[c]} (msg/s)`).join(' | ')} | ${ratios.map(([a, b]) => `${names[a]} / ${names[b]}`).join(' | ')} | ${columns.map(c => `Rounds, ${names[c]}`).join(' | ')} |`,
+    `|---|${columns.map(() => '---:|').join('')}${ratios.map(() => '---:|').join('')}${columns.map(() => '---|').join('')}`,
     ...encodings.map(e => {
-      const b = median(throughput[`browser ${e}`]!);
-      const a = median(throughput[`batches ${e}`]!);
-      const d = median(throughput[`dotnet ${e}`]!);
-      return `| ${e} | ${n0(b)} | ${n0(a)} | ${n0(d)} | ${(b / d).toFixed(2)}x | ${(a / d).toFixed(2)}x | ${throughput[`browser ${e}`]!.map(n0).join(', ')} | ${throughput[`batches ${e}`]!.map(n0).join(', ')} | ${throughput[`dotnet ${e}`]!.map(n0).join(', ')} |`;
+      const m = (c: Cell) => median(throughput[`${c} ${e}`]!);
+      return `| ${e} | ${columns.map(c => n0(m(c))).join(' | ')} | ${ratios.map(([a, b]) => `${(m(a) / m(b)).toFixed(2)}x`).join(' | ')} | ${columns.map(c => throughput[`${c} ${e}`]!.map(n0).join(', ')).join(' | ')} |`;
     }),
     '',
-    'Messages per poll response in the last round, the browser reading events (from the acknowledgements the server saw, warm-up included):',
+    ...(runs('floor') || runs('parse') ? [
+      'The floor\'s responses in the last round: reads are `reader.read()` calls that returned data (the chunks Chromium hands the page); a cycle is fetch() to the body\'s end, median:',
+      '',
+      '| Floor | Encoding | Responses | Reads a response | Bytes a read | Cycle (ms) |',
+      '|---|---|---:|---:|---:|---:|',
+      ...encodings.flatMap(e => (['floor', 'parse'] as const).filter(runs).map(c => {
+        const f = floorDetail[`${c} ${e}`]!;
+        return `| ${names[c]} | ${e} | ${n0(f.responses)} | ${f.readsPerResponse.toFixed(1)} | ${n0(f.bytesPerRead)} | ${ms(f.cycleMs)} |`;
+      })),
+      '',
+    ] : []),
+    'Messages per poll response in the last round (from the acknowledgements the server saw, warm-up included):',
     '',
     '| Client | Encoding | Responses | p10 | p50 | p90 | max | Distribution |',
     '|---|---|---:|---:|---:|---:|---:|---|',
-    ...encodings.flatMap(e => ['browser', 'dotnet'].map(who => {
+    ...encodings.flatMap(e => (['events', 'batches', 'dotnet'] as const).filter(runs).map(who => {
       const r = perResponse[`${who} ${e}`]!;
-      return `| ${who === 'browser' ? 'Browser' : '.NET'} | ${e} | ${n0(r.polls)} | ${r.p10} | ${r.p50} | ${r.p90} | ${r.max} | ${Object.entries(r.buckets).map(([k, v]) => `${k}: ${v}`).join(', ')} |`;
+      return `| ${names[who]} | ${e} | ${n0(r.polls)} | ${r.p10} | ${r.p50} | ${r.p90} | ${r.max} | ${Object.entries(r.buckets).map(([k, v]) => `${k}: ${v}`).join(', ')} |`;
     })),
     '',
     `Publish-to-receipt latency, one subscriber, ${samples} publishes 20 ms apart (after 20 unrecorded):`,
@@ -197,7 +256,7 @@ try {
   const folder = join(repositoryRoot, 'artifacts', 'perf', `browser-client-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, 'report.md'), `${lines.join('\n')}\n`);
-  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), protocol, loadAverage: { start: loadAtStart, end: loadavg() }, rounds, seconds, streams, size, window: responseWindow, samples, throughput, perResponse, latency, fetchFloor: floor }, null, 2));
+  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), protocol, loadAverage: { start: loadAtStart, end: loadavg() }, rounds, seconds, streams, size, window: responseWindow, samples, throughput, floorDetail, perResponse, latency, fetchFloor: floor }, null, 2));
   console.log(`\nWritten to ${folder}`);
 } finally {
   await browser.close();

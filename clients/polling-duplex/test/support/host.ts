@@ -81,9 +81,12 @@ export class Host {
     return response;
   }
 
-  /** Publishes `{"n":from}` … to `topic` from the server side, one every `intervalMs`. */
-  async publish(topic: string, count: number, intervalMs = 0, from = 1): Promise<void> {
-    await this.control(`publish?topic=${encodeURIComponent(topic)}&count=${count}&intervalMs=${intervalMs}&from=${from}`, { method: 'POST' });
+  /**
+   * Publishes `{"n":from}` … to `topic` from the server side, one every `intervalMs`: settles once they are under way,
+   * or with `untilDone` once the server has published the last one.
+   */
+  async publish(topic: string, count: number, intervalMs = 0, from = 1, untilDone = false): Promise<void> {
+    await this.control(`publish?topic=${encodeURIComponent(topic)}&count=${count}&intervalMs=${intervalMs}&from=${from}&wait=${untilDone}`, { method: 'POST' });
   }
 
   async subscribers(topic: string): Promise<number> {
