@@ -211,6 +211,8 @@ public class PerfConsoleTests
     [TestCase("collaboration --row 1,1,1", "--row must be T,N,D")]
     [TestCase("collaboration --delay-scale -1", "--delay-scale must be a positive number")]
     [TestCase("collaboration --phase sideways", "sideways")]
+    [TestCase("collaboration --warmup -1", "--warmup must be from 0 to 100 iterations; got -1.")]
+    [TestCase("collaboration --warmup 101", "--warmup must be from 0 to 100 iterations; got 101.")]
     [TestCase("headroom --binding basichttps", "Unknown --binding 'basichttps'; use nettcp, wshttp-sct or all.")]
     [TestCase("headroom --peak 0", "--peak must be from 1 to 126; got 0.")]
     [TestCase("headroom --lifetime 0.5", "--lifetime must be from 1 to 86400 seconds, as ChannelLifetime; got 0.5.")]
@@ -241,6 +243,8 @@ public class PerfConsoleTests
     [TestCase("broadcast --start-clients 2000")]
     [TestCase("broadcast --start-clients 2000 --max-clients 2000")]
     [TestCase("broadcast --http 1.1 2 --max-clients 40000")]
+    [TestCase("collaboration --warmup 0")]
+    [TestCase("collaboration --warmup 100")]
     public void GoodInput_Parses_WithoutAnError(string arguments)
     {
         var parse = PerfCli.Build().Parse(arguments.Split(' '));

@@ -71,17 +71,38 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
                     });
             });
 
+            // Before the clock, every transport alike: a few unrecorded iterations (first sends and polls of every session,
+            // tier-0 code, timers), then a full collection in both processes, so the connects' garbage is not collected
+            // during the measured iterations. Without them the first row's p99 was the first second's, not the transport's.
+            var warmup = settings.WarmupIterations;
+            if (warmup > 0)
+            {
+                var warmupDelay = delay < CollaborationSettings.WarmupDelayCap ? delay : CollaborationSettings.WarmupDelayCap;
+                await context.Console.Status().StartAsync(
+                    $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {warmup} warm-up iterations",
+                    async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t =>
+                        RunTopicAsync(t, topics[t], members[t], 0, warmup, warmupDelay, StartOffset(t, row.Topics, warmupDelay), cancellationToken))));
+                await context.Server.SettleAsync(cancellationToken);
+                Servers.PerfServer.Settle();
+            }
+
+            foreach (var topic in topics)
+            {
+                topic.RecordFrom(warmup);
+            }
+
             var started = Stopwatch.GetTimestamp();
             await context.Console.Status().StartAsync(
                 $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {iterations} iterations",
-                async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t => RunTopicAsync(t, topics[t], members[t], iterations, delay, StartOffset(t, row.Topics, delay), cancellationToken))));
+                async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t =>
+                    RunTopicAsync(t, topics[t], members[t], warmup, iterations, delay, StartOffset(t, row.Topics, delay), cancellationToken))));
             var result = new CollaborationResult(
                 transport.Name,
                 row,
                 iterations,
                 delay.TotalSeconds,
                 latency.Summarize(),
-                (long)row.Topics * (row.ClientsPerTopic - 1) * iterations,
+                (long)row.Topics * (row.ClientsPerTopic - 1) * (warmup + iterations),
                 topics.Sum(t => t.Lost),
                 topics.Sum(t => t.Duplicates),
                 null);
@@ -101,7 +122,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
     private TimeSpan StartOffset(int t, int topics, TimeSpan delay) =>
         settings.Phase == CollaborationPhase.Spread ? delay * t / topics : TimeSpan.Zero;
 
-    private async Task RunTopicAsync(int t, TopicState topic, IPubSubClient[] members, int iterations, TimeSpan delay, TimeSpan startOffset, CancellationToken cancellationToken)
+    private static async Task RunTopicAsync(int t, TopicState topic, IPubSubClient[] members, int first, int iterations, TimeSpan delay, TimeSpan startOffset, CancellationToken cancellationToken)
     {
         var topicName = TopicName(t);
         if (startOffset > TimeSpan.Zero)
@@ -111,7 +132,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
 
         // Late by more than this and a message counts as lost: far beyond any latency worth reporting.
         var patience = TimeSpan.FromSeconds(30);
-        for (var i = 0; i < iterations; i++)
+        for (var i = first; i < first + iterations; i++)
         {
             var publisher = i % members.Length;
             var arrived = topic.Begin(i);
@@ -135,6 +156,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
         private int _remaining;
         private readonly int[] _lastSeen = [.. Enumerable.Repeat(-1, members)];
         private TaskCompletionSource _arrived = new();
+        private int _recordFrom;
 
         public long Lost { get; private set; }
 
@@ -149,6 +171,15 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
                 _remaining = members - 1;
                 _arrived = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
                 return _arrived.Task;
+            }
+        }
+
+        /// <summary>Records latency only from iteration <paramref name="iteration"/> on: those before warm up (a loss there still counts).</summary>
+        public void RecordFrom(int iteration)
+        {
+            using (_lock.EnterScope())
+            {
+                _recordFrom = iteration;
             }
         }
 
@@ -192,7 +223,11 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
                 }
             }
 
-            latency.Record(now - stamp.Timestamp);
+            if (stamp.Burst >= Volatile.Read(ref _recordFrom))
+            {
+                latency.Record(now - stamp.Timestamp);
+            }
+
             done?.TrySetResult();
         }
     }
