@@ -43,6 +43,9 @@ internal sealed class PerfContext : IAsyncDisposable
 
     /// <summary>Gets the servers the scenarios call.</summary>
     /// <exception cref="InvalidOperationException">The command's scenarios start their own servers, so none was started for them.</exception>
+    /// <summary>Gets whether the run started servers (<see cref="Server"/>); a scenario that starts its own has none here.</summary>
+    public bool HasServer => _server is not null;
+
     public IPerfServer Server => _server ?? throw new InvalidOperationException("No embedded servers were started for this command: its scenarios start their own.");
 
     /// <summary>Gets what the servers were started with (the flood window, the long-poll timeout).</summary>

@@ -40,6 +40,13 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
             return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, limit);
         }
 
+        if (transport is FloorTransport)
+        {
+            const string Floor = "skipped: the floor answers a publisher's own poll too, so it has no collaboration row; it runs in broadcast";
+            context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Floor}[/]");
+            return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, Floor);
+        }
+
         var topics = Enumerable.Range(0, row.Topics).Select(t => new TopicState(row.ClientsPerTopic)).ToArray();
         var latency = new LatencyRecorder();
         var members = new IPubSubClient[row.Topics][];
@@ -82,13 +89,19 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
                     $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {warmup} warm-up iterations",
                     async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t =>
                         RunTopicAsync(t, topics[t], members[t], 0, warmup, warmupDelay, StartOffset(t, row.Topics, warmupDelay), cancellationToken))));
-                await context.Server.SettleAsync(cancellationToken);
+                if (context.HasServer)
+                {
+                    // The redis command's duplex nodes run in this process, so the collection below covers them.
+                    await context.Server.SettleAsync(cancellationToken);
+                }
+
                 Servers.PerfServer.Settle();
             }
 
-            foreach (var topic in topics)
+            var warmupLost = topics.Sum(topic => topic.RecordFrom(warmup));
+            if (warmupLost > 0)
             {
-                topic.RecordFrom(warmup);
+                context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {warmupLost:N0} notifications lost or duplicated in the warm-up[/]");
             }
 
             var started = Stopwatch.GetTimestamp();
@@ -102,7 +115,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
                 iterations,
                 delay.TotalSeconds,
                 latency.Summarize(),
-                (long)row.Topics * (row.ClientsPerTopic - 1) * (warmup + iterations),
+                (long)row.Topics * (row.ClientsPerTopic - 1) * iterations,
                 topics.Sum(t => t.Lost),
                 topics.Sum(t => t.Duplicates),
                 null);
@@ -156,7 +169,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
         private int _remaining;
         private readonly int[] _lastSeen = [.. Enumerable.Repeat(-1, members)];
         private TaskCompletionSource _arrived = new();
-        private int _recordFrom;
+        private int _recordFrom = int.MaxValue; // nothing counts until RecordFrom says where the warm-up ends
 
         public long Lost { get; private set; }
 
@@ -174,12 +187,14 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
             }
         }
 
-        /// <summary>Records latency only from iteration <paramref name="iteration"/> on: those before warm up (a loss there still counts).</summary>
-        public void RecordFrom(int iteration)
+        /// <summary>Counts only from iteration <paramref name="iteration"/> on: those before warm up. Returns what they lost or duplicated.</summary>
+        public long RecordFrom(int iteration)
         {
             using (_lock.EnterScope())
             {
-                _recordFrom = iteration;
+                var warmup = Lost + Duplicates;
+                (_recordFrom, Lost, Duplicates) = (iteration, 0, 0);
+                return warmup;
             }
         }
 
