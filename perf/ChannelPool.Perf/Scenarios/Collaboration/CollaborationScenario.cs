@@ -108,8 +108,12 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
         };
     }
 
-    public override Task<IReadOnlyList<CollaborationResult>> RunAsync(PerfContext context, CollaborationSettings settings, CancellationToken cancellationToken) =>
-        Broadcast.TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
+    public override Task<IReadOnlyList<CollaborationResult>> RunAsync(PerfContext context, CollaborationSettings settings, CancellationToken cancellationToken)
+    {
+        // After broadcast, on fresh connections: no idle pool left to expire all at once under the first row's clock.
+        context.RenewConnections();
+        return Broadcast.TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
+    }
 
     public override ReportSection Report(IReadOnlyList<CollaborationResult> results, CollaborationSettings settings, PerfContext context)
     {
