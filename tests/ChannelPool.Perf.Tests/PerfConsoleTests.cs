@@ -144,6 +144,30 @@ public class PerfConsoleTests
     }
 
     [Test]
+    public async Task Broadcast_SideBySide_RunsEveryTransportAtOneM_InAlternatingRounds_BesideTheFloor()
+    {
+        var (exit, console) = await RunAsync("broadcast", "--quick", "--side-by-side", "20", "--rounds", "2", "--transport", "floor", "polling-duplex", "--http", "2", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        var run = Directory.GetDirectories(_output).Single();
+        using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
+        var results = json.RootElement.GetProperty("sections").EnumerateArray().Single().GetProperty("results").EnumerateArray().ToList();
+        Assert.That(results.Select(r => r.GetProperty("transport").GetString()), Is.EqualTo(new[] { "floor (HTTP/2)", "polling-duplex (multiple, binary, HTTP/2)" }));
+        foreach (var result in results)
+        {
+            // No search: only the kept rounds, each at the one M, each with both processes' CPU and allocation measured.
+            Assert.That(result.GetProperty("probes").GetArrayLength(), Is.Zero);
+            var rounds = result.GetProperty("alternating").EnumerateArray().ToList();
+            Assert.That(rounds.Select(p => p.GetProperty("clients").GetInt32()), Is.EqualTo(new[] { 20, 20 }));
+            Assert.That(rounds.Select(p => p.GetProperty("clientBytesPerDelivery").GetDouble()), Is.All.GreaterThan(0), console);
+            Assert.That(rounds.Select(p => p.GetProperty("serverCpuMicrosPerDelivery").GetDouble()), Is.All.GreaterThan(0), console);
+        }
+
+        var markdown = await File.ReadAllTextAsync(Path.Combine(run, "report.md"));
+        Assert.That(markdown, Does.Contain("CPU and allocation per delivery, side by side").And.Contain("| floor (HTTP/2) | HTTP/2 | 0.5 | 20 |"));
+    }
+
+    [Test]
     public async Task Original_PutsOurTimesBesideThe2007Figures()
     {
         var (exit, console) = await RunAsync("original", "--quick", "--binding", "nettcp", "--output", _output);
@@ -208,9 +232,15 @@ public class PerfConsoleTests
     [TestCase("broadcast --http 1.1 h2c", "Unknown --http 'h2c'; use 1.1 or 2, or both (--http 1.1 2).")]
     [TestCase("peer --http 1.0", "Unknown --http '1.0'")]
     [TestCase("broadcast --start-clients 500 --max-clients 100", "--start-clients (500) must not exceed --max-clients (100).")]
+    [TestCase("broadcast --side-by-side 0", "--side-by-side must be from 1 to 100000 clients; got 0.")]
+    [TestCase("broadcast --side-by-side 100001", "--side-by-side must be from 1 to 100000 clients; got 100001.")]
+    [TestCase("broadcast --rounds 0", "--rounds must be from 1 to 50; got 0.")]
+    [TestCase("broadcast --transport ceiling", "Unknown --transport 'ceiling'; use polling-duplex, signalr-longpolling, signalr-websockets, floor or all.")]
     [TestCase("collaboration --row 1,1,1", "--row must be T,N,D")]
     [TestCase("collaboration --delay-scale -1", "--delay-scale must be a positive number")]
     [TestCase("collaboration --phase sideways", "sideways")]
+    [TestCase("collaboration --warmup -1", "--warmup must be from 0 to 100 iterations; got -1.")]
+    [TestCase("collaboration --warmup 101", "--warmup must be from 0 to 100 iterations; got 101.")]
     [TestCase("headroom --binding basichttps", "Unknown --binding 'basichttps'; use nettcp, wshttp-sct or all.")]
     [TestCase("headroom --peak 0", "--peak must be from 1 to 126; got 0.")]
     [TestCase("headroom --lifetime 0.5", "--lifetime must be from 1 to 86400 seconds, as ChannelLifetime; got 0.5.")]
@@ -241,6 +271,9 @@ public class PerfConsoleTests
     [TestCase("broadcast --start-clients 2000")]
     [TestCase("broadcast --start-clients 2000 --max-clients 2000")]
     [TestCase("broadcast --http 1.1 2 --max-clients 40000")]
+    [TestCase("broadcast --side-by-side 9000 --rounds 3 --transport floor polling-duplex signalr-longpolling")]
+    [TestCase("collaboration --warmup 0")]
+    [TestCase("collaboration --warmup 100")]
     public void GoodInput_Parses_WithoutAnError(string arguments)
     {
         var parse = PerfCli.Build().Parse(arguments.Split(' '));

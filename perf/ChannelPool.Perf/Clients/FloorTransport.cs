@@ -20,15 +20,19 @@ internal sealed class FloorTransport : IPubSubTransport
     /// <param name="http">The client every request goes through; its default version says HTTP/1.1 or HTTP/2.</param>
     /// <param name="endpoint">The floor's base address, for example <c>http://127.0.0.1:5000/floor</c>.</param>
     /// <param name="name">The transport's name in the report.</param>
-    public FloorTransport(HttpClient http, Uri endpoint, string name)
+    /// <param name="protocol">The HTTP version <paramref name="http"/> asks for.</param>
+    public FloorTransport(HttpClient http, Uri endpoint, string name, ClientProtocol protocol = ClientProtocol.Http11)
     {
         _http = http;
         Name = name;
+        Protocol = protocol;
         _publish = $"{endpoint}/publish?topic=";
         _poll = $"{endpoint}/poll?topic=";
     }
 
     public string Name { get; }
+
+    public ClientProtocol Protocol { get; }
 
     public Task<IPubSubClient> ConnectAsync(NotificationHandler onNotification, CancellationToken cancellationToken) =>
         Task.FromResult<IPubSubClient>(new Client(this, onNotification));

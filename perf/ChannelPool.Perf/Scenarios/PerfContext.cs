@@ -9,8 +9,8 @@ namespace ChannelPool.Perf.Scenarios;
 /// <summary>What every scenario of one run shares: the server, the clients' HTTP handler, the console and the report.</summary>
 internal sealed class PerfContext : IAsyncDisposable
 {
-    private readonly SocketsHttpHandler _handler;
-    private readonly SocketsHttpHandler _http2Handler;
+    private SocketsHttpHandler _handler;
+    private SocketsHttpHandler _http2Handler;
     private readonly IPerfServer? _server;
 
     /// <summary>Initializes a new instance of the <see cref="PerfContext"/> class.</summary>
@@ -28,18 +28,45 @@ internal sealed class PerfContext : IAsyncDisposable
         Report = report;
         Quick = quick;
         LoopbackAddresses = loopbackAddresses;
-        _handler = ClientHttp.CreateHandler(loopbackAddresses);
-        Http = new HttpClient(_handler, disposeHandler: false) { Timeout = Timeout.InfiniteTimeSpan };
-        _http2Handler = ClientHttp.CreateHandler(loopbackAddresses);
+        (_handler, Http, _http2Handler, Http2) = CreateClients(loopbackAddresses);
+    }
+
+    private static (SocketsHttpHandler, HttpClient, SocketsHttpHandler, HttpClient) CreateClients(int loopbackAddresses)
+    {
+        var handler = ClientHttp.CreateHandler(loopbackAddresses);
+        var http2Handler = ClientHttp.CreateHandler(loopbackAddresses);
 
         // The server allows PerfServer.Http2StreamsPerConnection streams a connection; more polls than that need more
         // connections, as a browser would open them.
-        _http2Handler.EnableMultipleHttp2Connections = true;
-        Http2 = new HttpClient(_http2Handler, disposeHandler: false)
-        {
-            Timeout = Timeout.InfiniteTimeSpan, DefaultRequestVersion = HttpVersion.Version20, DefaultVersionPolicy = HttpVersionPolicy.RequestVersionExact,
-        };
+        http2Handler.EnableMultipleHttp2Connections = true;
+        return (
+            handler,
+            new HttpClient(handler, disposeHandler: false) { Timeout = Timeout.InfiniteTimeSpan },
+            http2Handler,
+            new HttpClient(http2Handler, disposeHandler: false)
+            {
+                Timeout = Timeout.InfiniteTimeSpan, DefaultRequestVersion = HttpVersion.Version20, DefaultVersionPolicy = HttpVersionPolicy.RequestVersionExact,
+            });
     }
+
+    /// <summary>
+    /// Closes every pooled connection and starts the clients anew. A scenario after broadcast would otherwise inherit
+    /// thousands of idle connections, which the server's keep-alive timeout (Kestrel's 130 s) closes all in the same
+    /// second, wherever that falls, a one-second row's clock included. Nothing may hold the old clients: call it before a
+    /// scenario makes its transports.
+    /// </summary>
+    public void RenewConnections()
+    {
+        var (handler, http, http2Handler, http2) = (_handler, Http, _http2Handler, Http2);
+        (_handler, Http, _http2Handler, Http2) = CreateClients(LoopbackAddresses);
+        http.Dispose();
+        handler.Dispose();
+        http2.Dispose();
+        http2Handler.Dispose();
+    }
+
+    /// <summary>Gets whether the run started servers (<see cref="Server"/>); a scenario that starts its own has none here.</summary>
+    public bool HasServer => _server is not null;
 
     /// <summary>Gets the servers the scenarios call.</summary>
     /// <exception cref="InvalidOperationException">The command's scenarios start their own servers, so none was started for them.</exception>
@@ -59,13 +86,13 @@ internal sealed class PerfContext : IAsyncDisposable
     /// <summary>Gets the handler every simulated client shares (WebSocket clients connect through it too).</summary>
     public HttpMessageHandler Handler => _handler;
 
-    public HttpClient Http { get; }
+    public HttpClient Http { get; private set; }
 
     /// <summary>Gets the handler HTTP/2 clients share: h2c with prior knowledge, as many connections as their streams need.</summary>
     public HttpMessageHandler Http2Handler => _http2Handler;
 
     /// <summary>Gets a client whose requests ask for HTTP/2 exactly (h2c with prior knowledge on cleartext addresses).</summary>
-    public HttpClient Http2 { get; }
+    public HttpClient Http2 { get; private set; }
 
     /// <summary>Gets the client for <paramref name="protocol"/>.</summary>
     /// <param name="protocol">The protocol.</param>

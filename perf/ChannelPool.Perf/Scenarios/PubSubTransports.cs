@@ -21,7 +21,13 @@ internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, Pollin
     public const string SignalRLongPolling = "signalr-longpolling";
     public const string SignalRWebSockets = "signalr-websockets";
 
+    /// <summary>The bare Kestrel long poll (<see cref="Servers.FloorEndpoint"/>): what a delivery costs with nothing of ours in it. Broadcast only.</summary>
+    public const string Floor = "floor";
+
     public static IReadOnlyList<string> AllNames { get; } = [PollingDuplex, SignalRLongPolling, SignalRWebSockets];
+
+    /// <summary>Gets every name <c>--transport</c> takes: <see cref="AllNames"/> (what <c>all</c> means) and the floor.</summary>
+    public static IReadOnlyList<string> KnownNames { get; } = [.. AllNames, Floor];
 
     /// <summary>Gets ours alone, in the mode and encoding the targets are about (multiple, binary).</summary>
     public static PubSubTransportChoice Ours { get; } = new([PollingDuplex], PollingDuplexMode.MultipleMessagesPerPoll, DuplexEncoding.Binary);
@@ -43,7 +49,9 @@ internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, Pollin
             SignalRLongPolling => protocols.Select(p => (IPubSubTransport)new SignalRTransport(
                 new Uri(context.BaseAddress(p), "signalr"), SignalRTransportKind.LongPolling, context.HandlerFor(p), p.RequestVersion())),
             SignalRWebSockets => [new SignalRTransport(context.Server.Endpoints.SignalR, SignalRTransportKind.WebSockets, context.Handler)],
-            _ => throw new ArgumentException($"Unknown transport '{name}'; use {string.Join(", ", AllNames)}."),
+            Floor => protocols.Select(p => (IPubSubTransport)new FloorTransport(
+                context.HttpFor(p), new Uri(context.BaseAddress(p), "floor"), p == ClientProtocol.Http2 ? "floor (HTTP/2)" : Floor, p)),
+            _ => throw new ArgumentException($"Unknown transport '{name}'; use {string.Join(", ", KnownNames)}."),
         })];
         try
         {
@@ -73,7 +81,7 @@ internal sealed class PubSubTransportOptions
     {
         _transport = new("--transport")
         {
-            Description = $"Transports to run: {string.Join(", ", PubSubTransportChoice.AllNames)}, or all. Default: {string.Join(' ', defaults)}.",
+            Description = $"Transports to run: {string.Join(", ", PubSubTransportChoice.KnownNames)} (the bare Kestrel long poll, broadcast only), or all (all but the floor). Default: {string.Join(' ', defaults)}.",
             DefaultValueFactory = _ => [.. defaults],
             AllowMultipleArgumentsPerToken = true,
         };
@@ -81,9 +89,9 @@ internal sealed class PubSubTransportOptions
         {
             foreach (var name in r.GetValueOrDefault<string[]>() ?? [])
             {
-                if (name != "all" && !PubSubTransportChoice.AllNames.Contains(name))
+                if (name != "all" && !PubSubTransportChoice.KnownNames.Contains(name))
                 {
-                    r.AddError($"Unknown --transport '{name}'; use {string.Join(", ", PubSubTransportChoice.AllNames)} or all.");
+                    r.AddError($"Unknown --transport '{name}'; use {string.Join(", ", PubSubTransportChoice.KnownNames)} or all.");
                 }
             }
         });

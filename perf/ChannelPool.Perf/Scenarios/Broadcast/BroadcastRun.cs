@@ -19,6 +19,11 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
 
     public async Task<IReadOnlyList<BroadcastResult>> RunAsync(IReadOnlyList<IPubSubTransport> transports, CancellationToken cancellationToken)
     {
+        if (settings.SideBySide is { } sideBySide)
+        {
+            return await SideBySideAsync(transports, sideBySide, cancellationToken);
+        }
+
         var results = new List<BroadcastResult>();
         foreach (var transport in transports)
         {
@@ -93,6 +98,61 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
                 }
             }
         }
+    }
+
+    /// <summary>
+    /// Every transport's fleet at the same M, connected throughout; K-burst probes in turn, the order reversed every other
+    /// round, so load from elsewhere falls on each alike. The probes go to <see cref="BroadcastResult.Alternating"/>.
+    /// </summary>
+    private async Task<IReadOnlyList<BroadcastResult>> SideBySideAsync(IReadOnlyList<IPubSubTransport> transports, int clients, CancellationToken cancellationToken)
+    {
+        var results = new List<BroadcastResult>();
+        foreach (var period in settings.Periods)
+        {
+            var sides = new List<(IPubSubTransport Transport, ClientFleet Fleet, IPubSubClient Publisher, BurstRun Run, List<BroadcastProbe> Probes, int Clients)>();
+            try
+            {
+                foreach (var transport in transports)
+                {
+                    var fleet = new ClientFleet(transport, Topic, settings.ConnectConcurrency);
+                    sides.Add((transport, fleet, await transport.ConnectAsync(static _ => { }, cancellationToken), new BurstRun(fleet), [], Math.Min(clients, context.CapacityFor(transport.Protocol))));
+                }
+
+                context.Console.MarkupLine($"  side by side: an unrecorded round, then {settings.CompareRounds} alternating rounds of K = {settings.Bursts} at M = {clients:N0}, P = {period.TotalSeconds:0.#} s");
+                for (var round = -1; round < settings.CompareRounds; round++)
+                {
+                    foreach (var side in round % 2 == 0 ? sides : Enumerable.Reverse(sides))
+                    {
+                        // Round -1 warms every fleet's code and connections, as the suite's other scenarios do, and is not kept.
+                        var probe = await ProbeAsync(side.Run, side.Fleet, side.Publisher, side.Transport, side.Clients, period, settings.Bursts, cancellationToken);
+                        if (round >= 0)
+                        {
+                            side.Probes.Add(probe);
+                        }
+                    }
+                }
+            }
+            finally
+            {
+                foreach (var side in sides)
+                {
+                    await side.Publisher.DisposeAsync();
+                    await side.Fleet.DisposeAsync();
+                }
+            }
+
+            results.AddRange(sides.Select(side => new BroadcastResult(
+                side.Transport.Name,
+                side.Transport.Protocol.Label(),
+                period.TotalSeconds,
+                settings.Bursts,
+                side.Probes.All(p => p.Passed) ? side.Clients : 0,
+                false,
+                side.Clients < clients ? $"side by side at {side.Clients:N0}, the open-file cap" : null,
+                []) { Alternating = side.Probes }));
+        }
+
+        return results;
     }
 
     private async Task<BroadcastResult> SearchAsync(IPubSubTransport transport, TimeSpan period, CancellationToken cancellationToken)
@@ -198,11 +258,13 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
         var stats = serverStats ?? context.Server.GetStatsAsync;
         var serverBefore = await stats(cancellationToken);
         var clientBefore = ProcessCpuSeconds();
+        var allocatedBefore = GC.GetTotalAllocatedBytes(precise: false);
         await context.Console.Status().StartAsync(
             $"{Markup.Escape(transport.Name)}: {clients:N0} clients, a burst every {period.TotalSeconds:0.#} s",
             async status => probe = await run.RunAsync(publisher, clients, period, bursts, b => status.Status(
                 $"{Markup.Escape(transport.Name)}: {clients:N0} clients, P = {period.TotalSeconds:0.#} s, burst {b} of {bursts}"), cancellationToken));
         var clientCpu = ProcessCpuSeconds() - clientBefore;
+        var clientAllocated = GC.GetTotalAllocatedBytes(precise: false) - allocatedBefore;
         var serverAfter = await stats(cancellationToken);
         if (probe.Latency.Count > 0)
         {
@@ -212,13 +274,16 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
             {
                 ClientCpuMicrosPerDelivery = clientCpu * 1e6 / deliveries,
                 ServerCpuMicrosPerDelivery = serverAfter.IsKnown ? (serverAfter.CpuSeconds - serverBefore.CpuSeconds) * 1e6 / deliveries : double.NaN,
+                ClientBytesPerDelivery = clientAllocated / deliveries,
+                ServerBytesPerDelivery = serverAfter.IsKnown && serverBefore.AllocatedBytes >= 0 ? (serverAfter.AllocatedBytes - serverBefore.AllocatedBytes) / deliveries : double.NaN,
             };
         }
 
         var verdict = probe.Passed ? "[green]pass[/]" : $"[red]fail[/] ({Markup.Escape(probe.Failure ?? string.Empty)})";
         context.Console.MarkupLine(
             $"  {Markup.Escape(transport.Name)} P={period.TotalSeconds:0.#}s M={clients:N0} K={bursts}: {verdict}, worst burst {probe.WorstBurstMs:0.0} ms, p99 {probe.Latency.P99Ms:0.0} ms, " +
-            $"CPU per delivery: client {probe.ClientCpuMicrosPerDelivery:0.0} µs, server {probe.ServerCpuMicrosPerDelivery:0.0} µs");
+            $"CPU per delivery: client {probe.ClientCpuMicrosPerDelivery:0.0} µs, server {probe.ServerCpuMicrosPerDelivery:0.0} µs; " +
+            $"allocated per delivery: client {probe.ClientBytesPerDelivery:N0} B, server {probe.ServerBytesPerDelivery:N0} B");
         if (transport is ITransportDiagnostics { Faults: > 0 } diagnostics)
         {
             context.Console.MarkupLine($"  [yellow]{diagnostics.Faults} client(s) failed so far; first: {Markup.Escape(diagnostics.FirstFault ?? string.Empty)}[/]");

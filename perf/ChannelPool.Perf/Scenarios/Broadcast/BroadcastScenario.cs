@@ -29,6 +29,13 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
         AllowMultipleArgumentsPerToken = true,
     };
 
+    private readonly Option<int> _sideBySide = new("--side-by-side")
+    {
+        Description = "Instead of searching, run every transport at this M, each fleet connected throughout, in --rounds alternating K-burst probes: CPU per delivery at one scale, side by side.",
+    };
+
+    private readonly Option<int> _rounds = PositiveInt("--rounds", "Alternating K-burst probes per transport, side by side or for --topic-rule compare.", 4, max: 50);
+
     private readonly Option<double> _resolution = PositiveDouble("--resolution", "The search stops when the pass/fail gap is at most this fraction of M (0.02 resolves a 5% difference).", 0.1);
 
     /// <summary>Initializes a new instance of the <see cref="BroadcastScenario"/> class.</summary>
@@ -54,6 +61,13 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
                 {
                     r.AddError($"Unknown --http '{value}'; use {string.Join(" or ", ClientProtocols.OptionValues)}, or both (--http 1.1 2).");
                 }
+            }
+        });
+        _sideBySide.Validators.Add(r =>
+        {
+            if (r.GetValueOrDefault<int>() is < 1 or > 100_000)
+            {
+                r.AddError($"--side-by-side must be from 1 to 100000 clients; got {r.GetValueOrDefault<int>()}.");
             }
         });
         _startClients.Validators.Add(r =>
@@ -86,6 +100,8 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
         command.Add(_maxClients);
         command.Add(_resolution);
         command.Add(_http);
+        command.Add(_sideBySide);
+        command.Add(_rounds);
         TopicRuleEndpoint.AddTo(command);
     }
 
@@ -114,6 +130,8 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
             Resolution = Math.Min(Explicit(parse, _resolution) ?? basis.Resolution, 0.5),
             Transports = _transports.Read(parse) with { Protocols = [.. parse.GetValue(_http)!.Select(v => ClientProtocols.Parse(v)!.Value).Distinct()] },
             CompareTopicRule = TopicRuleEndpoint.Compare(parse),
+            CompareRounds = Explicit(parse, _rounds) ?? basis.CompareRounds,
+            SideBySide = IsExplicit(parse, _sideBySide) ? parse.GetValue(_sideBySide) : null,
         };
         return settings with { StartClients = Math.Min(settings.StartClients, settings.MaxClients) };
     }
@@ -147,6 +165,14 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
                 r.Transport, r.Protocol, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(p.Bursts), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
                 Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P50Ms, "0.0"), Num(p.Latency.P99Ms, "0.0"),
                 Num(p.ClientCpuMicrosPerDelivery, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0"), p.Failure ?? string.Empty]))]));
+        if (settings.SideBySide is { } m)
+        {
+            section.Notes.Add($"Side by side, no search: every transport's fleet of M = {m:N0} clients stays connected while each runs {settings.CompareRounds} K-burst probes in turn, " +
+                "the order reversed every other round; each figure is the median over its rounds. Client and server share the machine's cores, so the total per delivery is what sets capacity.");
+            AddSideBySide(section, results);
+            return section;
+        }
+
         if (results.Any(r => r.Alternating.Count > 0))
         {
             section.Tables.Add(new ReportTable(
@@ -175,6 +201,47 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
 
         AddTargets(section, results);
         return section;
+    }
+
+    private static double Median(IEnumerable<double> values)
+    {
+        var sorted = values.Where(double.IsFinite).Order().ToList();
+        return sorted.Count == 0 ? double.NaN : sorted.Count % 2 == 1 ? sorted[sorted.Count / 2] : (sorted[(sorted.Count / 2) - 1] + sorted[sorted.Count / 2]) / 2;
+    }
+
+    /// <summary>
+    /// The side-by-side rounds, with each transport's total CPU per delivery over the floor's and long polling's on the
+    /// same protocol: client and server share the machine's cores, so the total is what sets capacity, and long polling's
+    /// total over ours is the capacity ratio those costs predict.
+    /// </summary>
+    private static void AddSideBySide(ReportSection section, IReadOnlyList<BroadcastResult> results)
+    {
+        var rows = results.Select(r => (
+            Result: r,
+            Client: Median(r.Alternating.Select(p => p.ClientCpuMicrosPerDelivery)),
+            Server: Median(r.Alternating.Select(p => p.ServerCpuMicrosPerDelivery)),
+            ClientBytes: Median(r.Alternating.Select(p => p.ClientBytesPerDelivery)),
+            ServerBytes: Median(r.Alternating.Select(p => p.ServerBytesPerDelivery)))).ToList();
+        double Total(string prefix, BroadcastResult like) =>
+            rows.FirstOrDefault(x => x.Result.Transport.StartsWith(prefix, StringComparison.Ordinal) && x.Result.Protocol == like.Protocol && x.Result.PeriodSeconds == like.PeriodSeconds)
+                is { Result: not null } row ? row.Client + row.Server : double.NaN;
+        section.Tables.Add(new ReportTable(
+            "CPU and allocation per delivery, side by side (median of the rounds)",
+            ["Transport", "HTTP", "P (s)", "M", "Rounds on time", "Client µs", "Server µs", "Total µs", "× floor", "Long polling's total ÷ this", "Client B", "Server B"],
+            [.. rows.Select(x => (IReadOnlyList<string>)[
+                x.Result.Transport, x.Result.Protocol, Num(x.Result.PeriodSeconds, "0.#"), Num(x.Result.Alternating.Count > 0 ? x.Result.Alternating[0].Clients : 0),
+                $"{x.Result.Alternating.Count(p => p.Passed)} of {x.Result.Alternating.Count}",
+                Num(x.Client, "0.0"), Num(x.Server, "0.0"), Num(x.Client + x.Server, "0.0"),
+                Ratio((x.Client + x.Server) / Total(PubSubTransportChoice.Floor, x.Result)),
+                Ratio(Total(PubSubTransportChoice.SignalRLongPolling, x.Result) / (x.Client + x.Server)),
+                Num(x.ClientBytes, "N0"), Num(x.ServerBytes, "N0")])]));
+        section.Tables.Add(new ReportTable(
+            "Rounds",
+            ["Transport", "HTTP", "P (s)", "M", "Round", "Result", "Worst burst ms", "p99 ms", "Client CPU µs/delivery", "Server CPU µs/delivery", "Client B/delivery", "Server B/delivery"],
+            [.. results.SelectMany(r => r.Alternating.Select((p, i) => (IReadOnlyList<string>)[
+                r.Transport, r.Protocol, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(i + 1), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
+                Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P99Ms, "0.0"), Num(p.ClientCpuMicrosPerDelivery, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0"),
+                Num(p.ClientBytesPerDelivery, "N0"), Num(p.ServerBytesPerDelivery, "N0")]))]));
     }
 
     /// <summary>The client and server CPU per delivery of the K-burst probe that confirmed a result's M.</summary>

@@ -37,6 +37,13 @@ internal sealed record BroadcastSettings
 
     /// <summary>Gets how many K-burst probes each side of the rule comparison runs, alternating, at one M, after the searches.</summary>
     public int CompareRounds { get; init; } = 4;
+
+    /// <summary>
+    /// Gets the M at which every transport runs <see cref="CompareRounds"/> K-burst probes side by side, in alternating
+    /// order with every fleet connected throughout, instead of searching; null to search. What each delivery costs at one
+    /// scale, on the same machine at the same time: the 2× question without two searches minutes apart.
+    /// </summary>
+    public int? SideBySide { get; init; }
 }
 
 /// <summary>One try at M clients.</summary>
@@ -47,6 +54,12 @@ internal sealed record BroadcastProbe(int Clients, int Bursts, bool Passed, int 
 
     /// <summary>Gets the processor time per delivered notification in the server process, in microseconds (NaN when not measured).</summary>
     public double ServerCpuMicrosPerDelivery { get; init; } = double.NaN;
+
+    /// <summary>Gets the bytes the client process allocated per delivered notification (NaN when not measured).</summary>
+    public double ClientBytesPerDelivery { get; init; } = double.NaN;
+
+    /// <summary>Gets the bytes the server process allocated per delivered notification (NaN when not measured).</summary>
+    public double ServerBytesPerDelivery { get; init; } = double.NaN;
 }
 
 /// <summary>The search's outcome for one transport at one period.</summary>

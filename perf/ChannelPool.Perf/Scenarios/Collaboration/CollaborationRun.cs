@@ -40,6 +40,13 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
             return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, limit);
         }
 
+        if (transport is FloorTransport)
+        {
+            const string Floor = "skipped: the floor answers a publisher's own poll too, so it has no collaboration row; it runs in broadcast";
+            context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Floor}[/]");
+            return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, Floor);
+        }
+
         var topics = Enumerable.Range(0, row.Topics).Select(t => new TopicState(row.ClientsPerTopic)).ToArray();
         var latency = new LatencyRecorder();
         var members = new IPubSubClient[row.Topics][];
@@ -71,10 +78,37 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
                     });
             });
 
+            // Before the clock, every transport alike: a few unrecorded iterations (first sends and polls of every session,
+            // tier-0 code, timers), then a full collection in both processes, so the connects' garbage is not collected
+            // during the measured iterations. Without them the first row's p99 was the first second's, not the transport's.
+            var warmup = settings.WarmupIterations;
+            if (warmup > 0)
+            {
+                var warmupDelay = delay < CollaborationSettings.WarmupDelayCap ? delay : CollaborationSettings.WarmupDelayCap;
+                await context.Console.Status().StartAsync(
+                    $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {warmup} warm-up iterations",
+                    async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t =>
+                        RunTopicAsync(t, topics[t], members[t], 0, warmup, warmupDelay, StartOffset(t, row.Topics, warmupDelay), cancellationToken))));
+                if (context.HasServer)
+                {
+                    // The redis command's duplex nodes run in this process, so the collection below covers them.
+                    await context.Server.SettleAsync(cancellationToken);
+                }
+
+                Servers.PerfServer.Settle();
+            }
+
+            var warmupLost = topics.Sum(topic => topic.RecordFrom(warmup));
+            if (warmupLost > 0)
+            {
+                context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {warmupLost:N0} notifications lost or duplicated in the warm-up[/]");
+            }
+
             var started = Stopwatch.GetTimestamp();
             await context.Console.Status().StartAsync(
                 $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {iterations} iterations",
-                async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t => RunTopicAsync(t, topics[t], members[t], iterations, delay, StartOffset(t, row.Topics, delay), cancellationToken))));
+                async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t =>
+                    RunTopicAsync(t, topics[t], members[t], warmup, iterations, delay, StartOffset(t, row.Topics, delay), cancellationToken))));
             var result = new CollaborationResult(
                 transport.Name,
                 row,
@@ -101,7 +135,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
     private TimeSpan StartOffset(int t, int topics, TimeSpan delay) =>
         settings.Phase == CollaborationPhase.Spread ? delay * t / topics : TimeSpan.Zero;
 
-    private async Task RunTopicAsync(int t, TopicState topic, IPubSubClient[] members, int iterations, TimeSpan delay, TimeSpan startOffset, CancellationToken cancellationToken)
+    private static async Task RunTopicAsync(int t, TopicState topic, IPubSubClient[] members, int first, int iterations, TimeSpan delay, TimeSpan startOffset, CancellationToken cancellationToken)
     {
         var topicName = TopicName(t);
         if (startOffset > TimeSpan.Zero)
@@ -111,7 +145,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
 
         // Late by more than this and a message counts as lost: far beyond any latency worth reporting.
         var patience = TimeSpan.FromSeconds(30);
-        for (var i = 0; i < iterations; i++)
+        for (var i = first; i < first + iterations; i++)
         {
             var publisher = i % members.Length;
             var arrived = topic.Begin(i);
@@ -135,6 +169,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
         private int _remaining;
         private readonly int[] _lastSeen = [.. Enumerable.Repeat(-1, members)];
         private TaskCompletionSource _arrived = new();
+        private int _recordFrom = int.MaxValue; // nothing counts until RecordFrom says where the warm-up ends
 
         public long Lost { get; private set; }
 
@@ -149,6 +184,17 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
                 _remaining = members - 1;
                 _arrived = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
                 return _arrived.Task;
+            }
+        }
+
+        /// <summary>Counts only from iteration <paramref name="iteration"/> on: those before warm up. Returns what they lost or duplicated.</summary>
+        public long RecordFrom(int iteration)
+        {
+            using (_lock.EnterScope())
+            {
+                var warmup = Lost + Duplicates;
+                (_recordFrom, Lost, Duplicates) = (iteration, 0, 0);
+                return warmup;
             }
         }
 
@@ -192,7 +238,11 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
                 }
             }
 
-            latency.Record(now - stamp.Timestamp);
+            if (stamp.Burst >= Volatile.Read(ref _recordFrom))
+            {
+                latency.Record(now - stamp.Timestamp);
+            }
+
             done?.TrySetResult();
         }
     }

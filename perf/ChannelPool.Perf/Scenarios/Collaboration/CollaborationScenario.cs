@@ -15,6 +15,12 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
 {
     private readonly PubSubTransportOptions _transports;
     private readonly Option<int> _iterations = PositiveInt("--iterations", "Publishes per topic (the original: at least 100).", 100);
+    private readonly Option<int> _warmup = new("--warmup")
+    {
+        Description = "Iterations every topic runs before the clock, unrecorded, then a full collection in both processes; 0 for none. Default: 2.",
+        DefaultValueFactory = _ => 2,
+    };
+
     private readonly Option<double> _delayScale = PositiveDouble("--delay-scale", "A factor on every D, to shorten a run (1 keeps the original's delays).", 1);
     private readonly Option<string> _rows = new("--rows") { Description = "Which rows: original (the seven of the 2009 table), stretch, or all (default).", DefaultValueFactory = _ => "all" };
     private readonly Option<string> _phase = new("--phase") { Description = "spread (default): topics publish out of step, evenly over D, as independent clients would; aligned: every topic publishes at the same instant (the worst case).", DefaultValueFactory = _ => "spread" };
@@ -26,6 +32,14 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     {
         _transports = transports;
         _rows.AcceptOnlyFromAmong("original", "stretch", "all");
+        _warmup.Validators.Add(r =>
+        {
+            var value = r.GetValueOrDefault<int>();
+            if (value is < 0 or > 100)
+            {
+                r.AddError($"--warmup must be from 0 to 100 iterations; got {value}.");
+            }
+        });
         _phase.AcceptOnlyFromAmong("spread", "aligned");
         _row.Validators.Add(r =>
         {
@@ -54,6 +68,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     {
         _transports.AddTo(command);
         command.Add(_iterations);
+        command.Add(_warmup);
         command.Add(_delayScale);
         command.Add(_rows);
         command.Add(_row);
@@ -85,6 +100,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
         {
             Rows = rows,
             Iterations = Explicit(parse, _iterations) ?? basis.Iterations,
+            WarmupIterations = Explicit(parse, _warmup) ?? basis.WarmupIterations,
             DelayScale = Explicit(parse, _delayScale) ?? basis.DelayScale,
             Phase = parse.GetValue(_phase) == "aligned" ? CollaborationPhase.Aligned : CollaborationPhase.Spread,
             Transports = _transports.Read(parse),
@@ -92,8 +108,12 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
         };
     }
 
-    public override Task<IReadOnlyList<CollaborationResult>> RunAsync(PerfContext context, CollaborationSettings settings, CancellationToken cancellationToken) =>
-        Broadcast.TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
+    public override Task<IReadOnlyList<CollaborationResult>> RunAsync(PerfContext context, CollaborationSettings settings, CancellationToken cancellationToken)
+    {
+        // After broadcast, on fresh connections: no idle pool left to expire all at once under the first row's clock.
+        context.RenewConnections();
+        return Broadcast.TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
+    }
 
     public override ReportSection Report(IReadOnlyList<CollaborationResult> results, CollaborationSettings settings, PerfContext context)
     {

@@ -58,6 +58,15 @@ internal sealed record CollaborationSettings
     public int IterationsFor(CollaborationRow row) =>
         EnoughForP99 ? Math.Max(Iterations, (P99Publishes + row.Topics - 1) / row.Topics) : Iterations;
 
+    /// <summary>
+    /// Gets how many iterations every topic runs before the clock, unrecorded, followed by a full collection in both
+    /// processes: each transport starts its row warm and without the connects' garbage to collect.
+    /// </summary>
+    public int WarmupIterations { get; init; } = 2;
+
+    /// <summary>The longest quiet time between warm-up iterations: they warm code and sessions, which takes no waiting.</summary>
+    public static readonly TimeSpan WarmupDelayCap = TimeSpan.FromSeconds(0.1);
+
     /// <summary>Gets a factor applied to every D, to shorten a run; 1 runs the original's delays.</summary>
     public double DelayScale { get; init; } = 1.0;
 

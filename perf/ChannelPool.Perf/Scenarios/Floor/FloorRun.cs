@@ -30,7 +30,7 @@ internal sealed class FloorRun(PerfContext context, FloorSettings settings)
         var fleets = new List<Fleet>
         {
             new("floor", FloorName, Http11, new FloorTransport(context.Http, endpoints.Floor, FloorName), Ours: false),
-            new("floor-h2", FloorName, Http2, new FloorTransport(http2, new Uri(http2Base, "floor"), FloorName), Ours: false),
+            new("floor-h2", FloorName, Http2, new FloorTransport(http2, new Uri(http2Base, "floor"), FloorName, ClientProtocol.Http2), Ours: false),
             new("single", "ours, single", Http11, new DuplexPubSubTransport(context.Http, endpoints.PubSub, DuplexEncoding.Binary, PollingDuplexMode.SingleMessagePerPoll), Ours: true),
             new("multiple", "ours, multiple", Http11, new DuplexPubSubTransport(context.Http, endpoints.PubSub, DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), Ours: true),
             new("multiple-h2", "ours, multiple", Http2, new DuplexPubSubTransport(http2, new Uri(http2Base, "pubsub"), DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), Ours: true),
