@@ -25,7 +25,7 @@ public sealed class PubSubHandler : PollingDuplexHandler
     /// <summary>Gets the number of subscribers of <paramref name="topic"/>.</summary>
     /// <param name="topic">The topic.</param>
     /// <returns>How many sessions are subscribed.</returns>
-    public int SubscriberCount(string topic) => _topics.Members(topic).Length;
+    public int SubscriberCount(string topic) => _topics.MemberCount(topic);
 
     /// <summary>Gets how many topics have subscribers: a topic goes away with its last one.</summary>
     internal int TopicCount => _topics.Count;
