@@ -159,8 +159,28 @@ internal sealed class PooledChannel<TChannel>
         /// <summary>Gets or sets which slots are leased: bit <c>i</c> for slot <c>i</c>. Zero while the channel is idle.</summary>
         public ulong BusySlots { get; set; }
 
+        /// <summary>
+        /// Gets or sets which slots' leases joined the channel while another lease held it: bit <c>i</c> for slot <c>i</c>.
+        /// Adaptive sharing times those apart from leases that had the channel alone.
+        /// </summary>
+        public ulong JoinedSlots { get; set; }
+
         /// <summary>Gets or sets whether the channel is in the pool's list of leased channels with a free slot.</summary>
         public bool IsShareable { get; set; }
+
+        /// <summary>Slot 0 is leased from idle: the lease has the channel alone, until others join it.</summary>
+        public void LeaseAlone()
+        {
+            BusySlots = 1;
+            JoinedSlots = 0;
+        }
+
+        /// <summary>A released <paramref name="slot"/> goes straight to a waiter, who joins the channel if others hold it.</summary>
+        public void HandOver(int slot)
+        {
+            var bit = 1UL << slot;
+            JoinedSlots = (BusySlots & ~bit) != 0 ? JoinedSlots | bit : JoinedSlots & ~bit;
+        }
 
         /// <summary>
         /// Gets or sets why the channel takes no more leases: a holder found it broken, unusable or expired while others

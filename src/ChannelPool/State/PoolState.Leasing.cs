@@ -44,8 +44,8 @@ internal sealed partial class PoolState<TChannel>
         var kind = LeaseKind.Idle;
         if (entry.Shared is { } shared)
         {
-            shared.BusySlots = 1;
-            if (settings.MaxLeasesPerChannel > 1)
+            shared.LeaseAlone();
+            if (ShareLimit_NoLock() > 1)
             {
                 kind = LeaseKind.IdleShareable;
             }
@@ -106,7 +106,7 @@ internal sealed partial class PoolState<TChannel>
             {
                 // Back to idle (parked while paused, when nobody is handed a channel), or to its other leases. A paused
                 // pool lets no lease join a shared channel: one lease per channel stops its sharing.
-                if (entry.Shared is null || _shared.Release(entry, slot, _paused ? 1 : settings.MaxLeasesPerChannel, _waiters))
+                if (entry.Shared is null || _shared.Release(entry, slot, _paused ? 1 : ShareLimit_NoLock(), _waiters))
                 {
                     _leasedCount--;
                     EnterIdle_NoLock(entry);
@@ -116,8 +116,9 @@ internal sealed partial class PoolState<TChannel>
                 return new ReleaseOutcome(ReleaseKind.Kept, waiter: null, opens: 0, reason: default);
             }
 
-            // Handed straight to the oldest waiter: the slot stays leased.
+            // Handed straight to the oldest waiter: the slot stays leased, shared if others still hold the channel.
             var waiter = _waiters.Dequeue();
+            entry.Shared?.HandOver(slot);
             Exit(nameof(Release));
             return new ReleaseOutcome(ReleaseKind.HandedOver, waiter, opens: 0, reason: default);
         }
@@ -159,7 +160,7 @@ internal sealed partial class PoolState<TChannel>
     public List<(Waiter<TChannel> Waiter, int Slot)>? Share(PooledChannel<TChannel> entry)
     {
         _gate.Enter();
-        var joiners = _disposed ? null : _shared.Share(entry, _settings.MaxLeasesPerChannel, _waiters);
+        var joiners = _disposed ? null : _shared.Share(entry, ShareLimit_NoLock(), _waiters);
         Exit(nameof(Share));
         return joiners;
     }
@@ -241,8 +242,7 @@ internal sealed partial class PoolState<TChannel>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private LeaseClaim TryJoin_NoLock()
     {
-        var settings = _settings;
-        if (!_shared.TryJoin(settings.MaxLeasesPerChannel, _clock.Now, out var entry, out var slot))
+        if (!_shared.TryJoin(ShareLimit_NoLock(), _clock.Now, out var entry, out var slot))
         {
             return default;
         }

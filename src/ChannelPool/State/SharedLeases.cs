@@ -183,6 +183,9 @@ internal sealed class SharedLeases<TChannel>
         var shared = entry.Shared!;
         var slot = BitOperations.TrailingZeroCount(~shared.BusySlots);
         shared.BusySlots |= 1UL << slot;
+
+        // Always beside another lease: a shareable channel is never without one.
+        shared.JoinedSlots |= 1UL << slot;
         if (!HasFreeSlot(shared, maxLeases))
         {
             Unshare(entry);

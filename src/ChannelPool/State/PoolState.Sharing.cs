@@ -1,0 +1,55 @@
+namespace ChannelPool;
+
+// Adaptive sharing: whether leases join channels others hold, following how long leases last (Sharing/SharingController.cs).
+internal sealed partial class PoolState<TChannel>
+{
+    /// <summary>Gets whether the pool times leases for adaptive sharing; read without the gate.</summary>
+    public bool SamplesLeases => Volatile.Read(ref _sharing) is not null;
+
+    /// <summary>Gets adaptive sharing's controller, for tests and diagnostics; null when sharing is not adaptive.</summary>
+    internal SharingController? Sharing => Volatile.Read(ref _sharing);
+
+    /// <summary>
+    /// <see cref="Release"/> for a lease timed for adaptive sharing: its duration, ending at <paramref name="now"/>, goes to
+    /// the controller first, which may start or stop sharing, before the release itself.
+    /// </summary>
+    public ReleaseOutcome ReleaseSampled(PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason, long startedAt, long now)
+    {
+        _gate.Enter();
+        ref var lease = ref entry.SlotAt(slot);
+        if (lease.Version != version)
+        {
+            _gate.Exit();
+            return default;
+        }
+
+        lease.Version = version + 1;
+        if (_sharing is { } sharing && entry.Shared is { } shared
+            && sharing.Record(now - startedAt, (shared.JoinedSlots & (1UL << slot)) != 0, now) && !sharing.Allowed)
+        {
+            // Channels already shared keep their leases, but take no new ones; each goes back to idle at its last release.
+            _shared.StopSharing();
+        }
+
+        return ReleaseOther_NoLock(entry, slot, reason);
+    }
+
+    /// <summary>How many leases a channel may carry now: <see cref="PoolSettings.MaxLeasesPerChannel"/>, or 1 while adaptive sharing is off.</summary>
+    private int ShareLimit_NoLock() => _sharing is { Allowed: false } ? 1 : _settings.MaxLeasesPerChannel;
+
+    /// <summary>Follows the sharing setting: a controller, kept across reloads, when adaptive; none otherwise.</summary>
+    private void FollowSharingSettings_NoLock(PoolSettings settings)
+    {
+        if (settings.LeaseSharing != LeaseSharing.Adaptive || settings.MaxLeasesPerChannel == 1)
+        {
+            Volatile.Write(ref _sharing, null);
+        }
+        else if (_sharing is null)
+        {
+            Volatile.Write(ref _sharing, new SharingController(_timeProvider.TimestampFrequency, _timeProvider.GetTimestamp()));
+
+            // Sharing starts off, until the controller has its baseline.
+            _shared.StopSharing();
+        }
+    }
+}
