@@ -119,7 +119,7 @@ public sealed class ChannelPoolOptions
     /// <summary>
     /// Gets or sets whether a lease joins a channel other leases hold, when <see cref="MaxLeasesPerChannel"/> is above 1:
     /// <see cref="ChannelPool.LeaseSharing.Always"/> (the default), or <see cref="ChannelPool.LeaseSharing.Adaptive"/>,
-    /// only while shared leases last no longer than 1.5 times leases that have their channel alone.
+    /// only while leases that share channels last no longer than 1.5 times leases that have a channel of their own.
     /// </summary>
     /// <remarks>
     /// Adaptive suits a service whose concurrency is not known, or changes: a service that serves a session's calls

@@ -160,26 +160,26 @@ internal sealed class PooledChannel<TChannel>
         public ulong BusySlots { get; set; }
 
         /// <summary>
-        /// Gets or sets which slots' leases joined the channel while another lease held it: bit <c>i</c> for slot <c>i</c>.
-        /// Adaptive sharing times those apart from leases that had the channel alone.
+        /// Gets or sets which slots' leases began while the pool let leases share channels: bit <c>i</c> for slot <c>i</c>.
+        /// Adaptive sharing times those apart from leases that began while each lease had a channel of its own.
         /// </summary>
-        public ulong JoinedSlots { get; set; }
+        public ulong SharingSlots { get; set; }
 
         /// <summary>Gets or sets whether the channel is in the pool's list of leased channels with a free slot.</summary>
         public bool IsShareable { get; set; }
 
-        /// <summary>Slot 0 is leased from idle: the lease has the channel alone, until others join it.</summary>
-        public void LeaseAlone()
+        /// <summary>Slot 0 is leased from idle, while the pool lets leases share channels or not.</summary>
+        public void LeaseFromIdle(bool sharing)
         {
             BusySlots = 1;
-            JoinedSlots = 0;
+            SharingSlots = sharing ? 1UL : 0;
         }
 
-        /// <summary>A released <paramref name="slot"/> goes straight to a waiter, who joins the channel if others hold it.</summary>
-        public void HandOver(int slot)
+        /// <summary>A released <paramref name="slot"/> goes straight to a waiter, while the pool lets leases share channels or not.</summary>
+        public void HandOver(int slot, bool sharing)
         {
             var bit = 1UL << slot;
-            JoinedSlots = (BusySlots & ~bit) != 0 ? JoinedSlots | bit : JoinedSlots & ~bit;
+            SharingSlots = sharing ? SharingSlots | bit : SharingSlots & ~bit;
         }
 
         /// <summary>

@@ -14,11 +14,12 @@ public enum LeaseSharing
     Always,
 
     /// <summary>
-    /// Leases share a channel only while that does not make them slower: the pool compares how long leases that joined a
-    /// channel others held last with how long leases that had their channel alone last, stops sharing as soon as shared
-    /// leases take more than 1.5 times as long (a service that serves one session's calls one at a time queues callers
-    /// on a shared channel), and tries sharing again later, after 1 second at first and up to 5 minutes after repeated
-    /// failures. Needs <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> above 1.
+    /// Leases share a channel only while that does not make them slower: the pool compares how long leases last while
+    /// they share channels with how long they last while each has a channel of its own, stops sharing as soon as they
+    /// take more than 1.5 times as long with it (a service that serves one session's calls one at a time queues callers
+    /// on a shared channel), and tries sharing again later, after a tenth of a second at first and up to 5 minutes after repeated
+    /// failures. It starts with a channel per lease, until 16 leases give it a baseline. Needs
+    /// <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> above 1.
     /// </summary>
     Adaptive,
 }

@@ -2,55 +2,64 @@ namespace ChannelPool;
 
 /// <summary>
 /// Adaptive sharing (<see cref="LeaseSharing.Adaptive"/>): whether a lease may join a channel other leases hold, decided
-/// from how long leases last. <see cref="PoolState{TChannel}"/> owns one and feeds it under its gate.
+/// from how fast leases end and how long they last. <see cref="PoolState{TChannel}"/> owns one and feeds it under its gate.
 /// </summary>
 /// <remarks>
 /// <para>
-/// The rule. Two moving averages of lease duration: leases that had their channel alone, taken while sharing is off,
-/// and leases that joined a channel others held, taken while it is on. Sharing starts once <see cref="BaselineSamples"/>
-/// fresh alone leases give a baseline, and stops at the shared lease that brings the shared average above
-/// <see cref="SlowerFactor"/> times the baseline, once there are <see cref="VerdictSamples"/> of them: a service that
-/// serves one session's calls one at a time queues the callers of a shared channel behind each other, and a binding
-/// that stalls under concurrent calls on one session shows the same. After a stop, sharing is tried again after
-/// <see cref="FirstProbeDelay"/>, twice as long after each failed try, at most <see cref="MaxProbeDelay"/>; a try that
-/// lasts <see cref="ProbeSamples"/> shared leases resets the delay.
+/// The rule. Leases are watched in windows of at least <see cref="MinSamples"/> leases and <see cref="MinWindow"/>: how
+/// many end each second, and the median duration of the last <see cref="MedianSamples"/>. A window of leases that began
+/// while each lease had a channel of its own (exclusive) makes the baseline; then leases share, and each window of
+/// leases that began while they shared is judged against it. Sharing stops when those leases end at less than
+/// 1 / <see cref="SlowerFactor"/> of the baseline's rate (a service that serves one session's calls one at a time serves
+/// the callers of a shared channel one after another), or last more than <see cref="StallFactor"/> times as long (a
+/// binding that stalls under concurrent calls on one session, or a queue that the rate of a light load hides).
+/// After a stop, sharing is tried again after <see cref="FirstProbeDelay"/>, twice as long after each failed try, at
+/// most <see cref="MaxProbeDelay"/>; a try that passes its first window resets the delay. A try that goes on takes a
+/// fresh baseline every <see cref="RefreshWindows"/> windows.
 /// </para>
 /// <para>
-/// Why durations compare fairly: callers in a loop finish as fast as the pool serves them, so at a given number of
-/// callers a lease lasts callers ÷ throughput, and the shorter leases are those of the faster way. Alone leases taken
-/// while sharing is on are left out: they start on an idle channel, ahead of any queue, and would flatter the baseline.
-/// A baseline left stale by a change of load or service reads as a stop and a fresh try a second later.
+/// Why the rate first: duration misjudges a fast service. On a shared WCF channel one receive loop completes every
+/// caller's call, and each caller's next steps run on it before the next reply is read, so a shared lease lasts longer
+/// while more of them end each second (net.tcp with TLS, 8 callers, an instant service: twice the median duration, a
+/// fifth more calls). Windows last at least <see cref="MinWindow"/> because over a millisecond a rate is noise. Medians,
+/// not means: a lease's duration has a long tail (a collection, a thread-pool stall). A baseline left stale by a change
+/// of load reads as a stop and a try a tenth of a second later, or is refreshed.
 /// </para>
-/// <para>Nothing here allocates, and the lease path reads only <see cref="Allowed"/>.</para>
+/// <para>Nothing here allocates after construction, and the lease path reads only <see cref="Allowed"/>.</para>
 /// </remarks>
 internal sealed class SharingController
 {
-    /// <summary>Shared leases lasting more than this many times the alone ones stop sharing.</summary>
+    /// <summary>Sharing stops when leases end at less than 1 / this of the exclusive rate.</summary>
     public const double SlowerFactor = 1.5;
 
-    /// <summary>Alone leases, since sharing last stopped, that make a baseline to try sharing against.</summary>
-    public const int BaselineSamples = 16;
+    /// <summary>Sharing stops when leases' median duration is more than this many times the exclusive one.</summary>
+    public const double StallFactor = 8;
 
-    /// <summary>Shared leases before their average can stop sharing: enough that one slow call does not.</summary>
-    public const int VerdictSamples = 8;
+    /// <summary>The fewest leases a window holds.</summary>
+    public const int MinSamples = 16;
 
-    /// <summary>Shared leases after which a try of sharing counts as passed, and the next delay starts short again.</summary>
-    public const int ProbeSamples = 64;
+    /// <summary>How many recent durations a window's median is taken over.</summary>
+    public const int MedianSamples = 32;
 
-    /// <summary>The delay before sharing is tried again after it stopped for the first time since it last passed.</summary>
-    public static readonly TimeSpan FirstProbeDelay = TimeSpan.FromSeconds(1);
+    /// <summary>Windows of sharing after which a fresh baseline is taken.</summary>
+    public const int RefreshWindows = 64;
+
+    /// <summary>The shortest window.</summary>
+    public static readonly TimeSpan MinWindow = TimeSpan.FromMilliseconds(50);
+
+    /// <summary>The delay before sharing is tried again after it stopped for the first time since a try last passed.</summary>
+    public static readonly TimeSpan FirstProbeDelay = TimeSpan.FromMilliseconds(100);
 
     /// <summary>The longest delay before sharing is tried again, after failed tries doubled it.</summary>
     public static readonly TimeSpan MaxProbeDelay = TimeSpan.FromMinutes(5);
 
-    // Each new duration moves an average an eighth of the way: about the last 16 leases count.
-    private const double Weight = 1.0 / 8;
-
     private readonly long _frequency;
-    private double _alone;
-    private int _aloneSamples;
-    private double _shared;
-    private int _sharedSamples;
+    private readonly long _minWindow;
+    private readonly long[] _durations = new long[MedianSamples];
+    private readonly long[] _sorted = new long[MedianSamples];
+    private int _samples;
+    private long _windowStart;
+    private int _windows;
     private long _probeAt;
     private TimeSpan _probeDelay = FirstProbeDelay;
 
@@ -58,70 +67,99 @@ internal sealed class SharingController
     public SharingController(long timestampFrequency, long now)
     {
         _frequency = timestampFrequency;
+        _minWindow = (long)(MinWindow.TotalSeconds * timestampFrequency);
         _probeAt = now;
+        _windowStart = now;
     }
 
     /// <summary>Gets whether a lease may join a channel others hold.</summary>
     public bool Allowed { get; private set; }
 
-    /// <summary>Gets how many times sharing stopped because shared leases were slower.</summary>
+    /// <summary>Gets how many times sharing stopped because leases were slower with it.</summary>
     public long Stops { get; private set; }
 
-    /// <summary>Gets the average duration of alone leases, in timestamp units.</summary>
-    public double AloneAverage => _alone;
+    /// <summary>Gets the baseline's median lease duration, in timestamp units.</summary>
+    public long Baseline { get; private set; }
 
-    /// <summary>Gets the average duration of shared leases in the current try, in timestamp units.</summary>
-    public double SharedAverage => _shared;
+    /// <summary>Gets the baseline's leases per second.</summary>
+    public double BaselineRate { get; private set; }
+
+    /// <summary>Gets the last window of sharing's median lease duration, in timestamp units.</summary>
+    public long SharingMedian { get; private set; }
+
+    /// <summary>Gets the last window of sharing's leases per second.</summary>
+    public double SharingRate { get; private set; }
 
     /// <summary>
     /// Takes one lease's duration. Returns <see langword="true"/> when this starts or stops sharing
     /// (<see cref="Allowed"/> tells which).
     /// </summary>
     /// <param name="duration">How long the lease lasted, in timestamp units.</param>
-    /// <param name="joined">Whether it joined a channel another lease held.</param>
+    /// <param name="sharing">Whether it began while leases shared channels.</param>
     /// <param name="now">The timestamp of its release.</param>
-    public bool Record(long duration, bool joined, long now)
+    public bool Record(long duration, bool sharing, long now)
     {
-        if (joined != Allowed)
+        if (sharing != Allowed || now < _probeAt)
         {
-            // A lease of the other regime, or one that began before a switch: it measures neither.
+            // A lease that began before a switch measures neither regime; the baseline is of leases after the delay.
+            _samples = 0;
+            _windowStart = now;
             return false;
         }
 
-        return joined ? RecordShared(duration, now) : RecordAlone(duration, now);
+        _durations[_samples++ % MedianSamples] = duration;
+        if (_samples < MinSamples || now - _windowStart < _minWindow)
+        {
+            return false;
+        }
+
+        var rate = _samples * (double)_frequency / (now - _windowStart);
+        var median = Median();
+        _samples = 0;
+        _windowStart = now;
+        return sharing ? Judge(rate, median, now) : StartSharing(rate, median);
     }
 
-    private bool RecordAlone(long duration, long now)
+    private bool StartSharing(double rate, long median)
     {
-        _alone = _aloneSamples++ == 0 && _alone == 0 ? duration : _alone + (Weight * (duration - _alone));
-        if (_aloneSamples < BaselineSamples || now < _probeAt)
-        {
-            return false;
-        }
-
+        (BaselineRate, Baseline) = (rate, median);
+        _windows = 0;
         Allowed = true;
-        _sharedSamples = 0;
         return true;
     }
 
-    private bool RecordShared(long duration, long now)
+    private bool Judge(double rate, long median, long now)
     {
-        _shared = _sharedSamples++ == 0 ? duration : _shared + (Weight * (duration - _shared));
-        if (_sharedSamples >= VerdictSamples && _shared > SlowerFactor * _alone)
+        (SharingRate, SharingMedian) = (rate, median);
+        if (rate * SlowerFactor < BaselineRate || median > StallFactor * Baseline)
         {
             Allowed = false;
             Stops++;
-            _aloneSamples = 0;
             _probeAt = now + (long)(_probeDelay.TotalSeconds * _frequency);
             _probeDelay = _probeDelay * 2 < MaxProbeDelay ? _probeDelay * 2 : MaxProbeDelay;
             return true;
         }
 
-        if (_sharedSamples == ProbeSamples)
+        if (++_windows == 1)
         {
             _probeDelay = FirstProbeDelay;
         }
+        else if (_windows == RefreshWindows)
+        {
+            // Not a stop: sharing resumes as soon as the fresh baseline is in.
+            Allowed = false;
+            return true;
+        }
 
         return false;
+    }
+
+    /// <summary>The upper median of the window's last durations.</summary>
+    private long Median()
+    {
+        var count = Math.Min(_samples, MedianSamples);
+        Array.Copy(_durations, _sorted, count);
+        Array.Sort(_sorted, 0, count);
+        return _sorted[count / 2];
     }
 }

@@ -44,8 +44,9 @@ internal sealed partial class PoolState<TChannel>
         var kind = LeaseKind.Idle;
         if (entry.Shared is { } shared)
         {
-            shared.LeaseAlone();
-            if (ShareLimit_NoLock() > 1)
+            var sharing = ShareLimit_NoLock() > 1;
+            shared.LeaseFromIdle(sharing);
+            if (sharing)
             {
                 kind = LeaseKind.IdleShareable;
             }
@@ -116,9 +117,9 @@ internal sealed partial class PoolState<TChannel>
                 return new ReleaseOutcome(ReleaseKind.Kept, waiter: null, opens: 0, reason: default);
             }
 
-            // Handed straight to the oldest waiter: the slot stays leased, shared if others still hold the channel.
+            // Handed straight to the oldest waiter: the slot stays leased.
             var waiter = _waiters.Dequeue();
-            entry.Shared?.HandOver(slot);
+            entry.Shared?.HandOver(slot, sharing: ShareLimit_NoLock() > 1);
             Exit(nameof(Release));
             return new ReleaseOutcome(ReleaseKind.HandedOver, waiter, opens: 0, reason: default);
         }

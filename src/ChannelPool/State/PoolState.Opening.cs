@@ -93,7 +93,7 @@ internal sealed partial class PoolState<TChannel>
             _leasedCount++;
             if (entry.Shared is { } shared)
             {
-                shared.LeaseAlone();
+                shared.LeaseFromIdle(sharing: ShareLimit_NoLock() > 1);
                 joiners = _shared.Share(entry, ShareLimit_NoLock(), _waiters);
             }
         }

@@ -78,7 +78,7 @@ internal sealed partial class PoolState<TChannel>
             handed.Add((_waiters.Dequeue()!, entry, 0));
             if (entry.Shared is { } shared)
             {
-                shared.LeaseAlone();
+                shared.LeaseFromIdle(sharing: ShareLimit_NoLock() > 1);
                 _shared.Share(entry, ShareLimit_NoLock(), _waiters)?.ForEach(joiner => handed.Add((joiner.Waiter, entry, joiner.Slot)));
             }
         }

@@ -25,7 +25,7 @@ internal sealed partial class PoolState<TChannel>
 
         lease.Version = version + 1;
         if (_sharing is { } sharing && entry.Shared is { } shared
-            && sharing.Record(now - startedAt, (shared.JoinedSlots & (1UL << slot)) != 0, now) && !sharing.Allowed)
+            && sharing.Record(now - startedAt, (shared.SharingSlots & (1UL << slot)) != 0, now) && !sharing.Allowed)
         {
             // Channels already shared keep their leases, but take no new ones; each goes back to idle at its last release.
             _shared.StopSharing();

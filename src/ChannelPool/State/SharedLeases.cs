@@ -184,8 +184,8 @@ internal sealed class SharedLeases<TChannel>
         var slot = BitOperations.TrailingZeroCount(~shared.BusySlots);
         shared.BusySlots |= 1UL << slot;
 
-        // Always beside another lease: a shareable channel is never without one.
-        shared.JoinedSlots |= 1UL << slot;
+        // A lease joins only while the pool shares channels.
+        shared.SharingSlots |= 1UL << slot;
         if (!HasFreeSlot(shared, maxLeases))
         {
             Unshare(entry);

@@ -4,31 +4,34 @@ public class AdaptiveSharingTests : PoolTestBase
 {
     private static readonly TimeSpan Call = TimeSpan.FromMilliseconds(1);
 
+    // As a service that serves one session's calls one at a time: two leases on a shared channel wait for each other's
+    // calls, so they take 4 ms for two, 500 leases a second, where one at a time made 1,000: below 1 / 1.5 of it.
+    private static readonly TimeSpan Queued = TimeSpan.FromMilliseconds(4);
+
     [Test]
-    public async Task LeavesEachLeaseItsOwnChannel_UntilAloneLeasesGiveABaseline_ThenShares()
+    public async Task LeavesEachLeaseItsOwnChannel_UntilAWindowOfExclusiveLeasesGivesABaseline_ThenShares()
     {
         var pool = await AdaptivePoolAsync();
+        var started = Time.GetTimestamp();
 
-        // Two alone leases, and as many more as make one short of a baseline.
         var beforeBaseline = await TwoAtOnceAsync(pool, Call);
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples - 3, Call);
-        var stillBefore = pool.Sharing!.Allowed;
-        await AloneLeasesAsync(pool, 1, Call);
+        var leases = await BaselineAsync(pool);
         var afterBaseline = await TwoAtOnceAsync(pool, Call);
 
         Assert.That(beforeBaseline, Is.False, "a new pool has no baseline to compare shared leases with");
-        Assert.That(stillBefore, Is.False, $"{SharingController.BaselineSamples - 1} alone leases are not a baseline yet");
+        Assert.That(leases, Is.GreaterThanOrEqualTo(SharingController.MinSamples - 2));
+        Assert.That(Time.GetElapsedTime(started), Is.GreaterThanOrEqualTo(SharingController.MinWindow), "a window lasts at least its minimum");
         Assert.That(afterBaseline, Is.True, "with a baseline, the second lease joins the first one's channel");
     }
 
     [Test]
-    public async Task KeepsSharing_WhileSharedLeasesAreAsFastAsAloneOnes()
+    public async Task KeepsSharing_WhileLeasesEndAsFastWhenTheyShare()
     {
         var pool = await AdaptivePoolAsync();
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples, Call);
+        await BaselineAsync(pool);
 
         var sharedEachTime = new List<bool>();
-        for (var i = 0; i < 200; i++)
+        for (var i = 0; i < 300; i++)
         {
             sharedEachTime.Add(await TwoAtOnceAsync(pool, Call));
         }
@@ -38,12 +41,13 @@ public class AdaptiveSharingTests : PoolTestBase
     }
 
     [Test]
-    public async Task KeepsSharing_WhenSharedLeasesAreSlowerButWithinTheFactor()
+    public async Task KeepsSharing_WhenLeasesEndSlowerWhileTheyShare_ButWithinTheFactor_AndLastLongerButNotByTheStallFactor()
     {
         var pool = await AdaptivePoolAsync();
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples, Call);
+        await BaselineAsync(pool);
 
-        var within = Call * (SharingController.SlowerFactor - 0.1);
+        // Two leases per 2.8 ms: 714 a second, above 1,000 / 1.5; lasting 1.8 and 2.8 ms, far below 8 x 1 ms.
+        var within = Call * 2.8;
         var sharedEachTime = new List<bool>();
         for (var i = 0; i < 100; i++)
         {
@@ -51,49 +55,74 @@ public class AdaptiveSharingTests : PoolTestBase
         }
 
         Assert.That(sharedEachTime, Has.All.True);
+        Assert.That(pool.Sharing!.Stops, Is.Zero);
     }
 
     [Test]
-    public async Task StopsSharing_AtTheSharedLeaseThatMakesThemSlowerThanTheFactor_AndLeasesHaveChannelsOfTheirOwn()
+    public async Task StopsSharing_AtTheFirstWindowWhoseLeasesEndSlowerByTheFactor_AndLeasesHaveChannelsOfTheirOwn()
     {
         var pool = await AdaptivePoolAsync();
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples, Call);
+        await BaselineAsync(pool);
 
-        // As a service that serves one session's calls one at a time: the joiner waits for the first call, then makes its own.
-        var queued = Call * 2;
         var rounds = 0;
-        while (await TwoAtOnceAsync(pool, queued))
+        while (await TwoAtOnceAsync(pool, Queued))
         {
             rounds++;
-            Assert.That(rounds, Is.LessThanOrEqualTo(SharingController.VerdictSamples + 1), "sharing should have stopped");
+            Assert.That(rounds, Is.LessThan(100), "sharing should have stopped");
         }
 
-        Assert.That(rounds, Is.EqualTo(SharingController.VerdictSamples), "the verdict waits for its samples, and no longer");
+        // One window: at least its minimum length, and the round that passes it.
+        Assert.That(rounds, Is.LessThanOrEqualTo((SharingController.MinWindow / Queued) + 1));
         Assert.That(pool.Sharing!.Stops, Is.EqualTo(1));
+        Assert.That(pool.Sharing.SharingRate * SharingController.SlowerFactor, Is.LessThan(pool.Sharing.BaselineRate));
         Assert.That(await TwoAtOnceAsync(pool, Call), Is.False, "leases stay apart after the stop");
+    }
+
+    [Test]
+    public async Task StopsSharing_WhenSharedLeasesLastLongerByTheStallFactor_EvenIfAsManyEndEachSecond()
+    {
+        var pool = await AdaptivePoolAsync();
+        await BaselineAsync(pool);
+
+        // Sixteen leases at once, each 9 ms: 1,778 a second, more than one at a time made, but each far slower.
+        var leases = new List<ChannelLease<FakeChannel>>();
+        for (var round = 0; round < 10 && pool.Sharing!.Allowed; round++)
+        {
+            for (var i = 0; i < 16; i++)
+            {
+                leases.Add(await pool.AcquireAsync());
+            }
+
+            Time.Advance(TimeSpan.FromMilliseconds(9));
+            leases.ForEach(l => l.Release());
+            leases.Clear();
+        }
+
+        Assert.That(pool.Sharing!.Allowed, Is.False);
+        Assert.That(pool.Sharing.SharingRate, Is.GreaterThan(pool.Sharing.BaselineRate));
+        Assert.That(pool.Sharing.SharingMedian, Is.GreaterThan(SharingController.StallFactor * pool.Sharing.Baseline));
     }
 
     [Test]
     public async Task AfterAStop_TriesSharingAgain_OnceTheDelayPassed_AndWaitsTwiceAsLongAfterAFailedTry()
     {
         var pool = await AdaptivePoolAsync();
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples, Call);
+        await BaselineAsync(pool);
         await SharedUntilStoppedAsync(pool);
 
-        // The delay has not passed: a fresh baseline alone does not bring sharing back.
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples, Call);
+        // Exclusive leases for most of the delay do not bring sharing back.
+        await AloneLeasesAsync(pool, (int)(SharingController.FirstProbeDelay / Call) - 10);
         var beforeDelay = await TwoAtOnceAsync(pool, Call);
-        Time.Advance(SharingController.FirstProbeDelay);
-        await AloneLeasesAsync(pool, 1, Call);
-        var afterDelay = await TwoAtOnceAsync(pool, Call * 2);
+        await BaselineAsync(pool);
+        var afterDelay = await TwoAtOnceAsync(pool, Queued);
 
         // That try fails too; the next waits twice as long.
         await SharedUntilStoppedAsync(pool);
         Time.Advance(SharingController.FirstProbeDelay);
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples, Call);
+        await AloneLeasesAsync(pool, 60);
         var afterOneDelay = await TwoAtOnceAsync(pool, Call);
         Time.Advance(SharingController.FirstProbeDelay);
-        await AloneLeasesAsync(pool, 1, Call);
+        await BaselineAsync(pool);
         var afterTwoDelays = await TwoAtOnceAsync(pool, Call);
 
         Assert.That(beforeDelay, Is.False, "no try before the delay");
@@ -107,13 +136,13 @@ public class AdaptiveSharingTests : PoolTestBase
     public async Task FollowsAServiceThatBecameFast_SharingAgainAtTheNextTry()
     {
         var pool = await AdaptivePoolAsync();
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples, Call);
+        await BaselineAsync(pool);
         await SharedUntilStoppedAsync(pool);
 
         Time.Advance(SharingController.FirstProbeDelay);
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples, Call);
+        await BaselineAsync(pool);
         var sharedEachTime = new List<bool>();
-        for (var i = 0; i < SharingController.ProbeSamples * 2; i++)
+        for (var i = 0; i < 300; i++)
         {
             sharedEachTime.Add(await TwoAtOnceAsync(pool, Call));
         }
@@ -127,7 +156,7 @@ public class AdaptiveSharingTests : PoolTestBase
     {
         var pool = await AdaptivePoolAsync();
 
-        await AloneLeasesAsync(pool, 1000, Call);
+        await AloneLeasesAsync(pool, 1000);
 
         Assert.That(pool.Sharing!.Allowed, Is.True);
         Assert.That(pool.Sharing.Stops, Is.Zero);
@@ -138,25 +167,20 @@ public class AdaptiveSharingTests : PoolTestBase
     public async Task AStop_LetsChannelsAlreadySharedKeepTheirLeases_AndNoNewLeaseJoinsThem()
     {
         var pool = await AdaptivePoolAsync();
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples, Call);
-        for (var i = 0; i < SharingController.VerdictSamples - 1; i++)
-        {
-            await TwoAtOnceAsync(pool, Call * 2);
-        }
-
+        await BaselineAsync(pool);
         var first = await pool.AcquireAsync();
         var second = await pool.AcquireAsync();
-        var third = await pool.AcquireAsync();
-        Time.Advance(Call * 2);
-        second.Release();
-        var fourth = await pool.AcquireAsync();
 
-        Assert.That(pool.Sharing!.Allowed, Is.False, "the eighth slow shared lease stopped sharing");
-        Assert.That(third.Channel, Is.SameAs(first.Channel), "the third joined before the stop");
-        Assert.That(fourth.Channel, Is.Not.SameAs(first.Channel), "no lease joins after it");
+        await SharedUntilStoppedAsync(pool);
+        var third = await pool.AcquireAsync();
+        var stillHeld = (first.IsActive, second.IsActive, SameChannel: ReferenceEquals(first.Channel, second.Channel));
+        var thirdJoined = ReferenceEquals(third.Channel, first.Channel);
         first.Release();
+        second.Release();
         third.Release();
-        fourth.Release();
+
+        Assert.That(stillHeld, Is.EqualTo((true, true, true)), "the leases that shared a channel before the stop keep it");
+        Assert.That(thirdJoined, Is.False, "no lease joins it after the stop");
         Assert.That(pool.GetSnapshot() is { Leased: 0, Idle: 4 }, Is.True, $"{pool.GetSnapshot()}");
     }
 
@@ -164,7 +188,7 @@ public class AdaptiveSharingTests : PoolTestBase
     public async Task ABrokenSharedChannel_StillFailsEveryLeaseOnIt_WhenSharingIsAdaptive()
     {
         var pool = await AdaptivePoolAsync();
-        await AloneLeasesAsync(pool, SharingController.BaselineSamples, Call);
+        await BaselineAsync(pool);
         var a = await pool.AcquireAsync();
         var b = await pool.AcquireAsync();
         var shared = a.Channel;
@@ -229,29 +253,43 @@ public class AdaptiveSharingTests : PoolTestBase
         return pool;
     }
 
-    /// <summary>Leases one channel at a time, each for <paramref name="duration"/>.</summary>
-    private async Task AloneLeasesAsync(DefaultChannelPool<FakeChannel> pool, int count, TimeSpan duration)
+    /// <summary>Leases one channel at a time, each for <see cref="Call"/>.</summary>
+    private async Task AloneLeasesAsync(DefaultChannelPool<FakeChannel> pool, int count)
     {
         for (var i = 0; i < count; i++)
         {
             var lease = await pool.AcquireAsync();
-            Time.Advance(duration);
+            Time.Advance(Call);
             lease.Release();
         }
     }
 
+    /// <summary>Leases one channel at a time until the pool shares channels; returns how many it took.</summary>
+    private async Task<int> BaselineAsync(DefaultChannelPool<FakeChannel> pool)
+    {
+        var leases = 0;
+        while (!pool.Sharing!.Allowed)
+        {
+            await AloneLeasesAsync(pool, 1);
+            Assert.That(++leases, Is.LessThan(1000), "a baseline should have been taken");
+        }
+
+        return leases;
+    }
+
     /// <summary>
-    /// Two leases at once, the second held for <paramref name="duration"/> after the first ends; returns whether they
-    /// shared a channel.
+    /// Two leases at once, the second held for <paramref name="duration"/>, the first for 1 ms less but at least
+    /// <see cref="Call"/>; returns whether they shared a channel.
     /// </summary>
     private async Task<bool> TwoAtOnceAsync(DefaultChannelPool<FakeChannel> pool, TimeSpan duration)
     {
         var first = await pool.AcquireAsync();
         var second = await pool.AcquireAsync();
         var shared = ReferenceEquals(first.Channel, second.Channel);
-        Time.Advance(Call);
+        var firstDuration = duration - Call > Call ? duration - Call : Call;
+        Time.Advance(firstDuration);
         first.Release();
-        Time.Advance(duration - Call);
+        Time.Advance(duration - firstDuration);
         second.Release();
         return shared;
     }
@@ -261,7 +299,7 @@ public class AdaptiveSharingTests : PoolTestBase
         var rounds = 0;
         while (pool.Sharing!.Allowed && rounds++ < 100)
         {
-            await TwoAtOnceAsync(pool, Call * 2);
+            await TwoAtOnceAsync(pool, Queued);
         }
 
         Assert.That(pool.Sharing.Allowed, Is.False, "sharing stopped");
