@@ -42,7 +42,7 @@ internal sealed class SharingController
     public const int MedianSamples = 32;
 
     /// <summary>Windows of sharing after which a fresh baseline is taken.</summary>
-    public const int RefreshWindows = 64;
+    public const int RefreshWindows = 32;
 
     /// <summary>The shortest window.</summary>
     public static readonly TimeSpan MinWindow = TimeSpan.FromMilliseconds(50);
@@ -69,7 +69,6 @@ internal sealed class SharingController
         _frequency = timestampFrequency;
         _minWindow = (long)(MinWindow.TotalSeconds * timestampFrequency);
         _probeAt = now;
-        _windowStart = now;
     }
 
     /// <summary>Gets whether a lease may join a channel others hold.</summary>
@@ -103,8 +102,13 @@ internal sealed class SharingController
         {
             // A lease that began before a switch measures neither regime; the baseline is of leases after the delay.
             _samples = 0;
-            _windowStart = now;
             return false;
+        }
+
+        if (_samples == 0)
+        {
+            // A window runs from its first lease's end, so time before it (a warm-up, an idle spell) is not in its rate.
+            _windowStart = now;
         }
 
         _durations[_samples++ % MedianSamples] = duration;
@@ -113,10 +117,9 @@ internal sealed class SharingController
             return false;
         }
 
-        var rate = _samples * (double)_frequency / (now - _windowStart);
+        var rate = (_samples - 1) * (double)_frequency / (now - _windowStart);
         var median = Median();
         _samples = 0;
-        _windowStart = now;
         return sharing ? Judge(rate, median, now) : StartSharing(rate, median);
     }
 
