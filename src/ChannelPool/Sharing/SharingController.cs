@@ -12,7 +12,8 @@ namespace ChannelPool;
 /// leases that began while they shared is judged against it. Sharing stops when those leases end at less than
 /// 1 / <see cref="SlowerFactor"/> of the baseline's rate (a service that serves one session's calls one at a time serves
 /// the callers of a shared channel one after another), or last more than <see cref="StallFactor"/> times as long (a
-/// binding that stalls under concurrent calls on one session, or a queue that the rate of a light load hides).
+/// binding that stalls under concurrent calls on one session, or a queue that the rate of a light load hides). Time in
+/// which no lease is held does not count toward a window or its rate: the rate is of leases per second of leasing.
 /// After a stop, sharing is tried again after <see cref="FirstProbeDelay"/>, twice as long after each failed try, at
 /// most <see cref="MaxProbeDelay"/>; a try that passes its first window resets the delay. A try that goes on takes a
 /// fresh baseline every <see cref="RefreshWindows"/> windows.
@@ -44,7 +45,7 @@ internal sealed class SharingController
     /// <summary>Windows of sharing after which a fresh baseline is taken.</summary>
     public const int RefreshWindows = 32;
 
-    /// <summary>The shortest window.</summary>
+    /// <summary>The shortest window, in time with a lease held.</summary>
     public static readonly TimeSpan MinWindow = TimeSpan.FromMilliseconds(50);
 
     /// <summary>The delay before sharing is tried again after it stopped for the first time since a try last passed.</summary>
@@ -53,12 +54,16 @@ internal sealed class SharingController
     /// <summary>The longest delay before sharing is tried again, after failed tries doubled it.</summary>
     public static readonly TimeSpan MaxProbeDelay = TimeSpan.FromMinutes(5);
 
+    private const long NotQuiet = long.MinValue;
+
     private readonly long _frequency;
     private readonly long _minWindow;
     private readonly long[] _durations = new long[MedianSamples];
     private readonly long[] _sorted = new long[MedianSamples];
     private int _samples;
     private long _windowStart;
+    private long _windowQuiet;
+    private long _quietSince = NotQuiet;
     private int _windows;
     private long _probeAt;
     private TimeSpan _probeDelay = FirstProbeDelay;
@@ -96,8 +101,13 @@ internal sealed class SharingController
     /// <param name="duration">How long the lease lasted, in timestamp units.</param>
     /// <param name="sharing">Whether it began while leases shared channels.</param>
     /// <param name="now">The timestamp of its release.</param>
-    public bool Record(long duration, bool sharing, long now)
+    /// <param name="quiet">Whether no lease is left after this one: the pool is quiet until the next lease begins.</param>
+    public bool Record(long duration, bool sharing, long now, bool quiet)
     {
+        // Time with no lease held is not the pool's to judge (callers that stopped, or went elsewhere a while), so it is
+        // left out of the window's rate: it counts leases per second of leasing.
+        var quietFor = _quietSince == NotQuiet ? 0 : Math.Max(0, now - duration - _quietSince);
+        _quietSince = quiet ? now : NotQuiet;
         if (sharing != Allowed || now < _probeAt)
         {
             // A lease that began before a switch measures neither regime; the baseline is of leases after the delay.
@@ -109,15 +119,21 @@ internal sealed class SharingController
         {
             // A window runs from its first lease's end, so time before it (a warm-up, an idle spell) is not in its rate.
             _windowStart = now;
+            _windowQuiet = 0;
+        }
+        else
+        {
+            _windowQuiet += quietFor;
         }
 
         _durations[_samples++ % MedianSamples] = duration;
-        if (_samples < MinSamples || now - _windowStart < _minWindow)
+        var busy = now - _windowStart - _windowQuiet;
+        if (_samples < MinSamples || busy < _minWindow)
         {
             return false;
         }
 
-        var rate = (_samples - 1) * (double)_frequency / (now - _windowStart);
+        var rate = (_samples - 1) * (double)_frequency / busy;
         var median = Median();
         _samples = 0;
         return sharing ? Judge(rate, median, now) : StartSharing(rate, median);

@@ -25,7 +25,8 @@ internal sealed partial class PoolState<TChannel>
 
         lease.Version = version + 1;
         if (_sharing is { } sharing && entry.Shared is { } shared
-            && sharing.Record(now - startedAt, (shared.SharingSlots & (1UL << slot)) != 0, now) && !sharing.Allowed)
+            && sharing.Record(now - startedAt, (shared.SharingSlots & (1UL << slot)) != 0, now, quiet: IsLastLease_NoLock(shared))
+            && !sharing.Allowed)
         {
             // Channels already shared keep their leases, but take no new ones; each goes back to idle at its last release.
             _shared.StopSharing();
@@ -33,6 +34,10 @@ internal sealed partial class PoolState<TChannel>
 
         return ReleaseOther_NoLock(entry, slot, reason);
     }
+
+    /// <summary>Whether the lease being released on <paramref name="shared"/> is the pool's last: no other lease, and no one waiting.</summary>
+    private bool IsLastLease_NoLock(PooledChannel<TChannel>.SharedSlots shared) =>
+        _leasedCount == 1 && (shared.BusySlots & (shared.BusySlots - 1)) == 0 && _waiters.Count == 0;
 
     /// <summary>How many leases a channel may carry now: <see cref="PoolSettings.MaxLeasesPerChannel"/>, or 1 while adaptive sharing is off.</summary>
     private int ShareLimit_NoLock() => _sharing is { Allowed: false } ? 1 : _settings.MaxLeasesPerChannel;

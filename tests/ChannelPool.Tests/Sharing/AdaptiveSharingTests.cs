@@ -104,6 +104,25 @@ public class AdaptiveSharingTests : PoolTestBase
     }
 
     [Test]
+    public async Task TimeWithNoLeaseHeld_CountsNeitherForNorAgainstSharing()
+    {
+        var pool = await AdaptivePoolAsync();
+        await BaselineAsync(pool);
+
+        // Callers that pause 20 ms between rounds: counted in wall time, 2 leases per 21 ms would read as a tenth of the rate.
+        var sharedEachTime = new List<bool>();
+        for (var i = 0; i < 100; i++)
+        {
+            sharedEachTime.Add(await TwoAtOnceAsync(pool, Call));
+            Time.Advance(TimeSpan.FromMilliseconds(20));
+        }
+
+        Assert.That(sharedEachTime, Has.All.True);
+        Assert.That(pool.Sharing!.Stops, Is.Zero);
+        Assert.That(pool.Sharing.SharingRate, Is.GreaterThan(pool.Sharing.BaselineRate));
+    }
+
+    [Test]
     public async Task AfterAStop_TriesSharingAgain_OnceTheDelayPassed_AndWaitsTwiceAsLongAfterAFailedTry()
     {
         var pool = await AdaptivePoolAsync();
