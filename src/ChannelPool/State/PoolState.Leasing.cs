@@ -65,16 +65,11 @@ internal sealed partial class PoolState<TChannel>
     public ReleaseOutcome Release(PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason)
     {
         _gate.Enter();
-        ref var lease = ref entry.SlotAt(slot);
-
-        // Of two racing releases of one lease, exactly one gets past here; a stale lease never does.
-        if (lease.Version != version)
+        if (!TryEndLease_NoLock(entry, slot, version))
         {
-            _gate.Exit();
             return default;
         }
 
-        lease.Version = version + 1;
         var settings = _settings;
         var now = _clock.Now;
 
@@ -91,6 +86,24 @@ internal sealed partial class PoolState<TChannel>
         }
 
         return ReleaseOther_NoLock(entry, slot, reason);
+    }
+
+    /// <summary>
+    /// Ends the lease <paramref name="version"/> of <paramref name="slot"/>: of two racing releases of one lease, exactly
+    /// one gets past here; a stale lease never does, and leaves the gate.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private bool TryEndLease_NoLock(PooledChannel<TChannel> entry, int slot, int version)
+    {
+        ref var lease = ref entry.SlotAt(slot);
+        if (lease.Version != version)
+        {
+            _gate.Exit();
+            return false;
+        }
+
+        lease.Version = version + 1;
+        return true;
     }
 
     /// <summary>The rest of <see cref="Release"/>, under its gate: a shared channel, a waiter, or a channel that must go.</summary>

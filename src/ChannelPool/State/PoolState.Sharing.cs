@@ -16,14 +16,11 @@ internal sealed partial class PoolState<TChannel>
     public ReleaseOutcome ReleaseSampled(PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason, long startedAt, long now)
     {
         _gate.Enter();
-        ref var lease = ref entry.SlotAt(slot);
-        if (lease.Version != version)
+        if (!TryEndLease_NoLock(entry, slot, version))
         {
-            _gate.Exit();
             return default;
         }
 
-        lease.Version = version + 1;
         if (_sharing is { } sharing && entry.Shared is { } shared
             && sharing.Record(now - startedAt, (shared.SharingSlots & (1UL << slot)) != 0, now, quiet: IsLastLease_NoLock(shared))
             && !sharing.Allowed)
