@@ -14,12 +14,13 @@ public enum LeaseSharing
     Always,
 
     /// <summary>
-    /// Leases share a channel only while that does not make them slower: the pool compares how long leases last while
-    /// they share channels with how long they last while each has a channel of its own, stops sharing as soon as they
-    /// take more than 1.5 times as long with it (a service that serves one session's calls one at a time queues callers
-    /// on a shared channel), and tries sharing again later, after a tenth of a second at first and up to 5 minutes after repeated
-    /// failures. It starts with a channel per lease, until 16 leases give it a baseline. Needs
-    /// <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> above 1.
+    /// Leases share a channel only while that does not make them slower. The pool starts with a channel per lease, and
+    /// watches leases in windows of at least 16 leases and 50 ms: how many end each second, and how long they last.
+    /// It shares once a window of exclusive leases gives it a baseline, and stops as soon as a window of leases that
+    /// share ends fewer than 1 / 1.5 of the baseline's leases a second (a service that serves one session's calls one
+    /// at a time serves the callers of a shared channel one after another), or lasts more than 8 times as long (a
+    /// stall); then it tries again after a tenth of a second, twice as long after each failed try, at most 5 minutes.
+    /// Needs <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> above 1.
     /// </summary>
     Adaptive,
 }
