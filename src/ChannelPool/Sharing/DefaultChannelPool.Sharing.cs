@@ -18,8 +18,31 @@ public sealed partial class DefaultChannelPool<TChannel>
     private PoolState<TChannel>.ReleaseOutcome ReleaseSampled(PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason, long startedAt, out long now)
     {
         now = _timeProvider.GetTimestamp();
-        return entry.Shared is not null && _sampleLeases
-            ? _state.ReleaseSampled(entry, slot, version, reason, startedAt, now)
-            : _state.Release(entry, slot, version, reason);
+        if (entry.Shared is null || !_sampleLeases)
+        {
+            return _state.Release(entry, slot, version, reason);
+        }
+
+        var outcome = _state.ReleaseSampled(entry, slot, version, reason, startedAt, now, out var change);
+        if (change is { } figures)
+        {
+            LogSharingChange(figures);
+        }
+
+        return outcome;
+    }
+
+    private void LogSharingChange(SharingChange change)
+    {
+        var frequency = _timeProvider.TimestampFrequency;
+        var baselineMedian = TimeSpan.FromSeconds((double)change.BaselineMedian / frequency);
+        if (change.Started)
+        {
+            Log.SharingStarted(_logger, Name, change.BaselineRate, baselineMedian);
+        }
+        else
+        {
+            Log.SharingStopped(_logger, Name, change.Rate, TimeSpan.FromSeconds((double)change.Median / frequency), change.BaselineRate, baselineMedian, change.RetryIn);
+        }
     }
 }

@@ -82,6 +82,9 @@ internal sealed class SharingController
     /// <summary>Gets how many times sharing stopped because leases were slower with it.</summary>
     public long Stops { get; private set; }
 
+    /// <summary>Gets how long after the last stop sharing is tried again.</summary>
+    public TimeSpan RetryIn { get; private set; }
+
     /// <summary>Gets the baseline's median lease duration, in timestamp units.</summary>
     public long Baseline { get; private set; }
 
@@ -154,6 +157,7 @@ internal sealed class SharingController
         {
             Allowed = false;
             Stops++;
+            RetryIn = _probeDelay;
             _probeAt = now + (long)(_probeDelay.TotalSeconds * _frequency);
             _probeDelay = _probeDelay * 2 < MaxProbeDelay ? _probeDelay * 2 : MaxProbeDelay;
             return true;

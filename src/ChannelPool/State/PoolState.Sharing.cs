@@ -11,10 +11,13 @@ internal sealed partial class PoolState<TChannel>
 
     /// <summary>
     /// <see cref="Release"/> for a lease timed for adaptive sharing: its duration, ending at <paramref name="now"/>, goes to
-    /// the controller first, which may start or stop sharing, before the release itself.
+    /// the controller first, which may start or stop sharing, before the release itself. A start or stop comes back in
+    /// <c>change</c>, with the figures behind it, for the log.
     /// </summary>
-    public ReleaseOutcome ReleaseSampled(PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason, long startedAt, long now)
+    public ReleaseOutcome ReleaseSampled(
+        PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason, long startedAt, long now, out SharingChange? change)
     {
+        change = null;
         _gate.Enter();
         if (!TryEndLease_NoLock(entry, slot, version))
         {
@@ -22,11 +25,16 @@ internal sealed partial class PoolState<TChannel>
         }
 
         if (_sharing is { } sharing && entry.Shared is { } shared
-            && sharing.Record(now - startedAt, (shared.SharingSlots & (1UL << slot)) != 0, now, quiet: IsLastLease_NoLock(shared))
-            && !sharing.Allowed)
+            && sharing.Record(now - startedAt, (shared.SharingSlots & (1UL << slot)) != 0, now, quiet: IsLastLease_NoLock(shared)))
         {
-            // Channels already shared keep their leases, but take no new ones; each goes back to idle at its last release.
-            _shared.StopSharing();
+            if (!sharing.Allowed)
+            {
+                // Channels already shared keep their leases, but take no new ones; each goes back to idle at its last release.
+                _shared.StopSharing();
+            }
+
+            change = new SharingChange(
+                sharing.Allowed, sharing.SharingRate, sharing.SharingMedian, sharing.BaselineRate, sharing.Baseline, sharing.RetryIn);
         }
 
         return ReleaseOther_NoLock(entry, slot, reason);
@@ -55,3 +63,6 @@ internal sealed partial class PoolState<TChannel>
         }
     }
 }
+
+/// <summary>Adaptive sharing started or stopped, with the figures behind it; durations in timestamp units.</summary>
+internal readonly record struct SharingChange(bool Started, double Rate, long Median, double BaselineRate, long BaselineMedian, TimeSpan RetryIn);

@@ -1,3 +1,6 @@
+using Microsoft.Extensions.Logging;
+using Microsoft.Extensions.Logging.Testing;
+
 namespace ChannelPool.Tests.Sharing;
 
 public class AdaptiveSharingTests : PoolTestBase
@@ -76,6 +79,29 @@ public class AdaptiveSharingTests : PoolTestBase
         Assert.That(pool.Sharing!.Stops, Is.EqualTo(1));
         Assert.That(pool.Sharing.SharingRate * SharingController.SlowerFactor, Is.LessThan(pool.Sharing.BaselineRate));
         Assert.That(await TwoAtOnceAsync(pool, Call), Is.False, "leases stay apart after the stop");
+    }
+
+    [Test]
+    public async Task AStartAndAStop_AreLogged_WithTheFiguresBehindThem_AndWhenSharingIsTriedAgain()
+    {
+        var logs = new FakeLogCollector();
+        using var loggers = new LoggerFactory([new FakeLoggerProvider(logs)]);
+        var pool = CreatePool(Factory, Options(), loggerFactory: loggers);
+        await pool.WarmUpAsync().Within();
+
+        await BaselineAsync(pool);
+        await SharedUntilStoppedAsync(pool);
+
+        var records = logs.GetSnapshot();
+        var started = records.Single(r => r.Id.Id == 41);
+        var stopped = records.Single(r => r.Id.Id == 40);
+        Assert.That(started.Level, Is.EqualTo(LogLevel.Debug));
+        Assert.That(started.Message, Does.Contain($"Channel pool '{pool.Name}' shares channels").And.Contain("ended 1000 a second"));
+        Assert.That(stopped.Level, Is.EqualTo(LogLevel.Debug));
+        Assert.That(
+            stopped.Message,
+            Does.Contain($"Channel pool '{pool.Name}' stopped sharing channels").And.Contain("ended 500 a second").And.Contain("against 1000")
+                .And.Contain($"tries again in {SharingController.FirstProbeDelay}"));
     }
 
     [Test]
