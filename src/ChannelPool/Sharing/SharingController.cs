@@ -65,6 +65,7 @@ internal sealed class SharingController
     private long _windowQuiet;
     private long _quietSince = NotQuiet;
     private int _windows;
+    private bool _refreshing;
     private long _probeAt;
     private TimeSpan _probeDelay = FirstProbeDelay;
 
@@ -97,15 +98,12 @@ internal sealed class SharingController
     /// <summary>Gets the last window of sharing's leases per second.</summary>
     public double SharingRate { get; private set; }
 
-    /// <summary>
-    /// Takes one lease's duration. Returns <see langword="true"/> when this starts or stops sharing
-    /// (<see cref="Allowed"/> tells which).
-    /// </summary>
+    /// <summary>Takes one lease's duration. Returns whether, and why, this starts or stops sharing.</summary>
     /// <param name="duration">How long the lease lasted, in timestamp units.</param>
     /// <param name="sharing">Whether it began while leases shared channels.</param>
     /// <param name="now">The timestamp of its release.</param>
     /// <param name="quiet">Whether no lease is left after this one: the pool is quiet until the next lease begins.</param>
-    public bool Record(long duration, bool sharing, long now, bool quiet)
+    public SharingSwitch Record(long duration, bool sharing, long now, bool quiet)
     {
         // Time with no lease held is not the pool's to judge (callers that stopped, or went elsewhere a while), so it is
         // left out of the window's rate: it counts leases per second of leasing.
@@ -115,7 +113,7 @@ internal sealed class SharingController
         {
             // A lease that began before a switch measures neither regime; the baseline is of leases after the delay.
             _samples = 0;
-            return false;
+            return SharingSwitch.None;
         }
 
         if (_samples == 0)
@@ -133,7 +131,7 @@ internal sealed class SharingController
         var busy = now - _windowStart - _windowQuiet;
         if (_samples < MinSamples || busy < _minWindow)
         {
-            return false;
+            return SharingSwitch.None;
         }
 
         var rate = (_samples - 1) * (double)_frequency / busy;
@@ -142,15 +140,17 @@ internal sealed class SharingController
         return sharing ? Judge(rate, median, now) : StartSharing(rate, median);
     }
 
-    private bool StartSharing(double rate, long median)
+    private SharingSwitch StartSharing(double rate, long median)
     {
         (BaselineRate, Baseline) = (rate, median);
         _windows = 0;
         Allowed = true;
-        return true;
+        var resumed = _refreshing;
+        _refreshing = false;
+        return resumed ? SharingSwitch.Resumed : SharingSwitch.Started;
     }
 
-    private bool Judge(double rate, long median, long now)
+    private SharingSwitch Judge(double rate, long median, long now)
     {
         (SharingRate, SharingMedian) = (rate, median);
         if (rate * SlowerFactor < BaselineRate || median > StallFactor * Baseline)
@@ -160,7 +160,7 @@ internal sealed class SharingController
             RetryIn = _probeDelay;
             _probeAt = now + (long)(_probeDelay.TotalSeconds * _frequency);
             _probeDelay = _probeDelay * 2 < MaxProbeDelay ? _probeDelay * 2 : MaxProbeDelay;
-            return true;
+            return SharingSwitch.Stopped;
         }
 
         if (++_windows == 1)
@@ -171,10 +171,11 @@ internal sealed class SharingController
         {
             // Not a stop: sharing resumes as soon as the fresh baseline is in.
             Allowed = false;
-            return true;
+            _refreshing = true;
+            return SharingSwitch.Paused;
         }
 
-        return false;
+        return SharingSwitch.None;
     }
 
     /// <summary>The upper median of the window's last durations.</summary>
@@ -185,4 +186,23 @@ internal sealed class SharingController
         Array.Sort(_sorted, 0, count);
         return _sorted[count / 2];
     }
+}
+
+/// <summary>What a lease's duration did to sharing.</summary>
+internal enum SharingSwitch
+{
+    /// <summary>Nothing.</summary>
+    None,
+
+    /// <summary>A baseline is in, and leases share.</summary>
+    Started,
+
+    /// <summary>Leases that shared were slower: each has a channel of its own until the next try.</summary>
+    Stopped,
+
+    /// <summary>Sharing pauses for a fresh baseline.</summary>
+    Paused,
+
+    /// <summary>The fresh baseline is in, and sharing resumes.</summary>
+    Resumed,
 }

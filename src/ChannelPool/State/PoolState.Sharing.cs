@@ -24,17 +24,21 @@ internal sealed partial class PoolState<TChannel>
             return default;
         }
 
-        if (_sharing is { } sharing && entry.Shared is { } shared
-            && sharing.Record(now - startedAt, (shared.SharingSlots & (1UL << slot)) != 0, now, quiet: IsLastLease_NoLock(shared)))
+        var turn = _sharing is { } sharing && entry.Shared is { } shared
+            ? sharing.Record(now - startedAt, (shared.SharingSlots & (1UL << slot)) != 0, now, quiet: IsLastLease_NoLock(shared))
+            : SharingSwitch.None;
+        if (turn is SharingSwitch.Stopped or SharingSwitch.Paused)
         {
-            if (!sharing.Allowed)
-            {
-                // Channels already shared keep their leases, but take no new ones; each goes back to idle at its last release.
-                _shared.StopSharing();
-            }
+            // Channels already shared keep their leases, but take no new ones; each goes back to idle at its last release.
+            _shared.StopSharing();
+        }
 
+        if (turn is SharingSwitch.Started or SharingSwitch.Stopped)
+        {
+            // A pause for a fresh baseline, and the resume after it, are routine: only a start and a stop are logged.
+            var figures = _sharing!;
             change = new SharingChange(
-                sharing.Allowed, sharing.SharingRate, sharing.SharingMedian, sharing.BaselineRate, sharing.Baseline, sharing.RetryIn);
+                turn == SharingSwitch.Started, figures.SharingRate, figures.SharingMedian, figures.BaselineRate, figures.Baseline, figures.RetryIn);
         }
 
         return ReleaseOther_NoLock(entry, slot, reason);

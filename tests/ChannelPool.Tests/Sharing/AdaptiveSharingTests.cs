@@ -105,6 +105,29 @@ public class AdaptiveSharingTests : PoolTestBase
     }
 
     [Test]
+    public async Task SharingThatPays_PausesForAFreshBaselineEveryFewWindows_AndResumes_WithoutAStopOrALog()
+    {
+        var logs = new FakeLogCollector();
+        using var loggers = new LoggerFactory([new FakeLoggerProvider(logs)]);
+        var pool = CreatePool(Factory, Options(), loggerFactory: loggers);
+        await pool.WarmUpAsync().Within();
+        await BaselineAsync(pool);
+
+        // A window is at least 50 ms: 50 rounds of 1 ms. Enough rounds for the refresh and a good margin after it.
+        var sharedEachTime = new List<bool>();
+        for (var i = 0; i < (SharingController.RefreshWindows + 4) * 50; i++)
+        {
+            sharedEachTime.Add(await TwoAtOnceAsync(pool, Call));
+        }
+
+        Assert.That(sharedEachTime.Count(shared => !shared), Is.InRange(1, 60), "one window of exclusive leases for the fresh baseline");
+        Assert.That(sharedEachTime.TakeLast(50), Has.All.True, "sharing resumed");
+        Assert.That(pool.Sharing!.Stops, Is.Zero);
+        Assert.That(logs.GetSnapshot().Count(r => r.Id.Id == 40), Is.Zero, "a pause for a fresh baseline is not a stop");
+        Assert.That(logs.GetSnapshot().Count(r => r.Id.Id == 41), Is.EqualTo(1), "only the first start is logged");
+    }
+
+    [Test]
     public async Task StopsSharing_WhenSharedLeasesLastLongerByTheStallFactor_EvenIfAsManyEndEachSecond()
     {
         var pool = await AdaptivePoolAsync();
