@@ -63,7 +63,8 @@ internal static class BenchPools
     /// <summary>A warm pool whose channels outlive the run, so only lease and release are measured.</summary>
     /// <param name="leakDetectionThreshold">Turns leak detection on; off (the default) unless set.</param>
     /// <param name="idleTarget">Fixed (the default) or adaptive.</param>
-    public static DefaultChannelPool<BenchChannel> CreateWarm(TimeSpan? leakDetectionThreshold = null, IdleTargetMode idleTarget = IdleTargetMode.Fixed)
+    public static DefaultChannelPool<BenchChannel> CreateWarm(
+        TimeSpan? leakDetectionThreshold = null, IdleTargetMode idleTarget = IdleTargetMode.Fixed, LeaseSharing sharing = LeaseSharing.Always)
     {
         var pool = new DefaultChannelPool<BenchChannel>(
             new BenchChannelFactory(),
@@ -75,6 +76,8 @@ internal static class BenchPools
                 ChannelLifetime = TimeSpan.FromHours(12),
                 LeakDetectionThreshold = leakDetectionThreshold,
                 IdleTarget = { Mode = idleTarget },
+                MaxLeasesPerChannel = sharing == LeaseSharing.Adaptive ? 64 : 1,
+                LeaseSharing = sharing,
             });
         pool.WarmUpAsync().GetAwaiter().GetResult();
         return pool;

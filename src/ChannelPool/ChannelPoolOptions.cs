@@ -117,6 +117,20 @@ public sealed class ChannelPoolOptions
     public int MaxLeasesPerChannel { get; set; } = 1;
 
     /// <summary>
+    /// Gets or sets whether a lease joins a channel other leases hold, when <see cref="MaxLeasesPerChannel"/> is above 1:
+    /// <see cref="ChannelPool.LeaseSharing.Always"/> (the default), or <see cref="ChannelPool.LeaseSharing.Adaptive"/>,
+    /// only while leases that share channels end at least 1 / 1.5 as fast as leases with a channel each, and do not
+    /// stall.
+    /// </summary>
+    /// <remarks>
+    /// Adaptive suits a service whose concurrency is not known, or changes: a service that serves a session's calls
+    /// concurrently, or serves them one at a time but fast, gets a few shared connections, as a singleton proxy's callers
+    /// do; a slow service that serves them one at a time gets a channel per lease. It times every lease (two precise clock
+    /// reads) and releases through the shared path, and needs <see cref="MaxLeasesPerChannel"/> above 1.
+    /// </remarks>
+    public LeaseSharing LeaseSharing { get; set; }
+
+    /// <summary>
     /// Gets or sets how long a caller waits for a channel before <see cref="ChannelPoolTimeoutException"/>.
     /// <see cref="Timeout.InfiniteTimeSpan"/> waits without limit. Defaults to 30 seconds.
     /// </summary>
@@ -234,6 +248,7 @@ public sealed class ChannelPoolOptions
         LeaseMode = other.LeaseMode;
         IdleOrder = other.IdleOrder;
         MaxLeasesPerChannel = other.MaxLeasesPerChannel;
+        LeaseSharing = other.LeaseSharing;
         AcquireTimeout = other.AcquireTimeout;
         MaxConcurrentOpens = other.MaxConcurrentOpens;
         CloseTimeout = other.CloseTimeout;

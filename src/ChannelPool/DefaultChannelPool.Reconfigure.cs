@@ -57,6 +57,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         _clock.Follow(settings.ChannelLifetime);
         _cleanupTimer.Change(settings.CleanupInterval, settings.CleanupInterval);
         WatchForLeaks(settings.LeakDetectionThreshold);
+        FollowSharing();
         RescheduleIdleTarget(settings);
         Log.PoolReconfigured(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);
         StartOpens(opens);

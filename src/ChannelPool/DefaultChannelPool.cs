@@ -99,6 +99,7 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
         _leakTimer = _timeProvider.CreateTimer(
             static state => ((DefaultChannelPool<TChannel>)state!).FindLeaks(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         WatchForLeaks(settings.LeakDetectionThreshold);
+        FollowSharing();
         _idleTargetTimer = CreateIdleTargetTimer(settings);
 
         Log.PoolCreated(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);

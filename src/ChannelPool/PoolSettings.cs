@@ -33,6 +33,9 @@ internal sealed record PoolSettings(
 
     public Func<Exception, bool>? IsFatalError { get; init; }
 
+    /// <summary>Gets whether leases share channels always (up to <see cref="MaxLeasesPerChannel"/>) or while it pays.</summary>
+    public LeaseSharing LeaseSharing { get; init; }
+
     public static PoolSettings From(ChannelPoolOptions options)
     {
         var idleTimeout = options.IdleTimeout ?? DefaultIdleTimeout(options.ChannelLifetime);
@@ -58,6 +61,7 @@ internal sealed record PoolSettings(
             LeakDetectionThreshold = options.LeakDetectionThreshold,
             AcquireWhilePaused = options.AcquireWhilePaused,
             IsFatalError = options.IsFatalError,
+            LeaseSharing = options.LeaseSharing,
         };
     }
 

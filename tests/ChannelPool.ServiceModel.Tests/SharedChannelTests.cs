@@ -2,6 +2,7 @@ using System.ServiceModel;
 using ChannelPool.ServiceModel.Tests.Fixtures;
 using ChannelPool.Testing.ServiceModel;
 using ChannelPool.Testing;
+using ChannelPool.Testing.ServiceModel.NetTcp;
 using Microsoft.Extensions.Options;
 
 namespace ChannelPool.ServiceModel.Tests;
@@ -87,5 +88,76 @@ public sealed class SharedChannelTests
                 .With.Message.Contains("MaxLeasesPerChannel must be 1 for ISessionCounter")
                 .And.Message.Contains("requires sessions")
                 .And.Message.Contains("it was 2"));
+    }
+
+    [Test]
+    public async Task AdaptiveSharingOfTheChannelsOfAContractThatRequiresSessions_IsRefusedWithTheReason()
+    {
+        await using var service = await TestService.StartAsync(Transport.NetTcp);
+        var options = new ChannelPoolOptions { MaxLeasesPerChannel = 8, LeaseSharing = LeaseSharing.Adaptive, LeaseMode = LeaseMode.Reuse };
+
+        Assert.That(
+            () => new ServiceChannelPool<ISessionCounter>(service.Binding, service.CounterAddress, options, service.Configure),
+            Throws.TypeOf<OptionsValidationException>()
+                .With.Message.Contains("MaxLeasesPerChannel must be 1 for ISessionCounter")
+                .And.Message.Contains("requires sessions"));
+    }
+
+    /// <summary>
+    /// Adaptive sharing over net.tcp with TLS: a service that serves a session's calls one at a time and takes a few ms
+    /// makes shared proxies wait for each other, so the pool gives them channels of their own; a service that serves
+    /// them concurrently and at once lets them share, as a singleton proxy's callers do.
+    /// </summary>
+    [TestCase(ServiceConcurrency.Single, 5)]
+    [TestCase(ServiceConcurrency.Multiple, 0)]
+    [CancelAfter(60_000)]
+    public async Task AdaptiveSharing_SharesChannelsWhenTheServiceServesASessionsCallsConcurrently_AndNotWhenItQueuesThem(
+        ServiceConcurrency concurrency, int serviceTime, CancellationToken cancellationToken)
+    {
+        const int Callers = 4;
+        using var certificate = TestCertificate.Create();
+        await using var host = await NetTcpTestHost.StartAsync(certificate, concurrency: concurrency, cancellationToken: cancellationToken);
+        var binding = NetTcpTestHost.CreateBinding();
+        await using var pool = new ServiceChannelPool<IEchoService>(
+            binding,
+            NetTcpTestHost.CreateAddress(host.EchoAddress),
+            new ChannelPoolOptions { PoolSize = Callers, MaxLeasesPerChannel = 8, LeaseSharing = LeaseSharing.Adaptive },
+            factory => TestCertificate.TrustOnly(factory.Credentials, certificate));
+        await pool.WarmUpAsync(readyChannels: Callers, cancellationToken);
+
+        // Each caller makes calls one after another, a new proxy each, for a while; each call's channel and times are kept.
+        var clock = System.Diagnostics.Stopwatch.StartNew();
+        var until = TimeSpan.FromSeconds(4);
+        var calls = await Task.WhenAll(Enumerable.Range(0, Callers).Select(caller => Task.Run(async () =>
+        {
+            var mine = new List<(object Channel, TimeSpan Start, TimeSpan End)>();
+            while (clock.Elapsed < until)
+            {
+                var proxy = new EchoProxy(pool);
+                var start = clock.Elapsed;
+                Assert.That(await proxy.EchoAfterAsync($"{caller}", serviceTime), Is.EqualTo($"{caller}"));
+                mine.Add((proxy.InnerChannel, start, clock.Elapsed));
+                await proxy.CloseAsync();
+            }
+
+            return mine;
+        }, cancellationToken)));
+
+        // A call in the second half counts as shared when another caller's call overlapped it on the same channel.
+        var all = calls.SelectMany((mine, caller) => mine.Select(c => (Caller: caller, c.Channel, c.Start, c.End))).ToList();
+        var late = all.Where(c => c.Start > until / 2).ToList();
+        var shared = late.Count(c => all.Any(o => o.Caller != c.Caller && ReferenceEquals(o.Channel, c.Channel) && o.Start < c.End && c.Start < o.End));
+        var share = (double)shared / late.Count;
+        TestContext.Out.WriteLine($"{concurrency}, {serviceTime} ms: {late.Count} calls in the second half, {shared} shared ({share:P0})");
+
+        Assert.That(late, Has.Count.GreaterThan(Callers * 10), "enough calls to judge");
+        if (concurrency == ServiceConcurrency.Single)
+        {
+            Assert.That(share, Is.LessThan(0.25), "callers of a service that queues a session's calls get channels of their own");
+        }
+        else
+        {
+            Assert.That(share, Is.GreaterThan(0.5), "callers of a service that serves a session's calls at once share channels");
+        }
     }
 }

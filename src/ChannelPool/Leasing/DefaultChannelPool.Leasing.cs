@@ -231,7 +231,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     {
         // The slot is ours alone until we release it; its version was written under the gate when it was claimed or freed.
         ref var lease = ref entry.SlotAt(slot);
-        if (waitStartedAt != NotMeasured || _metrics.UseTimeEnabled || _leakThreshold != 0)
+        if (waitStartedAt != NotMeasured || _metrics.UseTimeEnabled || _leakThreshold != 0 || _sampleLeases)
         {
             StartMeasured(ref lease, waitStartedAt, acquiredAt);
         }
@@ -257,7 +257,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         }
 
         var watchLeaks = _leakThreshold != 0;
-        lease.StartedAt = _metrics.UseTimeEnabled || watchLeaks ? now : NotMeasured;
+        lease.StartedAt = _metrics.UseTimeEnabled || watchLeaks || _sampleLeases ? now : NotMeasured;
         if (watchLeaks)
         {
             Watch(ref lease, acquiredAt, now);
@@ -300,13 +300,13 @@ public sealed partial class DefaultChannelPool<TChannel>
         ref var lease = ref entry.SlotAt(slot);
         var leaseStartedAt = lease.StartedAt;
         var watch = lease.Watch;
-        var outcome = _state.Release(entry, slot, version, reason);
+        var outcome = ReleaseSampled(entry, slot, version, reason, leaseStartedAt, out var now);
         if (outcome.Kind == ReleaseKind.Stale)
         {
             return;
         }
 
-        _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt));
+        _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt, now));
         if (watch is not null)
         {
             EndWatch(entry, watch);

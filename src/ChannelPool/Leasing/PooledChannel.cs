@@ -159,8 +159,28 @@ internal sealed class PooledChannel<TChannel>
         /// <summary>Gets or sets which slots are leased: bit <c>i</c> for slot <c>i</c>. Zero while the channel is idle.</summary>
         public ulong BusySlots { get; set; }
 
+        /// <summary>
+        /// Gets or sets which slots' leases began while the pool let leases share channels: bit <c>i</c> for slot <c>i</c>.
+        /// Adaptive sharing times those apart from leases that began while each lease had a channel of its own.
+        /// </summary>
+        public ulong SharingSlots { get; set; }
+
         /// <summary>Gets or sets whether the channel is in the pool's list of leased channels with a free slot.</summary>
         public bool IsShareable { get; set; }
+
+        /// <summary>Slot 0 is leased from idle, while the pool lets leases share channels or not.</summary>
+        public void LeaseFromIdle(bool sharing)
+        {
+            BusySlots = 1;
+            SharingSlots = sharing ? 1UL : 0;
+        }
+
+        /// <summary>A released <paramref name="slot"/> goes straight to a waiter, while the pool lets leases share channels or not.</summary>
+        public void HandOver(int slot, bool sharing)
+        {
+            var bit = 1UL << slot;
+            SharingSlots = sharing ? SharingSlots | bit : SharingSlots & ~bit;
+        }
 
         /// <summary>
         /// Gets or sets why the channel takes no more leases: a holder found it broken, unusable or expired while others

@@ -32,7 +32,7 @@ internal sealed partial class PoolState<TChannel>
     /// <summary>Channels in use: leased, and enough for the waiting callers, several to a channel when leases share.</summary>
     private int Demand_NoLock()
     {
-        var perChannel = _settings.MaxLeasesPerChannel;
+        var perChannel = ShareLimit_NoLock();
         return _leasedCount + ((_waiters.Count + perChannel - 1) / perChannel);
     }
 

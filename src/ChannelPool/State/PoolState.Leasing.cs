@@ -44,8 +44,9 @@ internal sealed partial class PoolState<TChannel>
         var kind = LeaseKind.Idle;
         if (entry.Shared is { } shared)
         {
-            shared.BusySlots = 1;
-            if (settings.MaxLeasesPerChannel > 1)
+            var sharing = ShareLimit_NoLock() > 1;
+            shared.LeaseFromIdle(sharing);
+            if (sharing)
             {
                 kind = LeaseKind.IdleShareable;
             }
@@ -64,16 +65,11 @@ internal sealed partial class PoolState<TChannel>
     public ReleaseOutcome Release(PooledChannel<TChannel> entry, int slot, int version, EvictionReason? reason)
     {
         _gate.Enter();
-        ref var lease = ref entry.SlotAt(slot);
-
-        // Of two racing releases of one lease, exactly one gets past here; a stale lease never does.
-        if (lease.Version != version)
+        if (!TryEndLease_NoLock(entry, slot, version))
         {
-            _gate.Exit();
             return default;
         }
 
-        lease.Version = version + 1;
         var settings = _settings;
         var now = _clock.Now;
 
@@ -92,6 +88,24 @@ internal sealed partial class PoolState<TChannel>
         return ReleaseOther_NoLock(entry, slot, reason);
     }
 
+    /// <summary>
+    /// Ends the lease <paramref name="version"/> of <paramref name="slot"/>: of two racing releases of one lease, exactly
+    /// one gets past here; a stale lease never does, and leaves the gate.
+    /// </summary>
+    [MethodImpl(MethodImplOptions.AggressiveInlining)]
+    private bool TryEndLease_NoLock(PooledChannel<TChannel> entry, int slot, int version)
+    {
+        ref var lease = ref entry.SlotAt(slot);
+        if (lease.Version != version)
+        {
+            _gate.Exit();
+            return false;
+        }
+
+        lease.Version = version + 1;
+        return true;
+    }
+
     /// <summary>The rest of <see cref="Release"/>, under its gate: a shared channel, a waiter, or a channel that must go.</summary>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private ReleaseOutcome ReleaseOther_NoLock(PooledChannel<TChannel> entry, int slot, EvictionReason? reason)
@@ -106,7 +120,7 @@ internal sealed partial class PoolState<TChannel>
             {
                 // Back to idle (parked while paused, when nobody is handed a channel), or to its other leases. A paused
                 // pool lets no lease join a shared channel: one lease per channel stops its sharing.
-                if (entry.Shared is null || _shared.Release(entry, slot, _paused ? 1 : settings.MaxLeasesPerChannel, _waiters))
+                if (entry.Shared is null || _shared.Release(entry, slot, _paused ? 1 : ShareLimit_NoLock(), _waiters))
                 {
                     _leasedCount--;
                     EnterIdle_NoLock(entry);
@@ -118,6 +132,7 @@ internal sealed partial class PoolState<TChannel>
 
             // Handed straight to the oldest waiter: the slot stays leased.
             var waiter = _waiters.Dequeue();
+            entry.Shared?.HandOver(slot, sharing: ShareLimit_NoLock() > 1);
             Exit(nameof(Release));
             return new ReleaseOutcome(ReleaseKind.HandedOver, waiter, opens: 0, reason: default);
         }
@@ -159,7 +174,7 @@ internal sealed partial class PoolState<TChannel>
     public List<(Waiter<TChannel> Waiter, int Slot)>? Share(PooledChannel<TChannel> entry)
     {
         _gate.Enter();
-        var joiners = _disposed ? null : _shared.Share(entry, _settings.MaxLeasesPerChannel, _waiters);
+        var joiners = _disposed ? null : _shared.Share(entry, ShareLimit_NoLock(), _waiters);
         Exit(nameof(Share));
         return joiners;
     }
@@ -241,8 +256,7 @@ internal sealed partial class PoolState<TChannel>
     [MethodImpl(MethodImplOptions.NoInlining)]
     private LeaseClaim TryJoin_NoLock()
     {
-        var settings = _settings;
-        if (!_shared.TryJoin(settings.MaxLeasesPerChannel, _clock.Now, out var entry, out var slot))
+        if (!_shared.TryJoin(ShareLimit_NoLock(), _clock.Now, out var entry, out var slot))
         {
             return default;
         }

@@ -93,8 +93,8 @@ internal sealed partial class PoolState<TChannel>
             _leasedCount++;
             if (entry.Shared is { } shared)
             {
-                shared.BusySlots = 1;
-                joiners = _shared.Share(entry, settings.MaxLeasesPerChannel, _waiters);
+                shared.LeaseFromIdle(sharing: ShareLimit_NoLock() > 1);
+                joiners = _shared.Share(entry, ShareLimit_NoLock(), _waiters);
             }
         }
 

@@ -78,8 +78,8 @@ internal sealed partial class PoolState<TChannel>
             handed.Add((_waiters.Dequeue()!, entry, 0));
             if (entry.Shared is { } shared)
             {
-                shared.BusySlots = 1;
-                _shared.Share(entry, settings.MaxLeasesPerChannel, _waiters)?.ForEach(joiner => handed.Add((joiner.Waiter, entry, joiner.Slot)));
+                shared.LeaseFromIdle(sharing: ShareLimit_NoLock() > 1);
+                _shared.Share(entry, ShareLimit_NoLock(), _waiters)?.ForEach(joiner => handed.Add((joiner.Waiter, entry, joiner.Slot)));
             }
         }
 

@@ -19,6 +19,7 @@ internal sealed partial class PoolState<TChannel>
 
         Volatile.Write(ref _settings, settings);
         FollowIdleTargetSettings_NoLock(settings);
+        FollowSharingSettings_NoLock(settings);
         var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
         var margin = _clock.EvictionMargin(settings.ChannelLifetime);
         foreach (var entry in _open)

@@ -60,6 +60,9 @@ internal sealed partial class PoolState<TChannel>
     private IdleQueue<TChannel> _idle;
     private readonly WaiterQueue<TChannel> _waiters = new();
     private readonly SharedLeases<TChannel> _shared = new();
+
+    // Adaptive sharing's controller (Sharing/); null when leases always share up to MaxLeasesPerChannel.
+    private SharingController? _sharing;
     private readonly HashSet<PooledChannel<TChannel>> _open = [];
     private int _leasedCount;
     private int _openingCount;
@@ -114,6 +117,7 @@ internal sealed partial class PoolState<TChannel>
         _breakerStateProvider = breakerStateProvider;
         _idle = new IdleQueue<TChannel>(settings.MaxChannels);
         FollowIdleTargetSettings_NoLock(settings);
+        FollowSharingSettings_NoLock(settings);
     }
 
     /// <summary>Gets the settings in force; read without the gate, for what is decided outside it.</summary>

@@ -183,6 +183,9 @@ internal sealed class SharedLeases<TChannel>
         var shared = entry.Shared!;
         var slot = BitOperations.TrailingZeroCount(~shared.BusySlots);
         shared.BusySlots |= 1UL << slot;
+
+        // A lease joins only while the pool shares channels.
+        shared.SharingSlots |= 1UL << slot;
         if (!HasFreeSlot(shared, maxLeases))
         {
             Unshare(entry);

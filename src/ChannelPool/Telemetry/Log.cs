@@ -79,4 +79,11 @@ internal static partial class Log
     // 30 onwards: the adaptive idle target (IdleTarget/).
     [LoggerMessage(30, LogLevel.Debug, "Channel pool '{PoolName}' moved its idle target from {From} to {To}: peak demand {WindowPeak} over the window, {Flow} channel(s) used up while one opens.")]
     public static partial void IdleTargetMoved(ILogger logger, string poolName, int from, int to, int windowPeak, double flow);
+
+    // 40 onwards: adaptive sharing (Sharing/). Debug: a pool that keeps failing a try logs one at each doubling delay.
+    [LoggerMessage(40, LogLevel.Debug, "Channel pool '{PoolName}' stopped sharing channels: leases that shared ended {Rate:0} a second and lasted {Median} (median), against {BaselineRate:0} and {BaselineMedian} with a channel each. It tries again in {RetryIn}.")]
+    public static partial void SharingStopped(ILogger logger, string poolName, double rate, TimeSpan median, double baselineRate, TimeSpan baselineMedian, TimeSpan retryIn);
+
+    [LoggerMessage(41, LogLevel.Debug, "Channel pool '{PoolName}' shares channels: leases with a channel each ended {BaselineRate:0} a second and lasted {BaselineMedian} (median), the baseline shared leases are judged against.")]
+    public static partial void SharingStarted(ILogger logger, string poolName, double baselineRate, TimeSpan baselineMedian);
 }

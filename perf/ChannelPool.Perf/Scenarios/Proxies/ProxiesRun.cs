@@ -290,7 +290,8 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                         Name = $"perf-{binding.Name}-{kind.Replace(' ', '-')}-{concurrency}",
                         LeaseMode = kind == PooledSingleUse ? LeaseMode.SingleUse : LeaseMode.Reuse,
                         IdleOrder = kind == PooledReuseLeastRecentlyUsed ? IdleOrder.LeastRecentlyUsed : IdleOrder.MostRecentlyUsed,
-                        MaxLeasesPerChannel = kind == PooledReuseShared ? sharedLeasesPerChannel : 1,
+                        MaxLeasesPerChannel = kind is PooledReuseShared or PooledReuseAdaptive ? sharedLeasesPerChannel : 1,
+                        LeaseSharing = kind == PooledReuseAdaptive ? LeaseSharing.Adaptive : LeaseSharing.Always,
                     };
                     var pool = new ServiceChannelPool<IEchoClient>(wcfBinding, binding.Address, options, factory => binding.Configure(factory.Credentials));
                     await pool.WarmUpAsync(pool.PoolSize, cancellationToken);

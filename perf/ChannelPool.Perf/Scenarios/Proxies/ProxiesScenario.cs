@@ -29,9 +29,12 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     /// <summary>Pooled reuse with the other idle order, to measure the default against: selectable with --kind, not in the suite.</summary>
     public const string PooledReuseLeastRecentlyUsed = "pooled reuse, least recently used first";
 
+    /// <summary>Pooled reuse with adaptive sharing up to the shared kind's leases per channel: selectable with --kind, not in the suite.</summary>
+    public const string PooledReuseAdaptive = "pooled reuse, adaptive";
+
     public static readonly string[] AllKinds = [PerCall, PerCallCached, PooledSingleUse, PooledReuse, PooledReuseShared, Singleton];
 
-    public static readonly string[] SelectableKinds = [.. AllKinds, PooledReuseLeastRecentlyUsed];
+    public static readonly string[] SelectableKinds = [.. AllKinds, PooledReuseLeastRecentlyUsed, PooledReuseAdaptive];
 
     private readonly ProxiesOptions _options = new();
 
