@@ -95,12 +95,13 @@ public class RedisOutageTests
         })).Within();
         var reading = subscribers.Select(s => DeliveryTests.ReadAsync(s.Session, Messages, TimeSpan.FromMinutes(2))).ToList();
         await using var publisher = await client.OpenSessionAsync();
+        var restarted = Task.CompletedTask;
         for (var i = 1; i <= Messages; i++)
         {
             if (i == (Messages / 2) + 1)
             {
                 await redis.Shards[1].KillAsync();
-                _ = Task.Delay(1000).ContinueWith(async _ => await redis.Shards[1].StartAgainAsync(), TaskScheduler.Default).Unwrap();
+                restarted = StartAgainOnceRefusedAsync(redis.Shards[1], unavailable!);
             }
 
             // One message to each of the three topics, spread over the shards by their names.
@@ -108,6 +109,7 @@ public class RedisOutageTests
         }
 
         var received = await Task.WhenAll(reading);
+        await restarted.Within();
         Assert.That(received.Select(r => r.Select(d => RedisScaleOutTests.Data(d.Message!))), Has.All.EqualTo(Enumerable.Range(1, Messages)));
         Assert.That(unavailable!.Count, Is.GreaterThan(0), "requests that reached the stopped shard were answered 503, and retried");
         await redis.WaitUntilServedAsync();
@@ -152,11 +154,27 @@ public class RedisOutageTests
     }
 
     /// <summary>Counts the 503 answers a client got.</summary>
+    /// <summary>
+    /// Starts the killed shard again once three requests have been refused for it (a request and its retries), so the
+    /// outage is seen whatever the machine's speed, and lasts no longer than that (at most 30 s, after which the test's
+    /// own assertion fails).
+    /// </summary>
+    private static async Task StartAgainOnceRefusedAsync(RedisServerProcess shard, Unavailable unavailable)
+    {
+        var waited = System.Diagnostics.Stopwatch.StartNew();
+        while (unavailable.Count < 3 && waited.Elapsed < TimeSpan.FromSeconds(30))
+        {
+            await Task.Delay(20);
+        }
+
+        await shard.StartAgainAsync();
+    }
+
     private sealed class Unavailable(HttpMessageHandler inner) : DelegatingHandler(inner)
     {
         private int _count;
 
-        public int Count => _count;
+        public int Count => Volatile.Read(ref _count);
 
         protected override async Task<HttpResponseMessage> SendAsync(HttpRequestMessage request, CancellationToken cancellationToken)
         {
