@@ -46,6 +46,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     private readonly IMeterFactory? _meterFactory;
     private readonly ILogger _logger;
     private readonly bool _sessionful;
+    private readonly bool _connectionSession;
     private readonly bool _contractRequiresSession;
     private readonly CredentialKey _defaultKey;
     private readonly ClientCredentials _defaultCredentials;
@@ -96,6 +97,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         _logger = loggerFactory?.CreateLogger("ChannelPool.ServiceModel") ?? NullLogger.Instance;
         _contractRequiresSession = EndpointRules.RequiresSession(typeof(TContract));
         _sessionful = EndpointRules.IsSessionful(binding);
+        _connectionSession = EndpointRules.IsConnectionSession(binding);
         ThrowIfConflicting(options);
         _options = options;
 
@@ -344,15 +346,21 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     }
 
     /// <summary>
-    /// One credential pool's options: the endpoint's, under the pool's own name, with the contract's lease mode and, unless
-    /// set, the adapter's fatal-error rule.
+    /// One credential pool's options: the endpoint's, under the pool's own name, with, unless set, the contract's lease
+    /// mode, the binding's leases per channel and the adapter's fatal-error rule.
     /// </summary>
-    private ChannelPoolOptions OptionsFor(ChannelPoolOptions options, string name) => new(options)
+    private ChannelPoolOptions OptionsFor(ChannelPoolOptions options, string name)
     {
-        Name = name,
-        LeaseMode = options.LeaseMode ?? (_contractRequiresSession ? LeaseMode.SingleUse : LeaseMode.Reuse),
-        IsFatalError = options.IsFatalError ?? FatalErrors.IsSecurityFailure,
-    };
+        var leaseMode = options.LeaseMode ?? (_contractRequiresSession ? LeaseMode.SingleUse : LeaseMode.Reuse);
+        return new(options)
+        {
+            Name = name,
+            LeaseMode = leaseMode,
+            MaxLeasesPerChannel = options.MaxLeasesPerChannel ??
+                (leaseMode == LeaseMode.Reuse && _connectionSession && !_contractRequiresSession ? EndpointRules.LeasesPerConnection : 1),
+            IsFatalError = options.IsFatalError ?? FatalErrors.IsSecurityFailure,
+        };
+    }
 
     private void ThrowIfConflicting(ChannelPoolOptions options)
     {

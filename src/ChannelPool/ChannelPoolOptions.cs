@@ -103,32 +103,38 @@ public sealed class ChannelPoolOptions
     public IdleOrder IdleOrder { get; set; } = IdleOrder.MostRecentlyUsed;
 
     /// <summary>
-    /// Gets or sets how many leases may hold one channel at the same time. Defaults to 1: a lease has its channel to
-    /// itself, and a channel that fails fails one caller. Above 1, a lease first joins a leased channel with room, and
-    /// only takes an idle channel when none has room, as an HTTP/2 connection carries several requests at once.
+    /// Gets or sets how many leases may hold one channel at the same time. <see langword="null"/>, the default, leaves it
+    /// to the channels: 1 in the core pool, where a lease has its channel to itself and a channel that fails fails one
+    /// caller; the WCF adapter (ChannelPool.ServiceModel) makes it 16 on bindings whose channel is a connection with a
+    /// session (net.tcp, named pipes, WebSockets), unless the contract requires sessions, and 1 elsewhere. Above 1, a
+    /// lease first joins a leased channel with room (as <see cref="LeaseSharing"/> allows), and only takes an idle
+    /// channel when none has room, as an HTTP/2 connection carries several requests at once. A value set here, in code
+    /// or by configuration, wins.
     /// </summary>
     /// <remarks>
-    /// Only for channels that carry concurrent calls, and services that serve them concurrently: a WCF net.tcp channel
-    /// does, but a WCF service with the default <c>ConcurrencyMode.Single</c> and per-session instances serves one
-    /// session's calls one at a time, and then sharing queues callers behind each other. A channel that breaks fails
-    /// every lease on it. Requires <see cref="ChannelPool.LeaseMode.Reuse"/>; at most 64.
+    /// Only for channels that carry concurrent calls: a WCF channel does. A WCF service with the default
+    /// <c>ConcurrencyMode.Single</c> and per-session instances serves one session's calls one at a time, and then
+    /// callers on a shared channel queue behind each other; adaptive sharing (the default <see cref="LeaseSharing"/>)
+    /// sees that and gives each lease its own channel. A channel that breaks fails every lease on it. Requires
+    /// <see cref="ChannelPool.LeaseMode.Reuse"/>; at most 64.
     /// </remarks>
     [Range(1, 64)]
-    public int MaxLeasesPerChannel { get; set; } = 1;
+    public int? MaxLeasesPerChannel { get; set; }
 
     /// <summary>
     /// Gets or sets whether a lease joins a channel other leases hold, when <see cref="MaxLeasesPerChannel"/> is above 1:
-    /// <see cref="ChannelPool.LeaseSharing.Always"/> (the default), or <see cref="ChannelPool.LeaseSharing.Adaptive"/>,
-    /// only while leases that share channels end at least 1 / 1.5 as fast as leases with a channel each, and do not
-    /// stall.
+    /// <see cref="ChannelPool.LeaseSharing.Adaptive"/> (the default), only while leases that share channels end at least
+    /// 1 / 1.5 as fast as leases with a channel each, and do not stall; or <see cref="ChannelPool.LeaseSharing.Always"/>.
     /// </summary>
     /// <remarks>
     /// Adaptive suits a service whose concurrency is not known, or changes: a service that serves a session's calls
     /// concurrently, or serves them one at a time but fast, gets a few shared connections, as a singleton proxy's callers
-    /// do; a slow service that serves them one at a time gets a channel per lease. It times every lease (two precise clock
-    /// reads) and releases through the shared path, and needs <see cref="MaxLeasesPerChannel"/> above 1.
+    /// do; a slow service that serves them one at a time gets a channel per lease. It times every lease that may share
+    /// (two precise clock reads) and releases it through the shared path. <see cref="ChannelPool.LeaseSharing.Always"/>
+    /// saves that, for a service known to serve a session's calls concurrently. With <see cref="MaxLeasesPerChannel"/>
+    /// at 1 neither applies.
     /// </remarks>
-    public LeaseSharing LeaseSharing { get; set; }
+    public LeaseSharing LeaseSharing { get; set; } = LeaseSharing.Adaptive;
 
     /// <summary>
     /// Gets or sets how long a caller waits for a channel before <see cref="ChannelPoolTimeoutException"/>.

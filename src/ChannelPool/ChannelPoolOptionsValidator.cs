@@ -94,13 +94,6 @@ public sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOp
         {
             failures.Add(nameof(options.LeaseSharing), "must be Always or Adaptive", options.LeaseSharing);
         }
-        else if (options.LeaseSharing == LeaseSharing.Adaptive && options.MaxLeasesPerChannel == 1)
-        {
-            failures.Add(
-                nameof(options.LeaseSharing),
-                "must be Always when MaxLeasesPerChannel is 1: Adaptive shares a channel among up to MaxLeasesPerChannel leases, so set MaxLeasesPerChannel above 1 (at most 64)",
-                options.LeaseSharing);
-        }
 
         // Not an annotation: the infinite value is negative.
         if (options.AcquireTimeout <= TimeSpan.Zero && options.AcquireTimeout != Timeout.InfiniteTimeSpan)

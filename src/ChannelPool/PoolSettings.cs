@@ -48,7 +48,7 @@ internal sealed record PoolSettings(
             options.CleanupInterval ?? DefaultCleanupInterval(options.ChannelLifetime, idleTimeout),
             options.LeaseMode ?? LeaseMode.Reuse,
             options.IdleOrder,
-            options.MaxLeasesPerChannel,
+            options.MaxLeasesPerChannel ?? 1,
             options.AcquireTimeout,
             options.MaxConcurrentOpens,
             options.CloseTimeout,

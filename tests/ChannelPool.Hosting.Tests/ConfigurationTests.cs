@@ -36,11 +36,11 @@ public class ConfigurationTests
     }
 
     [Test]
-    public async Task BindConfiguration_ReadsMaxLeasesPerChannel_AndThePoolSharesChannels()
+    public async Task BindConfiguration_ReadsMaxLeasesPerChannel_AndLeaseSharingAlways_AndThePoolSharesChannels()
     {
         await using var host = TestHost.Create(
             services => services.AddChannelPool("orders", _ => new FakeChannelFactory()).BindConfiguration(),
-            new Dictionary<string, string?> { [$"{Section}:MaxLeasesPerChannel"] = "8", [$"{Section}:PoolSize"] = "2" });
+            new Dictionary<string, string?> { [$"{Section}:MaxLeasesPerChannel"] = "8", [$"{Section}:LeaseSharing"] = "Always", [$"{Section}:PoolSize"] = "2" });
         await host.Host.StartAsync().Within();
         var pool = host.Services.GetRequiredKeyedService<IChannelPool<FakeChannel>>("orders");
 
@@ -53,11 +53,11 @@ public class ConfigurationTests
     }
 
     [Test]
-    public async Task BindConfiguration_ReadsLeaseSharing_AndAnAdaptivePoolGivesLeasesTheirOwnChannels_UntilItHasABaseline()
+    public async Task BindConfiguration_ReadsMaxLeasesPerChannel_AndByDefaultAnAdaptivePoolGivesLeasesTheirOwnChannels_UntilItHasABaseline()
     {
         await using var host = TestHost.Create(
             services => services.AddChannelPool("orders", _ => new FakeChannelFactory()).BindConfiguration(),
-            new Dictionary<string, string?> { [$"{Section}:MaxLeasesPerChannel"] = "8", [$"{Section}:LeaseSharing"] = "Adaptive", [$"{Section}:PoolSize"] = "2" });
+            new Dictionary<string, string?> { [$"{Section}:MaxLeasesPerChannel"] = "8", [$"{Section}:PoolSize"] = "2" });
         await host.Host.StartAsync().Within();
         var pool = host.Services.GetRequiredKeyedService<IChannelPool<FakeChannel>>("orders");
 
@@ -89,7 +89,8 @@ public class ConfigurationTests
         yield return Case("ChannelLifetime", "00:00:00.1", "Channel pool 'orders': ChannelLifetime must be between 00:00:01 and 1.00:00:00; it was 00:00:00.1000000.");
         yield return Case("MaxConcurrentOpens", "0", "Channel pool 'orders': MaxConcurrentOpens must be between 1 and 2147483647; it was 0.");
         yield return Case("MaxLeasesPerChannel", "65", "Channel pool 'orders': MaxLeasesPerChannel must be between 1 and 64; it was 65.");
-        yield return Case("LeaseSharing", "Adaptive", "Channel pool 'orders': LeaseSharing must be Always when MaxLeasesPerChannel is 1: Adaptive shares a channel among up to MaxLeasesPerChannel leases, so set MaxLeasesPerChannel above 1 (at most 64); it was Adaptive.");
+        yield return Case("MaxLeasesPerChannel", "0", "Channel pool 'orders': MaxLeasesPerChannel must be between 1 and 64; it was 0.");
+        yield return Case("LeaseSharing", "Sometimes", "Failed to convert configuration value 'Sometimes' at 'ChannelPool:Pools:orders:LeaseSharing' to type 'ChannelPool.LeaseSharing'.");
         yield return Case("Resilience:CircuitBreaker:FailureRatio", "2", "Channel pool 'orders': Resilience.CircuitBreaker.FailureRatio must be between 0 and 1; it was 2.");
         yield return Case("IdleTarget:Mode", "Psychic", "Failed to convert configuration value 'Psychic' at 'ChannelPool:Pools:orders:IdleTarget:Mode' to type 'ChannelPool.IdleTargetMode'.");
         yield return Case("IdleTarget:Minimum", "0", "Channel pool 'orders': IdleTarget.Minimum must be between 1 and 2147483647; it was 0.");

@@ -32,7 +32,7 @@ public class PerfConsoleTests
         // The figures come from real WCF calls: a per-call proxy pays a TLS handshake per call on every binding (a new
         // ClientBase builds a new factory, and with it a new connection); a warm net.tcp reuse pool pays none.
         var proxies = sections["proxies"].EnumerateArray().ToList();
-        Assert.That(proxies, Has.Count.EqualTo(72), "six kinds on four bindings at concurrency 1 and 8, three more under the other service setting on the two with sessions, and the service-time pass (three kinds, both settings) at 8 on those two");
+        Assert.That(proxies, Has.Count.EqualTo(88), "seven kinds on four bindings at concurrency 1 and 8, four more under the other service setting on the two with sessions, and the service-time pass (four kinds, both settings) at 8 on those two");
         static string Text(JsonElement cell, string property) => cell.GetProperty(property).GetString()!;
         static double ServiceTime(JsonElement cell) => cell.GetProperty("serviceTimeMs").GetDouble();
 
@@ -40,10 +40,10 @@ public class PerfConsoleTests
         // single-use) ran under the first only; the bindings without sessions ran once.
         var single = proxies.Where(c => Text(c, "service") == "one at a time (Single)" && ServiceTime(c) == 0).ToList();
         Assert.That(single.Select(c => Text(c, "binding")).Distinct(), Is.EquivalentTo(new[] { "WSHttp SecureConversation", "net.tcp TLS" }));
-        Assert.That(single.Select(c => Text(c, "kind")).Distinct(), Is.EquivalentTo(new[] { "pooled reuse", "pooled reuse, shared", "singleton" }));
+        Assert.That(single.Select(c => Text(c, "kind")).Distinct(), Is.EquivalentTo(new[] { "pooled reuse", "pooled reuse, exclusive", "pooled reuse, shared", "singleton" }));
         Assert.That(proxies.Where(c => Text(c, "binding") is "BasicHttps" or "WSHttp UserName").Select(c => Text(c, "service")), Is.All.EqualTo("no session"));
         var withServiceTime = proxies.Where(c => ServiceTime(c) > 0).ToList();
-        Assert.That(withServiceTime, Has.Count.EqualTo(12));
+        Assert.That(withServiceTime, Has.Count.EqualTo(16));
         Assert.That(withServiceTime.Select(c => ServiceTime(c)), Is.All.EqualTo(2));
         Assert.That(withServiceTime.Select(c => c.GetProperty("concurrency").GetInt32()), Is.All.EqualTo(8));
 
@@ -65,8 +65,8 @@ public class PerfConsoleTests
         Assert.That(secureConversationReuse, Has.Count.EqualTo(2));
         Assert.That(secureConversationReuse.Select(c => c.GetProperty("warmUp").GetProperty("negotiations").GetInt64()), Is.All.GreaterThan(0));
         Assert.That(secureConversationReuse.Select(c => c.GetProperty("duringCalls").GetProperty("negotiations").GetInt64()), Is.All.Zero);
-        var netTcpReuse = proxies.Where(c => c.GetProperty("kind").GetString() is "pooled reuse" or "pooled reuse, shared" && c.GetProperty("binding").GetString()!.StartsWith("net.tcp", StringComparison.Ordinal)).ToList();
-        Assert.That(netTcpReuse, Has.Count.EqualTo(12), "two settings at 1 and 8, and the service-time pass at 8");
+        var netTcpReuse = proxies.Where(c => c.GetProperty("kind").GetString() is "pooled reuse" or "pooled reuse, exclusive" or "pooled reuse, shared" && c.GetProperty("binding").GetString()!.StartsWith("net.tcp", StringComparison.Ordinal)).ToList();
+        Assert.That(netTcpReuse, Has.Count.EqualTo(18), "three kinds: two settings at 1 and 8, and the service-time pass at 8");
         Assert.That(netTcpReuse.Select(c => Handshakes(c, "duringCalls")), Is.All.EqualTo(0));
         Assert.That(netTcpReuse.Select(c => Handshakes(c, "warmUp")), Is.All.GreaterThan(0), "the pool's warm-up paid the handshakes");
 

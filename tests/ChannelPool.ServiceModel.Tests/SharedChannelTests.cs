@@ -16,7 +16,7 @@ public sealed class SharedChannelTests
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var pool = new ServiceChannelPool<IAsyncEchoService>(
-            service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 2, RefillThreshold = 0, MaxLeasesPerChannel = 8 }, service.Configure);
+            service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 2, RefillThreshold = 0, MaxLeasesPerChannel = 8, LeaseSharing = LeaseSharing.Always }, service.Configure);
         await pool.WarmUpAsync(readyChannels: 2);
         var warm = service.Counters.Snapshot();
 
@@ -50,7 +50,7 @@ public sealed class SharedChannelTests
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
         await using var pool = new ServiceChannelPool<IEchoService>(
-            service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1, MaxChannels = 2, MaxLeasesPerChannel = 4 }, service.Configure);
+            service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1, MaxChannels = 2, MaxLeasesPerChannel = 4, LeaseSharing = LeaseSharing.Always }, service.Configure);
         await pool.WarmUpAsync(readyChannels: 1);
         var first = new EchoProxy(pool);
         var second = new EchoProxy(pool);
@@ -104,7 +104,49 @@ public sealed class SharedChannelTests
     }
 
     /// <summary>
-    /// Adaptive sharing over net.tcp with TLS: a service that serves a session's calls one at a time and takes a few ms
+    /// Left unset, leases per channel follow the binding: a net.tcp channel is a connection with a session, which callers
+    /// sharing it save, so up to 16 share one adaptively; HTTP bindings keep a channel a lease (their channels share the
+    /// factory's connections anyway, and a security session over HTTP stalls under concurrent calls).
+    /// </summary>
+    [TestCase(Transport.NetTcp, 16)]
+    [TestCase(Transport.BasicHttps, 1)]
+    [TestCase(Transport.UserName, 1)]
+    [TestCase(Transport.SecureConversation, 1)]
+    public async Task LeasesPerChannel_LeftUnset_FollowTheBinding(Transport transport, int expected)
+    {
+        await using var service = await TestService.StartAsync(transport);
+        await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1 }, service.Configure);
+
+        Assert.That(pool.DefaultPool.MaxLeasesPerChannel, Is.EqualTo(expected));
+        Assert.That(pool.DefaultPool.LeaseSharing, Is.EqualTo(LeaseSharing.Adaptive));
+    }
+
+    [Test]
+    public async Task LeasesPerChannel_SetInTheOptions_WinOverTheBindings()
+    {
+        await using var service = await TestService.StartAsync(Transport.NetTcp);
+        await using var exclusive = new ServiceChannelPool<IEchoService>(
+            service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1, MaxLeasesPerChannel = 1 }, service.Configure);
+        await using var always = new ServiceChannelPool<IEchoService>(
+            service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1, MaxLeasesPerChannel = 4, LeaseSharing = LeaseSharing.Always }, service.Configure);
+
+        Assert.That(exclusive.DefaultPool.MaxLeasesPerChannel, Is.EqualTo(1));
+        Assert.That((always.DefaultPool.MaxLeasesPerChannel, always.DefaultPool.LeaseSharing), Is.EqualTo((4, LeaseSharing.Always)));
+    }
+
+    /// <summary>A contract that requires sessions never shares by default, even with reused leases, and needs no setting to say so.</summary>
+    [Test]
+    public async Task AContractThatRequiresSessions_LeftUnset_KeepsAChannelALease_WithoutAnError()
+    {
+        await using var service = await TestService.StartAsync(Transport.NetTcp);
+        await using var pool = new ServiceChannelPool<ISessionCounter>(
+            service.Binding, service.CounterAddress, new ChannelPoolOptions { PoolSize = 2, LeaseMode = LeaseMode.Reuse }, service.Configure);
+
+        Assert.That((pool.DefaultPool.MaxLeasesPerChannel, pool.LeaseMode), Is.EqualTo((1, LeaseMode.Reuse)));
+    }
+
+    /// <summary>
+    /// Adaptive sharing over net.tcp with TLS, as the options leave it by default: a service that serves a session's calls one at a time and takes a few ms
     /// makes shared proxies wait for each other, so the pool gives them channels of their own; a service that serves
     /// them concurrently and at once lets them share, as a singleton proxy's callers do.
     /// </summary>
@@ -121,7 +163,7 @@ public sealed class SharedChannelTests
         await using var pool = new ServiceChannelPool<IEchoService>(
             binding,
             NetTcpTestHost.CreateAddress(host.EchoAddress),
-            new ChannelPoolOptions { PoolSize = Callers, MaxLeasesPerChannel = 8, LeaseSharing = LeaseSharing.Adaptive },
+            new ChannelPoolOptions { PoolSize = Callers },
             factory => TestCertificate.TrustOnly(factory.Credentials, certificate));
         await pool.WarmUpAsync(readyChannels: Callers, cancellationToken);
 

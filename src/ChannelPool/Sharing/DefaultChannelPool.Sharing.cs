@@ -5,6 +5,15 @@ public sealed partial class DefaultChannelPool<TChannel>
     // Whether leases are timed for adaptive sharing: the one field the lease path reads for it.
     private bool _sampleLeases;
 
+    /// <summary>
+    /// Gets how many leases may hold one channel at once, in force: <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/>,
+    /// or the value the channels chose when it was left unset (1 in the core pool; the WCF adapter's choice per binding).
+    /// </summary>
+    public int MaxLeasesPerChannel => _state.Settings.MaxLeasesPerChannel;
+
+    /// <summary>Gets whether leases join channels others hold always, or while it pays (<see cref="ChannelPoolOptions.LeaseSharing"/>), in force.</summary>
+    public LeaseSharing LeaseSharing => _state.Settings.LeaseSharing;
+
     /// <summary>Gets adaptive sharing's controller, for tests and diagnostics; null when sharing is not adaptive.</summary>
     internal SharingController? Sharing => _state.Sharing;
 

@@ -64,6 +64,7 @@ public class ClearTests : PoolTestBase
     {
         var options = SmallPool(poolSize: 2);
         options.MaxLeasesPerChannel = 4;
+        options.LeaseSharing = LeaseSharing.Always;
         var pool = CreatePool(options);
         await pool.WarmUpAsync().Within();
         var a = await pool.AcquireAsync();

@@ -161,7 +161,7 @@ public partial class AdaptiveIdleTargetTests : PoolTestBase
     [Test]
     public async Task Target_CountsSharedLeasesInChannels()
     {
-        var pool = AdaptivePool(o => o.MaxLeasesPerChannel = 4);
+        var pool = AdaptivePool(o => (o.MaxLeasesPerChannel, o.LeaseSharing) = (4, LeaseSharing.Always));
         await QuietUntilMinimum(pool);
 
         // Sixteen leases four to a channel need four channels, and the target follows channels, not leases.

@@ -14,7 +14,7 @@ public class SharedLeaseTests : PoolTestBase
         await using var first = await pool.AcquireAsync();
         await using var second = await pool.AcquireAsync();
 
-        Assert.That(new ChannelPoolOptions().MaxLeasesPerChannel, Is.EqualTo(1));
+        Assert.That((new ChannelPoolOptions().MaxLeasesPerChannel, pool.MaxLeasesPerChannel), Is.EqualTo(((int?)null, 1)), "left unset, the core pool gives a lease its channel to itself");
         Assert.That(second.Channel, Is.Not.SameAs(first.Channel));
     }
 
@@ -122,6 +122,7 @@ public class SharedLeaseTests : PoolTestBase
         {
             o.PoolSize = 2;
             o.MaxLeasesPerChannel = 4;
+            o.LeaseSharing = LeaseSharing.Always;
             o.ChannelLifetime = TimeSpan.FromSeconds(30);
         });
         await pool.WarmUpAsync().Within();
@@ -202,6 +203,7 @@ public class SharedLeaseTests : PoolTestBase
     {
         var options = SmallPool(poolSize: 3, maxChannels: 3);
         options.MaxLeasesPerChannel = 4;
+        options.LeaseSharing = LeaseSharing.Always;
         var pool = CreatePool(options);
         await pool.WarmUpAsync().Within();
         var a = await pool.AcquireAsync();
@@ -271,6 +273,9 @@ public class SharedLeaseTests : PoolTestBase
     {
         var options = SmallPool(poolSize, maxChannels);
         options.MaxLeasesPerChannel = leasesPerChannel;
+
+        // These tests are about sharing itself; adaptive sharing's own rule is in Sharing/AdaptiveSharingTests.
+        options.LeaseSharing = LeaseSharing.Always;
         return CreatePool(options);
     }
 

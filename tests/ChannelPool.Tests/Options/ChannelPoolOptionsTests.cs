@@ -44,7 +44,6 @@ public class ChannelPoolOptionsTests
         yield return Case("undefined LeaseMode", o => o.LeaseMode = (LeaseMode)7, "LeaseMode must be Reuse or SingleUse; it was 7.");
         yield return Case("undefined IdleOrder", o => o.IdleOrder = (IdleOrder)7, "IdleOrder must be MostRecentlyUsed or LeastRecentlyUsed; it was 7.");
         yield return Case("undefined LeaseSharing", o => o.LeaseSharing = (LeaseSharing)7, "LeaseSharing must be Always or Adaptive; it was 7.");
-        yield return Case("adaptive LeaseSharing with one lease per channel", o => o.LeaseSharing = LeaseSharing.Adaptive, "LeaseSharing must be Always when MaxLeasesPerChannel is 1: Adaptive shares a channel among up to MaxLeasesPerChannel leases, so set MaxLeasesPerChannel above 1 (at most 64); it was Adaptive.");
         yield return Case("adaptive LeaseSharing with single-use leases", o => (o.LeaseSharing, o.MaxLeasesPerChannel, o.LeaseMode) = (LeaseSharing.Adaptive, 8, LeaseMode.SingleUse), "MaxLeasesPerChannel must be 1 when LeaseMode is SingleUse, because a single-use channel is closed after its one lease; it was 8.");
         yield return Case("zero IdleTimeout", o => o.IdleTimeout = TimeSpan.Zero, "IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was 00:00:00.");
         yield return Case("negative IdleTimeout", o => o.IdleTimeout = TimeSpan.FromSeconds(-1), "IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was -00:00:01.");
@@ -220,7 +219,7 @@ public class ChannelPoolOptionsTests
             LeaseMode = LeaseMode.SingleUse,
             IdleOrder = IdleOrder.LeastRecentlyUsed,
             MaxLeasesPerChannel = 3,
-            LeaseSharing = LeaseSharing.Adaptive,
+            LeaseSharing = LeaseSharing.Always,
             AcquireTimeout = TimeSpan.FromSeconds(12),
             MaxConcurrentOpens = 5,
             CloseTimeout = TimeSpan.FromSeconds(13),

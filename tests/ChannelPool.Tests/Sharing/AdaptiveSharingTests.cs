@@ -296,6 +296,20 @@ public class AdaptiveSharingTests : PoolTestBase
     }
 
     [Test]
+    public async Task IsTheDefault_ForLeasesThatMayShare_AndLeftUnset_TheCorePoolNeitherSharesNorTimesLeases()
+    {
+        var sharing = SmallPool(poolSize: 4, maxChannels: 4);
+        sharing.MaxLeasesPerChannel = 8;
+        var unset = CreatePool(SmallPool(poolSize: 4, maxChannels: 4));
+        var shared = CreatePool(sharing);
+        await shared.WarmUpAsync().Within();
+
+        Assert.That((sharing.LeaseSharing, shared.LeaseSharing, shared.Sharing is not null), Is.EqualTo((LeaseSharing.Adaptive, LeaseSharing.Adaptive, true)));
+        Assert.That(await TwoAtOnceAsync(shared, Call), Is.False, "no baseline yet, so no sharing");
+        Assert.That((unset.MaxLeasesPerChannel, unset.LeaseSharing, unset.Sharing), Is.EqualTo((1, LeaseSharing.Adaptive, (SharingController?)null)));
+    }
+
+    [Test]
     public void AdaptiveSharing_WithSingleUseLeases_IsRefused_NamingTheOption()
     {
         var options = Options();

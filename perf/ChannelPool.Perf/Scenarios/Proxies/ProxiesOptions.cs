@@ -92,7 +92,7 @@ internal sealed class ProxiesOptions
     public Option<int> Calls { get; } = PositiveInt("--calls", "Calls per cell.", 20_000);
 
     public Option<int> SharedLeasesPerChannel { get; } = PositiveInt(
-        "--leases-per-channel", $"MaxLeasesPerChannel of the '{ProxiesScenario.PooledReuseShared}' kind: how many proxies may share one channel.", ProxiesScenario.SharedLeasesPerChannel, max: 64);
+        "--leases-per-channel", $"MaxLeasesPerChannel of the '{ProxiesScenario.PooledReuseShared}' and '{ProxiesScenario.PooledReuseAdaptive}' kinds: how many proxies may share one channel.", ProxiesScenario.SharedLeasesPerChannel, max: 64);
 
     public Option<int> Rounds { get; } = PositiveInt("--rounds", "Paired rounds each cell's calls are split into: every kind takes a turn each round, in reverse order every other round, and a ratio is the median of the rounds' ratios.", 2, max: 200);
 

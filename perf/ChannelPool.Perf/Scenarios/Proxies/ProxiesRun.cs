@@ -284,15 +284,27 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
 
                 default:
                 {
-                    // Library defaults, as an application that swapped its proxy's base class would run.
+                    // Library defaults, as an application that swapped its proxy's base class would run: pooled reuse
+                    // and single-use as they are, the other pooled kinds with one setting changed.
                     var options = new ChannelPoolOptions
                     {
                         Name = $"perf-{binding.Name}-{kind.Replace(' ', '-')}-{concurrency}",
                         LeaseMode = kind == PooledSingleUse ? LeaseMode.SingleUse : LeaseMode.Reuse,
                         IdleOrder = kind == PooledReuseLeastRecentlyUsed ? IdleOrder.LeastRecentlyUsed : IdleOrder.MostRecentlyUsed,
-                        MaxLeasesPerChannel = kind is PooledReuseShared or PooledReuseAdaptive ? sharedLeasesPerChannel : 1,
-                        LeaseSharing = kind == PooledReuseAdaptive ? LeaseSharing.Adaptive : LeaseSharing.Always,
                     };
+                    switch (kind)
+                    {
+                        case PooledReuseExclusive:
+                            options.MaxLeasesPerChannel = 1;
+                            break;
+                        case PooledReuseShared:
+                            (options.MaxLeasesPerChannel, options.LeaseSharing) = (sharedLeasesPerChannel, LeaseSharing.Always);
+                            break;
+                        case PooledReuseAdaptive:
+                            options.MaxLeasesPerChannel = sharedLeasesPerChannel;
+                            break;
+                    }
+
                     var pool = new ServiceChannelPool<IEchoClient>(wcfBinding, binding.Address, options, factory => binding.Configure(factory.Credentials));
                     await pool.WarmUpAsync(pool.PoolSize, cancellationToken);
                     Func<string, CancellationToken, Task> call = async (message, token) =>

@@ -19,20 +19,29 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     public const string PerCall = "per-call";
     public const string PerCallCached = "per-call, cached factory";
     public const string PooledSingleUse = "pooled single-use";
+    /// <summary>Pooled reuse with the library's defaults: on net.tcp, up to 16 leases share a channel adaptively.</summary>
     public const string PooledReuse = "pooled reuse";
+
+    /// <summary>Pooled reuse with a channel a lease (<c>MaxLeasesPerChannel = 1</c>), the default before adaptive sharing.</summary>
+    public const string PooledReuseExclusive = "pooled reuse, exclusive";
+
+    /// <summary>Pooled reuse with leases always sharing, up to <see cref="SharedLeasesPerChannel"/> a channel.</summary>
     public const string PooledReuseShared = "pooled reuse, shared";
     public const string Singleton = "singleton";
 
-    /// <summary>The <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of <see cref="PooledReuseShared"/> unless set: the most the option allows.</summary>
+    /// <summary>The <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of <see cref="PooledReuseShared"/> (<see cref="LeaseSharing.Always"/>) unless set: the most the option allows.</summary>
     public const int SharedLeasesPerChannel = 64;
 
     /// <summary>Pooled reuse with the other idle order, to measure the default against: selectable with --kind, not in the suite.</summary>
     public const string PooledReuseLeastRecentlyUsed = "pooled reuse, least recently used first";
 
-    /// <summary>Pooled reuse with adaptive sharing up to the shared kind's leases per channel: selectable with --kind, not in the suite.</summary>
+    /// <summary>
+    /// Pooled reuse with adaptive sharing (the default) up to the shared kind's leases per channel rather than the
+    /// binding's default: selectable with --kind, not in the suite.
+    /// </summary>
     public const string PooledReuseAdaptive = "pooled reuse, adaptive";
 
-    public static readonly string[] AllKinds = [PerCall, PerCallCached, PooledSingleUse, PooledReuse, PooledReuseShared, Singleton];
+    public static readonly string[] AllKinds = [PerCall, PerCallCached, PooledSingleUse, PooledReuse, PooledReuseExclusive, PooledReuseShared, Singleton];
 
     public static readonly string[] SelectableKinds = [.. AllKinds, PooledReuseLeastRecentlyUsed, PooledReuseAdaptive];
 
@@ -130,7 +139,8 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
         ServiceText(settings) +
         "Per-call: a new `ClientBase<T>(binding, address)` per call, opened, called and closed; cached factory: the same with `CacheSetting.AlwaysOn`; " +
         "pooled: a new `PooledClientBase<T>` proxy per call over `ServiceChannelPool` with library defaults (50 channels, refill at 25, 4 opens at a time, most recently used idle channel first), " +
-        $"single-use (closes the channel after the call) or reuse, and reuse with up to {settings.SharedLeasesPerChannel} proxies sharing a channel (`MaxLeasesPerChannel = {settings.SharedLeasesPerChannel}`, shared); singleton: one opened `ClientBase<T>` every caller shares. " +
+        "single-use (closes the channel after the call) or reuse (on net.tcp up to 16 proxies share a channel while that is no slower: `LeaseSharing.Adaptive`, the default; on the HTTP bindings a channel a proxy), " +
+        $"reuse with a channel a proxy (`MaxLeasesPerChannel = 1`, exclusive), and reuse with up to {settings.SharedLeasesPerChannel} proxies always sharing a channel (`MaxLeasesPerChannel = {settings.SharedLeasesPerChannel}`, `LeaseSharing.Always`, shared); singleton: one opened `ClientBase<T>` every caller shares. " +
         "A reuse pool is grown to the size its callers ask for (the refill opens channels while they are leased) before the first round, as an app's pool is after its first second at that load; a single-use pool refills between its turns, outside the clock. " +
         (settings.ServiceTime > TimeSpan.Zero ? $"Every call is `await EchoAfterAsync(text, {settings.ServiceTime.TotalMilliseconds:0})`." : "Every call is `await EchoAsync`.") +
         string.Concat(settings.MorePasses.Select(pass =>
@@ -158,7 +168,7 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     private static ProxiesSettings ServiceTimePass(bool quick) => new()
     {
         Bindings = [.. WcfBinding.All.Where(WcfBinding.HasSessions)],
-        Kinds = [PooledReuse, PooledReuseShared, Singleton],
+        Kinds = [PooledReuse, PooledReuseExclusive, PooledReuseShared, Singleton],
         Concurrency = quick ? [8] : [8, 32],
         ServiceTime = SuiteServiceTime,
         Calls = quick ? 40 : 8_000,
@@ -183,10 +193,11 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
         var groups = Groups(results).ToList();
         section.Tables.Add(new ReportTable(
             "Calls per second, and the ratios the targets are about",
-            ["Binding", "Service", "Service time ms", "Concurrency", .. kinds, "reuse / singleton", "shared / singleton", "reuse / per-call", "single-use / per-call"],
+            ["Binding", "Service", "Service time ms", "Concurrency", .. kinds, "reuse / singleton", "exclusive / singleton", "shared / singleton", "reuse / per-call", "single-use / per-call"],
             [.. groups.Select(g => (IReadOnlyList<string>)[
                 g.Key.Binding, g.Key.Service, Num(g.Key.ServiceTimeMs), Num(g.Key.Concurrency), .. kinds.Select(k => g.Cell(k) is { } r ? Num(r.CallsPerSecond) : "—"),
-                g.RatioText(PooledReuse, Singleton), g.RatioText(PooledReuseShared, Singleton), g.RatioText(PooledReuse, PerCall), g.RatioText(PooledSingleUse, PerCall)])]));
+                g.RatioText(PooledReuse, Singleton), g.RatioText(PooledReuseExclusive, Singleton), g.RatioText(PooledReuseShared, Singleton), g.RatioText(PooledReuse, PerCall),
+                g.RatioText(PooledSingleUse, PerCall)])]));
 
         section.Tables.Add(new ReportTable(
             "Figures",
