@@ -40,11 +40,12 @@ namespace ChannelPool.ServiceModel;
 /// </para>
 /// <para>
 /// One proxy may be shared by several threads: they share its one channel, as they would a <c>ClientBase</c>'s. With
-/// <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> above 1, several proxies may also hold one channel at once; a
-/// failed call or <see cref="Abort"/> on any of them retires that channel for all, and it is aborted when the last one
-/// lets go. With <see cref="ChannelPoolOptions.LeaseSharing"/> set to <see cref="LeaseSharing.Adaptive"/> they share only
-/// while calls finish as fast as on channels of their own, which a service that serves a session's calls one at a time
-/// (WCF's default <c>ConcurrencyMode.Single</c>) does not allow.
+/// <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> above 1 (by default 16 on net.tcp), several proxies may also
+/// hold one channel at once; a failed call or <see cref="Abort"/> on any of them retires that channel for all, and it
+/// is aborted when the last one lets go. With <see cref="ChannelPoolOptions.LeaseSharing"/> at
+/// <see cref="LeaseSharing.Adaptive"/>, the default, they share only while calls finish as fast as on channels of
+/// their own, which a service that serves a session's calls one at a time (WCF's default <c>ConcurrencyMode.Single</c>)
+/// does not allow.
 /// </para>
 /// </remarks>
 public abstract class PooledClientBase<TContract> : ICommunicationObject, IDisposable, IAsyncDisposable

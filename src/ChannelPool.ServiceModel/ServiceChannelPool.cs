@@ -23,6 +23,10 @@ namespace ChannelPool.ServiceModel;
 /// The lease mode defaults to <see cref="ChannelPool.LeaseMode.SingleUse"/> when the contract requires sessions
 /// (<see cref="SessionMode.Required"/>), so that no server-side session state passes from one caller to the next, and
 /// to <see cref="ChannelPool.LeaseMode.Reuse"/> otherwise. Setting <see cref="ChannelPoolOptions.LeaseMode"/> overrides it.
+/// Reused channels of a binding whose channel is a connection with a session (net.tcp, named pipes, WebSockets) carry
+/// up to 16 proxies at once by default, while that is no slower (<see cref="LeaseSharing.Adaptive"/>), unless the
+/// contract requires sessions; other bindings give each proxy a channel. Setting
+/// <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> overrides it.
 /// </para>
 /// <para>
 /// Clearing, pausing and resuming act on every credential pool; a credential pool created while the endpoint is paused
