@@ -125,8 +125,8 @@ public sealed class PooledClientAnalyzer : DiagnosticAnalyzer
 
         foreach (var operation in scope)
         {
-            if (operation is ISimpleAssignmentOperation { Target: IPropertyReferenceOperation property, Value.ConstantValue: { HasValue: true, Value: int leases } }
-                && leases > 1
+            if (operation is ISimpleAssignmentOperation { Target: IPropertyReferenceOperation property } assignment
+                && ConstantInt(assignment.Value) is > 1 and var leases
                 && property.Property.Name == MaxLeasesPerChannel
                 && SymbolEqualityComparer.Default.Equals(property.Property.ContainingType, known.ChannelPoolOptions)
                 && (value is not ILocalReferenceOperation local || Targets(property, local.Local)))
@@ -134,6 +134,17 @@ public sealed class PooledClientAnalyzer : DiagnosticAnalyzer
                 yield return (operation, leases);
             }
         }
+    }
+
+    // The option is an int?, so a constant reaches it through an implicit conversion, which carries no constant value.
+    private static int? ConstantInt(IOperation value)
+    {
+        while (value is IConversionOperation { ConstantValue.HasValue: false } conversion)
+        {
+            value = conversion.Operand;
+        }
+
+        return value.ConstantValue is { HasValue: true, Value: int constant } ? constant : null;
     }
 
     private static IEnumerable<IOperation> LocalSetUp(ILocalReferenceOperation local)
