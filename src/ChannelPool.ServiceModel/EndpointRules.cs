@@ -55,22 +55,25 @@ internal static class EndpointRules
     /// <summary>
     /// How many leases share a channel, when the options leave it unset, on a binding whose channel is a connection with a
     /// session (<see cref="IsConnectionSession"/>). Adaptive sharing (the default) joins leases on one only while that is
-    /// no slower. 16 puts 32 callers on two connections: on net.tcp with TLS it measured 0.96–1.00× of a singleton
-    /// proxy under both service settings, against 0.87–0.97× with a channel a lease (docs/performance.md).
+    /// no slower. 16 puts 32 callers on two connections: on net.tcp with TLS it measured 0.96–1.07× of a singleton
+    /// proxy at 1 to 32 callers under both service settings, against 0.75–0.85× with a channel a lease at 8 and 32
+    /// (docs/configuration.md, the decision table).
     /// </summary>
     public const int LeasesPerConnection = 16;
 
     /// <summary>
-    /// Says whether a channel of <paramref name="binding"/> is a connection of its own with a session (net.tcp, named
-    /// pipes, WebSockets): each costs the service a connection and its reads, which callers sharing one save. Channels of
+    /// Says whether a channel of <paramref name="binding"/> is a connection of its own with a session (buffered net.tcp,
+    /// named pipes): each costs the service a connection and its reads, which callers sharing one save. Channels of
     /// request-reply HTTP bindings share the factory's connections whatever the pool does, and a security session over
-    /// HTTP stalls under concurrent calls (docs/perf/proxies.md), so those keep a channel a lease.
+    /// HTTP stalls under concurrent calls (docs/perf/proxies.md), so those keep a channel a lease. A binding that can
+    /// also build request channels (HTTP with WebSockets allowed, as NetHttpBinding's default, or streamed net.tcp) may
+    /// carry a request-reply contract without a connection of its own, so it does not count.
     /// </summary>
     public static bool IsConnectionSession(Binding binding)
     {
         try
         {
-            return binding.CanBuildChannelFactory<IDuplexSessionChannel>();
+            return binding.CanBuildChannelFactory<IDuplexSessionChannel>() && !binding.CanBuildChannelFactory<IRequestChannel>();
         }
         catch (InvalidOperationException)
         {

@@ -23,7 +23,7 @@ namespace ChannelPool.ServiceModel;
 /// The lease mode defaults to <see cref="ChannelPool.LeaseMode.SingleUse"/> when the contract requires sessions
 /// (<see cref="SessionMode.Required"/>), so that no server-side session state passes from one caller to the next, and
 /// to <see cref="ChannelPool.LeaseMode.Reuse"/> otherwise. Setting <see cref="ChannelPoolOptions.LeaseMode"/> overrides it.
-/// Reused channels of a binding whose channel is a connection with a session (net.tcp, named pipes, WebSockets) carry
+/// Reused channels of a binding whose channel is a connection with a session (buffered net.tcp, named pipes) carry
 /// up to 16 proxies at once by default, while that is no slower (<see cref="LeaseSharing.Adaptive"/>), unless the
 /// contract requires sessions; other bindings give each proxy a channel. Setting
 /// <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> overrides it.
@@ -126,7 +126,11 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// <summary>Gets the endpoint of the default pool's channel factory.</summary>
     public ServiceEndpoint Endpoint => _default.Factory.ChannelFactory.Endpoint;
 
-    /// <summary>Gets the pool for the endpoint's own credentials, the one warm-up fills.</summary>
+    /// <summary>
+    /// Gets the pool for the endpoint's own credentials, the one warm-up fills. Reconfigure through
+    /// <see cref="Reconfigure"/>, not on this pool: that applies the adapter's defaults for what the options leave unset
+    /// (the contract's lease mode, the binding's leases per channel) to every credential pool.
+    /// </summary>
     public DefaultChannelPool<TContract> DefaultPool => _default.Pool;
 
     /// <inheritdoc />

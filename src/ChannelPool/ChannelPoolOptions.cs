@@ -106,10 +106,11 @@ public sealed class ChannelPoolOptions
     /// Gets or sets how many leases may hold one channel at the same time. <see langword="null"/>, the default, leaves it
     /// to the channels: 1 in the core pool, where a lease has its channel to itself and a channel that fails fails one
     /// caller; the WCF adapter (ChannelPool.ServiceModel) makes it 16 on bindings whose channel is a connection with a
-    /// session (net.tcp, named pipes, WebSockets), unless the contract requires sessions, and 1 elsewhere. Above 1, a
+    /// session (buffered net.tcp, named pipes), unless the contract requires sessions, and 1 elsewhere. Above 1, a
     /// lease first joins a leased channel with room (as <see cref="LeaseSharing"/> allows), and only takes an idle
     /// channel when none has room, as an HTTP/2 connection carries several requests at once. A value set here, in code
-    /// or by configuration, wins.
+    /// or by configuration, wins. A reload that raises it reaches the channels opened after it; the others keep the
+    /// slots they opened with.
     /// </summary>
     /// <remarks>
     /// Only for channels that carry concurrent calls: a WCF channel does. A WCF service with the default

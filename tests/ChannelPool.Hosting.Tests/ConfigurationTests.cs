@@ -64,8 +64,9 @@ public class ConfigurationTests
         await using var first = await pool.AcquireAsync();
         await using var second = await pool.AcquireAsync();
 
-        Assert.That(host.Services.GetRequiredService<IOptionsMonitor<ChannelPoolOptions>>().Get("orders").LeaseSharing, Is.EqualTo(LeaseSharing.Adaptive));
-        Assert.That(second.Channel, Is.Not.SameAs(first.Channel));
+        var inForce = (DefaultChannelPool<FakeChannel>)pool;
+        Assert.That((inForce.MaxLeasesPerChannel, inForce.LeaseSharing), Is.EqualTo((8, LeaseSharing.Adaptive)));
+        Assert.That(second.Channel, Is.Not.SameAs(first.Channel), "no baseline yet, so each lease has a channel");
         await host.Host.StopAsync().Within();
     }
 

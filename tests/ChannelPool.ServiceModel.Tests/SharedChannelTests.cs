@@ -110,6 +110,7 @@ public sealed class SharedChannelTests
     /// </summary>
     [TestCase(Transport.NetTcp, 16)]
     [TestCase(Transport.BasicHttps, 1)]
+    [TestCase(Transport.WsHttps, 1)]
     [TestCase(Transport.UserName, 1)]
     [TestCase(Transport.SecureConversation, 1)]
     public async Task LeasesPerChannel_LeftUnset_FollowTheBinding(Transport transport, int expected)
@@ -119,6 +120,36 @@ public sealed class SharedChannelTests
 
         Assert.That(pool.DefaultPool.MaxLeasesPerChannel, Is.EqualTo(expected));
         Assert.That(pool.DefaultPool.LeaseSharing, Is.EqualTo(LeaseSharing.Adaptive));
+    }
+
+    /// <summary>
+    /// Only a binding whose channel is a connection of its own counts: one that can also build request channels may carry
+    /// a request-reply contract over pooled HTTP connections (NetHttpBinding allows WebSockets by default), or over a
+    /// connection a request (streamed net.tcp).
+    /// </summary>
+    [Test]
+    public void AConnectionSession_IsABufferedNetTcpChannel_NotAnHttpOrStreamedOne()
+    {
+        Assert.That(EndpointRules.IsConnectionSession(new NetTcpBinding(SecurityMode.Transport)), Is.True);
+        Assert.That(EndpointRules.IsConnectionSession(new NetTcpBinding(SecurityMode.Transport) { TransferMode = TransferMode.Streamed }), Is.False);
+        Assert.That(EndpointRules.IsConnectionSession(new NetHttpBinding()), Is.False);
+        Assert.That(EndpointRules.IsConnectionSession(new BasicHttpsBinding()), Is.False);
+        Assert.That(EndpointRules.IsConnectionSession(new WSHttpBinding(SecurityMode.TransportWithMessageCredential)), Is.False);
+    }
+
+    /// <summary>A reload through the endpoint's pool applies the binding's default again, as creation did.</summary>
+    [Test]
+    public async Task Reconfigured_WithLeasesPerChannelLeftUnset_KeepsTheBindingsDefault()
+    {
+        await using var service = await TestService.StartAsync(Transport.NetTcp);
+        await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1 }, service.Configure);
+
+        pool.Reconfigure(new ChannelPoolOptions { PoolSize = 2 });
+        var afterReload = (pool.DefaultPool.PoolSize, pool.DefaultPool.MaxLeasesPerChannel);
+        pool.Reconfigure(new ChannelPoolOptions { PoolSize = 2, MaxLeasesPerChannel = 1 });
+
+        Assert.That(afterReload, Is.EqualTo((2, 16)));
+        Assert.That(pool.DefaultPool.MaxLeasesPerChannel, Is.EqualTo(1));
     }
 
     [Test]

@@ -8,6 +8,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <summary>
     /// Gets how many leases may hold one channel at once, in force: <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/>,
     /// or the value the channels chose when it was left unset (1 in the core pool; the WCF adapter's choice per binding).
+    /// A channel opened before a reload that raised it keeps the slots it opened with; a lower value applies at once.
     /// </summary>
     public int MaxLeasesPerChannel => _state.Settings.MaxLeasesPerChannel;
 

@@ -310,7 +310,7 @@ public class AdaptiveSharingTests : PoolTestBase
     }
 
     [Test]
-    public void AdaptiveSharing_WithSingleUseLeases_IsRefused_NamingTheOption()
+    public void SharedLeases_WithSingleUseLeases_AreRefused_NamingTheOption_WhateverTheSharing()
     {
         var options = Options();
         options.LeaseMode = LeaseMode.SingleUse;
