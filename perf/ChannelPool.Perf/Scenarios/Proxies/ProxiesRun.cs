@@ -94,10 +94,11 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                     foreach (var kind in order)
                     {
                         // A turn of a kind with a session a call leaves hundreds of closed connections' garbage and
-                        // teardown in both processes, which the kind after it paid inside its turn: in the suite of
-                        // 15:00 UTC, 2026-11-24, pooled reuse read 0.90x of the singleton on WSHttp SecureConversation
-                        // and the exclusive kind, the same settings there but one turn further on, 0.99x. Both sides
-                        // settle before the first turn after such a block, in either order.
+                        // teardown in both processes, which the kind after it would pay inside its turn (suspected in
+                        // the suite of 15:00 UTC, 2026-11-24: pooled reuse, right after single-use, read 0.90x of the
+                        // singleton on WSHttp SecureConversation where the exclusive kind, the same settings there,
+                        // read 0.99x; one-caller cells stay noisy with it). Both sides settle before the first turn
+                        // after such a block.
                         if (OneCallPerSession(previous) && !OneCallPerSession(kind))
                         {
                             await context.Server.SettleAsync(cancellationToken);

@@ -19,6 +19,7 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     public const string PerCall = "per-call";
     public const string PerCallCached = "per-call, cached factory";
     public const string PooledSingleUse = "pooled single-use";
+
     /// <summary>Pooled reuse with the library's defaults: on net.tcp, up to 16 leases share a channel adaptively.</summary>
     public const string PooledReuse = "pooled reuse";
 
