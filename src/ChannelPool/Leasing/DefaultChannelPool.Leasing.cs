@@ -15,7 +15,10 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <param name="cancellationToken">Cancels the wait.</param>
     /// <returns>A lease; dispose it to give the channel back.</returns>
     /// <exception cref="ChannelPoolTimeoutException">No channel became free within <see cref="ChannelPoolOptions.AcquireTimeout"/>.</exception>
-    /// <exception cref="ChannelPoolUnavailableException">No channel is idle and the breaker stops the pool opening one.</exception>
+    /// <exception cref="ChannelPoolUnavailableException">
+    /// No channel is idle and the breaker stops the pool opening one; or the pool is paused (<see cref="Pause"/>) and
+    /// <see cref="ChannelPoolOptions.AcquireWhilePaused"/> is <see cref="PausedAcquireMode.Fail"/>, the default.
+    /// </exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled first.</exception>
     /// <exception cref="ObjectDisposedException">The pool was disposed.</exception>
     public ValueTask<ChannelLease<TChannel>> AcquireAsync(CancellationToken cancellationToken = default)
@@ -38,7 +41,10 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <param name="cancellationToken">Cancels the wait.</param>
     /// <returns>A lease; dispose it to give the channel back.</returns>
     /// <exception cref="ChannelPoolTimeoutException">No channel became free within <see cref="ChannelPoolOptions.AcquireTimeout"/>.</exception>
-    /// <exception cref="ChannelPoolUnavailableException">No channel is idle and the breaker stops the pool opening one.</exception>
+    /// <exception cref="ChannelPoolUnavailableException">
+    /// No channel is idle and the breaker stops the pool opening one; or the pool is paused (<see cref="Pause"/>) and
+    /// <see cref="ChannelPoolOptions.AcquireWhilePaused"/> is <see cref="PausedAcquireMode.Fail"/>, the default.
+    /// </exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled first.</exception>
     /// <exception cref="ObjectDisposedException">The pool was disposed.</exception>
     public ChannelLease<TChannel> Acquire(CancellationToken cancellationToken = default)
