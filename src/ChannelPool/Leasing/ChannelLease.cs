@@ -37,6 +37,9 @@ public readonly struct ChannelLease<TChannel> : IDisposable, IAsyncDisposable, I
     /// <exception cref="InvalidOperationException">The lease was already released, or was never acquired.</exception>
     public TChannel Channel => EnsureActive().Channel;
 
+    /// <summary>Gets the channel's entry in its pool, for the engine's own tests; <see langword="null"/> for <c>default</c>.</summary>
+    internal PooledChannel<TChannel>? Entry => _entry;
+
     /// <summary>Gets whether this value came from a pool (it may have been released since); false for <c>default</c>.</summary>
     internal bool IsAcquired => _entry is not null;
 
@@ -220,11 +223,23 @@ internal sealed class PooledChannel<TChannel>
     public long IdleSince { get; set; }
 
     /// <summary>
-    /// Gets or sets whether the channel was evicted: it has left the pool for good and is being closed. Set once,
-    /// under the gate. Whether an open channel is idle or leased is not recorded here: the idle queue knows, and writing
-    /// it on every lease and release would move this object's cache line between cores for nothing.
+    /// Gets or sets where the channel is in the pool: opening (not counted yet), idle (or parked), leased, or evicted
+    /// (being closed). Written under the gate by every transition that moves the channel, and summed by the invariant
+    /// check against the pool's counts, as HikariCP's <c>ConcurrentBag</c> entries carry their state. The lease path
+    /// already writes this object (the broken flag, the idle stamp, the slot's version), so the store shares their
+    /// cache line.
     /// </summary>
-    public bool IsEvicted { get; set; }
+    public ChannelPlace Place { get; set; }
+
+    /// <summary>Gets whether the channel was evicted: it has left the pool for good and is being closed.</summary>
+    public bool IsEvicted => Place == ChannelPlace.Evicted;
+
+    /// <summary>
+    /// Gets how many leases the channel carries: 0 unless leased; 1 for a channel that takes one lease at a time; the
+    /// busy slots of a shared one. Read by the invariant check.
+    /// </summary>
+    public int LeaseCount => Place != ChannelPlace.Leased ? 0
+        : Shared is { } shared ? System.Numerics.BitOperations.PopCount(shared.BusySlots) : 1;
 
     /// <summary>Gets or sets whether a holder marked the channel broken. Reset when it is leased from idle.</summary>
     public bool IsBroken { get; set; }
@@ -311,4 +326,23 @@ internal sealed class PooledChannel<TChannel>
         /// </summary>
         public EvictionReason? RetireReason { get; set; }
     }
+}
+
+/// <summary>
+/// Where a pooled channel is, one place at a time. Every channel the pool opened and has not finished closing is in
+/// exactly one of these, and the pool's counts are the sums of them (see <see cref="PoolState{TChannel}"/>).
+/// </summary>
+internal enum ChannelPlace : byte
+{
+    /// <summary>Its open finished but the state has not yet placed it: the moment between the factory and the gate.</summary>
+    Opening,
+
+    /// <summary>In the idle queue, or parked while the pool is paused.</summary>
+    Idle,
+
+    /// <summary>Leased, once or (on a shared channel) several times; a channel a clear retired stays here until its release.</summary>
+    Leased,
+
+    /// <summary>Evicted: it left the pool for good and is being closed.</summary>
+    Evicted,
 }

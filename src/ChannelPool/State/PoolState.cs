@@ -16,9 +16,10 @@ namespace ChannelPool;
 /// is the pattern of Polly's <c>CircuitStateController</c>: decide under the lock, act outside it.)
 /// </para>
 /// <para>
-/// The invariant: every channel the pool opened and has not finished closing is in exactly one place, idle, leased or
-/// evicted (being closed), so <c>open = idle + leased + evicted</c> and <c>opened − closed = open</c>. Opens in flight
-/// are not channels yet. Nobody waits while a lease could be had at once. After a drain began, nothing is idle.
+/// The invariant: every channel the pool opened and has not finished closing is in exactly one place, which it carries
+/// (<see cref="PooledChannel{TChannel}.Place"/>): idle, leased k ≥ 1 times, or evicted (being closed); the idle, leased
+/// and evicted counts are the sums of those places, the idle queue holds exactly the idle ones, and
+/// <c>opened − closed = open</c>. Opens in flight are counted, not channels yet. Nobody waits while a lease could be had at once. After a drain began, nothing is idle.
 /// <see cref="PoolInvariant"/> says when it is checked.
 /// </para>
 /// <para>
@@ -201,6 +202,7 @@ internal sealed partial class PoolState<TChannel>
     private void EnterIdle_NoLock(PooledChannel<TChannel> entry)
     {
         entry.IdleSince = _clock.Now;
+        entry.Place = ChannelPlace.Idle;
         Resting.Enqueue(entry);
     }
 
@@ -289,7 +291,7 @@ internal sealed partial class PoolState<TChannel>
 
     private void MarkEvicted_NoLock(PooledChannel<TChannel> entry)
     {
-        entry.IsEvicted = true;
+        entry.Place = ChannelPlace.Evicted;
         _evictedCount++;
     }
 
@@ -334,9 +336,42 @@ internal sealed partial class PoolState<TChannel>
             return $"a count is negative ({Snapshot_NoLock()})";
         }
 
-        if (_open.Count != Resting.Count + _leasedCount + _evictedCount)
+        // Each channel's own place, summed: the counts must be these sums, not merely add up to the open total.
+        int idle = 0, leased = 0, leases = 0, evicted = 0, retired = 0;
+        foreach (var entry in _open)
         {
-            return $"open ({_open.Count}) != idle ({Resting.Count}) + leased ({_leasedCount}) + evicted ({_evictedCount})";
+            switch (entry.Place)
+            {
+                case ChannelPlace.Idle when entry.Shared is { BusySlots: not 0 }:
+                    return $"channel {entry.Id} is idle but {entry.Shared.BusySlots:b} of its slots are leased";
+                case ChannelPlace.Idle:
+                    idle++;
+                    break;
+                case ChannelPlace.Leased when entry.LeaseCount == 0:
+                    return $"channel {entry.Id} is leased but carries no lease";
+                case ChannelPlace.Leased:
+                    leased++;
+                    leases += entry.LeaseCount;
+                    break;
+                case ChannelPlace.Evicted:
+                    evicted++;
+                    break;
+                default:
+                    return $"channel {entry.Id} is open but was never placed (it is still '{entry.Place}')";
+            }
+
+            retired += entry.Generation < _generation ? 1 : 0;
+        }
+
+        if (idle != Resting.Count || leased != _leasedCount || evicted != _evictedCount)
+        {
+            return $"the channels' places (idle {idle}, leased {leased} with {leases} lease(s), evicted {evicted}) differ from the counts "
+                + $"(idle {Resting.Count}, leased {_leasedCount}, evicted {_evictedCount})";
+        }
+
+        if (Resting.Any(static (entry, _) => entry.Place != ChannelPlace.Idle, 0))
+        {
+            return "a channel in the idle queue is not in the idle place";
         }
 
         if (_openedTotal - _closedTotal != _open.Count)
@@ -357,12 +392,6 @@ internal sealed partial class PoolState<TChannel>
         if (_paused != (_parked is not null) || (_paused && (_idle.Count > 0 || _shared.Count > 0)) || _idleClosed != (_paused || _disposed))
         {
             return $"a paused pool ({_paused}) has a lease to hand out, or its idle channels are not parked";
-        }
-
-        var retired = 0;
-        foreach (var entry in _open)
-        {
-            retired += entry.Generation < _generation ? 1 : 0;
         }
 
         if (_retiredOpen != retired || Resting.Any(static (entry, generation) => entry.Generation < generation, _generation))
