@@ -97,6 +97,9 @@ internal sealed partial class PoolState<TChannel>
     private int _retiredOpen;
     private List<TaskCompletionSource>? _clearWaiters;
 
+    // Set by a clear after a fatal error, cleared by the next healthy release: while set, fatal errors clear no more.
+    private bool _fatalWave;
+
     // Pause: the idle channels rest in _parked and _idle is an empty queue, so the lease fast path finds nothing without
     // a check of its own. _idleClosed (paused or draining) keeps the release fast path from putting channels back.
     private bool _paused;
