@@ -21,19 +21,22 @@ internal sealed partial class PoolState<TChannel>
 
     /// <summary>
     /// The clear an error the fatal-error rule recognised asks for: every channel whose open began no later than the one
-    /// that failed (<paramref name="generation"/>) retires. Nothing happens when a clear since then already retired
-    /// them, so a wave of old channels failing one after another clears once, not once each.
+    /// that failed (<paramref name="generation"/>) retires. Once per wave of fatal errors: nothing happens when a clear
+    /// since then already retired them (old channels failing one after another), nor while no call has succeeded since
+    /// the last fatal clear (a sustained failure, such as a rotated certificate the client does not trust, fails the new
+    /// channels too, and clearing them again would only churn). A healthy release ends the wave (<see cref="Release"/>).
     /// </summary>
     /// <returns>What <see cref="Clear"/> returns, or <see langword="null"/> when there was nothing left to clear.</returns>
     public ClearOutcome? ClearAfterFatalError(long generation)
     {
         _gate.Enter();
-        if (_disposed || generation < _generation)
+        if (_disposed || generation < _generation || _fatalWave)
         {
             _gate.Exit();
             return null;
         }
 
+        _fatalWave = true;
         var outcome = Clear_NoLock(waitable: false);
         Exit(nameof(ClearAfterFatalError));
         return outcome;

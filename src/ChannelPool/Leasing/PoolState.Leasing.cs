@@ -78,11 +78,13 @@ internal sealed partial class PoolState<TChannel>
         if (reason is null && entry.Shared is null && settings.LeaseMode == LeaseMode.Reuse && entry.EvictAfter > now
             && !_idleClosed && _waiters.Count == 0)
         {
-            // The common case, kept small enough to inline: a healthy channel with one lease back to idle.
+            // The common case, kept small enough to inline: a healthy channel with one lease back to idle. A call
+            // succeeded, so a wave of fatal errors is over.
             _leasedCount--;
             _idle.Enqueue(entry);
             entry.IdleSince = now;
             entry.Place = ChannelPlace.Idle;
+            _fatalWave = false;
             Exit(nameof(Release));
             return new ReleaseOutcome(ReleaseKind.Kept, waiter: null, opens: 0, reason: default);
         }
@@ -118,6 +120,7 @@ internal sealed partial class PoolState<TChannel>
             : entry.Shared?.RetireReason;
         if (reason is null && !_disposed)
         {
+            _fatalWave = false;
             if (_waiters.Count == 0 || _paused)
             {
                 // Back to idle (parked while paused, when nobody is handed a channel), or to its other leases. A paused

@@ -99,8 +99,11 @@ internal sealed partial class PoolState<TChannel>
             }
         }
 
+        // While callers still wait, a channel handed to one of them is not replaced: the opens in flight were counted for
+        // the waiters first (Refill_NoLock), and a waiter served now may hand its channel on to the next. Only waiters the
+        // opens in flight cannot serve get more. Serving the last waiter refills as usual.
         var warmedUp = TakeFinishedWarmUps_NoLock();
-        var opens = Refill_NoLock();
+        var opens = waiter is null || _waiters.Count == 0 ? Refill_NoLock() : ReserveOpens_NoLock(_waiters.Count - _openingCount);
         Exit(nameof(Opened));
         return new OpenedOutcome(null, waiter, joiners, warmedUp, opens);
     }

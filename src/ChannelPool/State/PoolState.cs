@@ -98,6 +98,9 @@ internal sealed partial class PoolState<TChannel>
     private int _retiredOpen;
     private List<TaskCompletionSource>? _clearWaiters;
 
+    // Set by a clear after a fatal error, cleared by the next healthy release: while set, fatal errors clear no more.
+    private bool _fatalWave;
+
     // Pause: the idle channels rest in _parked and _idle is an empty queue, so the lease fast path finds nothing without
     // a check of its own. _idleClosed (paused or draining) keeps the release fast path from putting channels back.
     private bool _paused;
@@ -208,9 +211,8 @@ internal sealed partial class PoolState<TChannel>
 
     /// <summary>
     /// Nothing → opening: decides how many opens to start now and counts them. The rule: once the idle count falls to
-    /// the refill threshold, fill back up to the idle target (<see cref="IdleTarget_NoLock"/>) plus one channel per
-    /// waiting caller; waiting callers alone also
-    /// get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
+    /// the refill threshold, fill back up to the idle target (<see cref="IdleTarget_NoLock"/>), or to the number of
+    /// waiting callers when more wait; waiting callers alone also get opens. Never above MaxChannels and never more than MaxConcurrentOpens in flight. Nothing while opens are
     /// paused (by the breaker, a backoff, or the pool's own pause), and one at a time while the breaker is not closed:
     /// Polly lets it through as its probe once the break is over, or turns it away.
     /// </summary>
@@ -227,7 +229,6 @@ internal sealed partial class PoolState<TChannel>
             return 0;
         }
 
-        var settings = _settings;
         var target = IdleTarget_NoLock();
         var idle = _idle.Count;
         if (!_refilling && idle <= _refillThreshold)
@@ -235,14 +236,32 @@ internal sealed partial class PoolState<TChannel>
             _refilling = true;
         }
 
-        var wanted = (_refilling ? target : 0) + _waiters.Count - idle - _openingCount;
+        // The opens in flight serve the waiting callers first and then stay idle, so waiters add opens only beyond the
+        // target: counting them on top of it left every waiter's channel idle above the target once leases came back.
+        var wanted = Math.Max(_refilling ? target : 0, _waiters.Count) - idle - _openingCount;
         if (wanted <= 0)
         {
             _refilling = false;
             return 0;
         }
 
-        var room = settings.MaxChannels - (idle + _leasedCount + _openingCount);
+        return ReserveOpens_NoLock(wanted);
+    }
+
+    /// <summary>
+    /// Counts up to <paramref name="wanted"/> opens as started, within the limits every open obeys: never above
+    /// MaxChannels, never more than MaxConcurrentOpens in flight, one at a time while the breaker is not closed, and none
+    /// while opens are paused or the pool is paused or draining. Returns how many to start.
+    /// </summary>
+    private int ReserveOpens_NoLock(int wanted)
+    {
+        if (wanted <= 0 || _disposed || _opensPaused || _paused)
+        {
+            return 0;
+        }
+
+        var settings = _settings;
+        var room = settings.MaxChannels - (_idle.Count + _leasedCount + _openingCount);
         var count = Math.Min(wanted, Math.Min(room, settings.MaxConcurrentOpens - _openingCount));
         if (count > 0 && BreakerState != BreakerState.Closed)
         {

@@ -86,6 +86,35 @@ public class ClearTests : PoolTestBase
     }
 
     [Test]
+    public async Task Clear_WithEightCallersWaiting_ServesThemFromItsOwnOpens_AndIdleReturnsToPoolSize()
+    {
+        var pool = CreatePool(o =>
+        {
+            o.PoolSize = 10;
+            o.MaxChannels = 30;
+            o.MaxConcurrentOpens = 30;
+        });
+        await pool.WarmUpAsync().Within();
+        Factory.HoldOpens();
+        _ = pool.ClearAsync();
+        var waiting = Enumerable.Range(0, 8).Select(_ => pool.AcquireAsync().AsTask()).ToList();
+        await Eventually.That(() => pool.GetSnapshot().Waiting == 8, () => $"eight callers wait ({pool.GetSnapshot()})");
+        Assert.That(pool.GetSnapshot().Opening, Is.EqualTo(10), "the clear's ten opens serve the waiters: no waiter adds one of its own");
+
+        // Each caller makes its call and gives the channel back, which hands it to the next one waiting.
+        Factory.AllowOpens(1);
+        foreach (var caller in waiting)
+        {
+            (await caller.Within()).Dispose();
+        }
+
+        Factory.StopHoldingOpens();
+        await UntilQuiet(pool);
+        Assert.That(pool.GetSnapshot() is { Idle: 10, Leased: 0, Waiting: 0 }, Is.True, $"idle back at PoolSize, not above: {pool.GetSnapshot()}");
+        Assert.That(Factory.Opened, Is.EqualTo(20), "ten for the warm-up, ten for the clear");
+    }
+
+    [Test]
     public async Task ClearAsync_Cancelled_StopsOnlyTheWait_AndTheClearStaysInForce()
     {
         var pool = CreatePool(o => o.PoolSize = 2);

@@ -1,3 +1,6 @@
+using System.Diagnostics.Metrics;
+using Microsoft.Extensions.DependencyInjection;
+using Microsoft.Extensions.Diagnostics.Metrics.Testing;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
 
@@ -11,10 +14,16 @@ public class FatalErrorTests : PoolTestBase
 {
     private DefaultChannelPool<FakeChannel> PoolWithRule(Action<ChannelPoolOptions>? configure = null, ILoggerFactory? loggerFactory = null, IPooledChannelFactory<FakeChannel>? factory = null)
     {
-        var options = SmallPool(poolSize: 4);
-        options.IsFatalError = static error => error is CertificateReplacedException;
+        var options = RuleOptions();
         configure?.Invoke(options);
         return CreatePool(factory ?? Factory, options, loggerFactory: loggerFactory);
+    }
+
+    private static ChannelPoolOptions RuleOptions()
+    {
+        var options = SmallPool(poolSize: 4);
+        options.IsFatalError = static error => error is CertificateReplacedException;
+        return options;
     }
 
     [Test]
@@ -56,6 +65,59 @@ public class FatalErrorTests : PoolTestBase
         await UntilQuiet(pool);
         Assert.That(opensSince, Has.Count.EqualTo(4));
         Assert.That(opensSince, Has.All.Matches<FakeChannel>(c => c.IsOpen), "the second old channel's failure did not clear the new ones");
+    }
+
+    [Test]
+    public async Task TenCallsFailingInARowWithAFatalError_ClearOnce_AndACallThatSucceedsEndsTheWave()
+    {
+        await using var services = new ServiceCollection().AddMetrics().BuildServiceProvider();
+        using var clears = new MetricCollector<long>(services.GetRequiredService<IMeterFactory>(), ChannelPoolTelemetry.MeterName, "channelpool.pool.clears");
+        var pool = CreatePool(Factory, RuleOptions(), meterFactory: services.GetRequiredService<IMeterFactory>());
+        await pool.WarmUpAsync().Within();
+
+        // A sustained failure: the channels each clear opens fail the same way.
+        for (var call = 0; call < 10; call++)
+        {
+            await FailOneCall(pool);
+        }
+
+        Assert.That(clears.GetMeasurementSnapshot().Sum(m => m.Value), Is.EqualTo(1), "one clear for the wave, not one per failing call");
+
+        (await pool.AcquireAsync().Within()).Dispose();
+        await FailOneCall(pool);
+        Assert.That(clears.GetMeasurementSnapshot().Sum(m => m.Value), Is.EqualTo(2), "a call that succeeded ended the wave, so the next fatal error clears again");
+
+        static async Task FailOneCall(DefaultChannelPool<FakeChannel> pool)
+        {
+            var lease = await pool.AcquireAsync().Within();
+            lease.MarkBroken(new CertificateReplacedException());
+            lease.Dispose();
+            await UntilQuiet(pool);
+        }
+    }
+
+    [Test]
+    public async Task OpensFailingWithAFatalErrorOneAfterAnother_ClearOnce()
+    {
+        await using var services = new ServiceCollection().AddMetrics().BuildServiceProvider();
+        using var clears = new MetricCollector<long>(services.GetRequiredService<IMeterFactory>(), ChannelPoolTelemetry.MeterName, "channelpool.pool.clears");
+        var pool = CreatePool(Factory, RuleOptions(), meterFactory: services.GetRequiredService<IMeterFactory>());
+        await pool.WarmUpAsync().Within();
+        Factory.OpenFailure = () => new CertificateReplacedException();
+
+        using (await pool.AcquireAsync().Within())
+        {
+            // Each failed open pauses the refill with a growing backoff; moving the clock lets the next one through.
+            for (var step = 0; step < 60 && Factory.OpenAttempts < 10; step++)
+            {
+                await UntilQuiet(pool);
+                Time.Advance(TimeSpan.FromSeconds(5));
+            }
+        }
+
+        Assert.That(Factory.OpenAttempts, Is.GreaterThanOrEqualTo(10), "ten opens failed one after another");
+
+        Assert.That(clears.GetMeasurementSnapshot().Sum(m => m.Value), Is.EqualTo(1), "the first failed open cleared; the rest of the wave did not");
     }
 
     [Test]
