@@ -531,10 +531,12 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
 
   async #sendLoop(): Promise<void> {
     while (this.#state === 'open' && this.#outbox.length > 0) {
-      // Everything queued goes in one request, up to the server's request size limit.
+      // Everything queued goes in one request, up to the server's request size and message count limits.
       const batch: Outgoing[] = [];
+      // Limits saved by an older version of this module, before the server said, have no count: no limit then.
+      const most = this.limits.maxMessagesPerSend > 0 ? this.limits.maxMessagesPerSend : Number.MAX_SAFE_INTEGER;
       let size = 0;
-      while (this.#outbox.length > 0) {
+      while (this.#outbox.length > 0 && batch.length < most) {
         const next = frameSize(this.encoding, this.#outbox[0]!.payload);
         if (batch.length > 0 && size + next > this.limits.maxSendRequestSize) {
           break;

@@ -37,7 +37,7 @@ internal sealed class RedisStoreNode : IAsyncDisposable
 
     public async Task<(string Id, string Token)> OpenAsync(string? userId = null, PollingDuplexMode mode = PollingDuplexMode.MultipleMessagesPerPoll)
     {
-        var opened = await Store.OpenAsync(DuplexEncoding.Text, mode, userId, CancellationToken.None);
+        var opened = await Store.OpenAsync(DuplexEncoding.Text, mode, userId, remoteAddress: null, CancellationToken.None);
         Assert.That(opened.Status, Is.EqualTo(DuplexOpenStatus.Opened));
         return (opened.SessionId!, opened.Token!);
     }
