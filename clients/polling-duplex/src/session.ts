@@ -612,7 +612,7 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
     // delivered and keep their numbers.
     // 500 handler-failed, topic-authorization-failed: the failed message was not received; those after it move up one.
     // 409 out-of-order: the server is behind what it confirmed before; nothing in this batch was delivered.
-    const failed = error.code === 'message-rejected' || error.code === 'topic-forbidden' ? received
+    const failed = error.code === 'message-rejected' || error.code === 'topic-forbidden' || error.code === 'too-many-subscriptions' ? received
       : error.code === 'handler-failed' || error.code === 'topic-authorization-failed' ? received + 1
       : undefined;
     const again: Outgoing[] = [];
