@@ -5,7 +5,7 @@
 // The chat page is on http://127.0.0.1:5000/: plain HTTP on loopback, which a browser treats as a secure context, so
 // it opens with no certificate to trust. --HttpsPort and --HttpPort choose other ports (0: any free one).
 using System.Net;
-using ChannelPool.PollingDuplex.SampleServer;
+using ChannelPool.PollingDuplex.RateLimiting;
 using ChannelPool.Testing;
 using Microsoft.AspNetCore.Hosting.Server;
 using Microsoft.AspNetCore.Hosting.Server.Features;
@@ -29,9 +29,10 @@ builder.WebHost.UseKestrel(kestrel =>
 // Error bodies go through the host's problem-details service: here the default one, which adds a traceId to each.
 builder.Services.AddProblemDetails();
 
-// Per-client limits (DuplexRateLimitPolicy): a token bucket per signed-in user, or per remote address for anonymous
-// clients; opens and sends take a token, polls do not. A refused request gets 429 rate-limited with Retry-After.
-builder.Services.AddRateLimiter(limiter => limiter.AddPolicy(DuplexRateLimitPolicy.Name, new DuplexRateLimitPolicy(burst: 40, perSecond: 20)));
+// Per-client limits (the package's PollingDuplexRateLimitPolicy): a token bucket per signed-in user, or per remote
+// address for anonymous clients; a send costs a token per message, anonymous polls take from a bucket of their own. A
+// refused request gets 429 rate-limited with Retry-After.
+builder.Services.AddRateLimiter(limiter => limiter.AddPolicy(PollingDuplexRateLimitPolicy.Name, new PollingDuplexRateLimitPolicy()));
 
 // Server-side publish (IPubSubPublisher), should the app push from a background service.
 builder.Services.AddPollingDuplexPubSub();
@@ -42,7 +43,7 @@ app.MapPollingDuplexPubSub("/duplex", options =>
     // Who may use which topic: every client, every topic. This server demonstrates the protocol to anonymous curl
     // commands; a real app gives a rule here instead (options.Topics.Authorize or .Policy), see docs/polling-duplex.md.
     options.Topics.AllowAnonymous = true;
-}).RequireRateLimiting(DuplexRateLimitPolicy.Name);
+}).RequireRateLimiting(PollingDuplexRateLimitPolicy.Name);
 app.UseChatPage();
 
 app.Lifetime.ApplicationStarted.Register(() =>

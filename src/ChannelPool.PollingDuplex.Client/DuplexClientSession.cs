@@ -24,6 +24,9 @@ public sealed class DuplexClientSession : IAsyncDisposable
     private readonly Uri _messagesUri;
     private readonly TimeSpan _pollTimeout;
     private readonly int _maxMessageSize;
+
+    /// <summary>Gets or sets the most messages one send request carries: the server's <c>maxMessagesPerSend</c>.</summary>
+    internal int MaxMessagesPerSend { get; set; } = int.MaxValue;
     private readonly Channel<DuplexDelivery> _inbox;
     private readonly CancellationTokenSource _stopping = new();
     private readonly SemaphoreSlim _sendGate = new(1, 1);
@@ -159,17 +162,23 @@ public sealed class DuplexClientSession : IAsyncDisposable
         try
         {
             ThrowIfOver();
-            var first = _sent + 1;
-            var body = new ArrayBufferWriter<byte>();
-            for (var i = 0; i < messages.Count; i++)
-            {
-                DuplexFrameWriter.WriteClientMessage(body, Encoding, first + i, messages[i]);
-            }
 
-            var last = first + messages.Count - 1;
-            await _client.Retry.ExecuteAsync(
-                async token => await PostAsync(body.WrittenMemory, last, token).ConfigureAwait(false),
-                cancellationToken).ConfigureAwait(false);
+            // In requests of at most the server's maxMessagesPerSend, one after another, each numbered on from the last.
+            for (var start = 0; start < messages.Count; start += MaxMessagesPerSend)
+            {
+                var count = Math.Min(MaxMessagesPerSend, messages.Count - start);
+                var first = _sent + 1;
+                var body = new ArrayBufferWriter<byte>();
+                for (var i = 0; i < count; i++)
+                {
+                    DuplexFrameWriter.WriteClientMessage(body, Encoding, first + i, messages[start + i]);
+                }
+
+                var last = first + count - 1;
+                await _client.Retry.ExecuteAsync(
+                    async token => await PostAsync(body.WrittenMemory, last, token).ConfigureAwait(false),
+                    cancellationToken).ConfigureAwait(false);
+            }
         }
         catch (PollingDuplexException ex) when (ex.SessionEnded)
         {

@@ -90,6 +90,9 @@ public sealed class PollingDuplexClient
             mode,
             TimeSpan.FromMilliseconds(root.GetProperty("serverPollTimeoutMs").GetInt64()),
             root.GetProperty("maxMessageSize").GetInt32());
+
+        // A server without the limit takes any number of messages per send.
+        session.MaxMessagesPerSend = root.TryGetProperty("maxMessagesPerSend", out var perSend) && perSend.TryGetInt32(out var most) && most > 0 ? most : int.MaxValue;
         session.Start();
         return session;
     }

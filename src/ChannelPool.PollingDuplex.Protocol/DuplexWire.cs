@@ -143,6 +143,27 @@ public static class DuplexWire
         /// </summary>
         public const string TopicAuthorizationFailed = "topic-authorization-failed";
 
+        /// <summary>
+        /// 403: the request is signed in, but the endpoint's user id selector found no id for it (no id claim, or an empty
+        /// one). Such a user is never treated as anonymous; the application's authentication must give every user an id.
+        /// </summary>
+        public const string UnidentifiedUser = "unidentified-user";
+
+        /// <summary>
+        /// 410: the session ended because the sign-in that made its requests expired (the endpoint's
+        /// <c>CloseOnAuthenticationExpiration</c>). Sign in again and open a new session.
+        /// </summary>
+        public const string AuthenticationExpired = "authentication-expired";
+
+        /// <summary>413: a send carries more messages than the endpoint takes in one request; nothing in it was delivered.</summary>
+        public const string TooManyMessages = "too-many-messages";
+
+        /// <summary>422: a subscribe past the session's subscription limit; it counts as received, and subscribed to nothing.</summary>
+        public const string TooManySubscriptions = "too-many-subscriptions";
+
+        /// <summary>429: the user (or, for anonymous clients, the remote address) holds as many sessions as the endpoint allows one.</summary>
+        public const string TooManyUserSessions = "too-many-user-sessions";
+
         /// <summary>503: the server holds as many sessions as it allows.</summary>
         public const string TooManySessions = "too-many-sessions";
 

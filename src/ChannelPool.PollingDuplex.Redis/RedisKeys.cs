@@ -18,6 +18,8 @@ internal sealed class RedisKeys
         Live = tag + ":live";
         Pending = tag + ":pend";
         Info = tag + ":info";
+        Owners = tag + ":own";
+        SessionOwners = tag + ":so";
         Nodes = tag + ":nodes";
         WakeChannel = RedisChannel.Literal(Endpoint + ":wake");
     }
@@ -33,6 +35,12 @@ internal sealed class RedisKeys
 
     /// <summary>Gets each live session's encoding, mode and user, for the handler told that it expired.</summary>
     public RedisKey Info { get; }
+
+    /// <summary>Gets each owner's (user's, or anonymous address's) session count; its sessions are the zset <c>own:&lt;owner&gt;</c>.</summary>
+    public RedisKey Owners { get; }
+
+    /// <summary>Gets each live session's owner.</summary>
+    public RedisKey SessionOwners { get; }
 
     /// <summary>Gets the nodes serving the endpoint and the options each uses.</summary>
     public RedisKey Nodes { get; }
@@ -112,5 +120,5 @@ internal readonly record struct SourceKeys(string Meta, RedisKey[] All)
     public RedisKey Members => All[2];
 
     /// <summary>Gets the marker a client's publish leaves, so a send repeated after a lost response appends once.</summary>
-    public RedisKey Marker(string sessionId, long sequence) => Meta + ":p:" + sessionId + ":" + sequence.ToString(System.Globalization.CultureInfo.InvariantCulture);
+    public RedisKey Marker(string sessionId) => Meta + ":p:" + sessionId;
 }

@@ -144,6 +144,7 @@ internal sealed partial class RedisSessionStore
                 }
 
                 var parts = info.Split('|', 3);
+                _ = CleanUpExpiredAsync(id);
                 RecordSessionEnded(DuplexSessionEndReason.Expired);
                 RedisDuplexLog.SessionEnded(_logger, Endpoint, id, DuplexSessionEndReason.Expired);
                 if (_handler is not null && parts.Length == 3)
@@ -179,6 +180,26 @@ internal sealed partial class RedisSessionStore
 
         Ended(id, reason, r, 1);
         return true;
+    }
+
+    /// <inheritdoc />
+    protected override async ValueTask EndSessionAsync(string sessionId, DuplexSessionEndReason reason, CancellationToken cancellationToken)
+    {
+        ThrowIfRefused();
+        await EndByServerAsync(sessionId, reason, onlyIfPending: false);
+    }
+
+    /// <summary>The endpoint was full and another owner's open took this session's place (the Reserve script chose it): it ends.</summary>
+    private async Task DisplaceAsync(string victim)
+    {
+        try
+        {
+            await EndByServerAsync(victim, DuplexSessionEndReason.Displaced, onlyIfPending: false);
+        }
+        catch (DuplexStoreUnavailableException)
+        {
+            // It left the endpoint's sets already; its keys expire with it.
+        }
     }
 
     /// <summary>The newest open took the place of the oldest session that never polled: it ends, unless it polled meanwhile.</summary>
@@ -219,6 +240,25 @@ internal sealed partial class RedisSessionStore
         }
     }
 
+    /// <summary>
+    /// An expired session's keys are gone, but its cursors outlive it (by the inactivity timeout) so that this sweep can
+    /// leave its sources: nothing of it stays behind in a topic's or its user's keys.
+    /// </summary>
+    private async Task CleanUpExpiredAsync(string id)
+    {
+        try
+        {
+            var cursors = Keys.Session(id).Cursors;
+            var sources = (await _db.HashKeysAsync(cursors).ConfigureAwait(false)).Select(k => (string)k!).ToList();
+            await CleanUpAsync(id, sources);
+            await _db.KeyDeleteAsync(cursors).ConfigureAwait(false);
+        }
+        catch (Exception ex) when (ex is RedisException or RedisTimeoutException)
+        {
+            RedisDuplexLog.CleanupFailed(_logger, Endpoint, id, ex);
+        }
+    }
+
     private async Task CleanUpAsync(string id, List<string> sources)
     {
         try
@@ -226,7 +266,7 @@ internal sealed partial class RedisSessionStore
             var leaving = new List<Task>(sources.Count + 1) { EvalAsync(RedisEndpointScripts.Leave, _endpointKeys, [id]) };
             foreach (var source in sources)
             {
-                leaving.Add(_db.SortedSetRemoveAsync(Keys.Source(source).Members, id));
+                leaving.Add(LeaveAsync(source, id));
             }
 
             await Task.WhenAll(leaving).ConfigureAwait(false);

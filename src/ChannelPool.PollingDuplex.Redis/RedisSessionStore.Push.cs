@@ -102,13 +102,13 @@ internal sealed partial class RedisSessionStore
     /// Appends an entry to a source's log if it has readers: 0 appended, 1 appended before (the marker), 2 too large
     /// with readers, 3 nobody reads it. <paramref name="marker"/> is the meta key when there is none.
     /// </summary>
-    private async Task<long> AppendAsync(SourceKeys keys, string source, string publisher, RedisValue entry, bool tooLarge, RedisKey marker)
+    private async Task<long> AppendAsync(SourceKeys keys, string source, string publisher, RedisValue entry, bool tooLarge, RedisKey marker, long sequence = 0)
     {
         RedisKey[] all = [.. keys.All, marker];
         var r = await EvalAsync(
             RedisSourceScripts.Append,
             all,
-            [Now(), SourceTtlMs, publisher, entry, Options.MaxPendingMessagesPerSession, Options.MaxPendingBytesPerSession, tooLarge ? "1" : "0", _wake, source, 2 * InactivityMs]);
+            [Now(), SourceTtlMs, publisher, entry, Options.MaxPendingMessagesPerSession, Options.MaxPendingBytesPerSession, tooLarge ? "1" : "0", _wake, source, 2 * InactivityMs, sequence]);
         return (long)r[0];
     }
 
@@ -123,13 +123,17 @@ internal sealed partial class RedisSessionStore
     {
         try
         {
-            await _db.SortedSetRemoveAsync(Keys.Source(source).Members, sessionId).ConfigureAwait(false);
+            await LeaveAsync(source, sessionId);
         }
         catch (Exception ex) when (ex is RedisException or RedisTimeoutException)
         {
             throw Unavailable(ex);
         }
     }
+
+    /// <summary>Removes a reader from a source; the last one out removes the source's keys, so a topic nobody reads holds nothing.</summary>
+    private Task<RedisResult[]> LeaveAsync(string source, string sessionId) =>
+        EvalAsync(RedisSourceScripts.Leave, Keys.Source(source).All, [Now(), SourceTtlMs, sessionId]);
 
     private void ThrowIfTooLarge(DuplexMessage message)
     {

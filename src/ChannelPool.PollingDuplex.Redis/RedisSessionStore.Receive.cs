@@ -52,9 +52,19 @@ internal sealed partial class RedisSessionStore
             rejection = ex.Message;
         }
 
-        var r = await EvalSessionAsync(RedisSessionScripts.Receive, session.Id, session.TokenHash, session.UserId, sequence, op, source, cursor);
+        var r = await EvalSessionAsync(RedisSessionScripts.Receive, session.Id, session.TokenHash, session.UserId, sequence, op, source, cursor, Options.MaxSubscriptionsPerSession);
+        if ((long)r[0] == 5)
+        {
+            // Past the session's subscription limit: counted received, and the membership the join made is undone.
+            await LeaveSourceAsync(source!, session.Id);
+            return DuplexReceiveResult.Rejected(sequence, SubscriptionLimit(PubSubCommand.Parse(message).Topic), DuplexWire.Codes.TooManySubscriptions);
+        }
+
         return Received(r, sequence, rejection);
     }
+
+    private string SubscriptionLimit(string topic) =>
+        $"subscribing to topic \"{topic}\" would exceed this session's limit of {Options.MaxSubscriptionsPerSession} subscriptions (MaxSubscriptionsPerSession). Unsubscribe from a topic first, or use another session.";
 
     /// <inheritdoc />
     /// <remarks>The receive script with nothing to do: counted received once, across the cluster, as a command would be.</remarks>
@@ -94,7 +104,7 @@ internal sealed partial class RedisSessionStore
         }
 
         var keys = Keys.Source(source);
-        var appended = await AppendAsync(keys, source, command.Echo ? string.Empty : session.Id, entry, tooLarge is not null, keys.Marker(session.Id, sequence));
+        var appended = await AppendAsync(keys, source, command.Echo ? string.Empty : session.Id, entry, tooLarge is not null, keys.Marker(session.Id), sequence);
         return appended == 2 ? tooLarge : null;
     }
 

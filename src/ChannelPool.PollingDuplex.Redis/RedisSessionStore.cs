@@ -43,7 +43,7 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
         Keys = new RedisKeys(connection.Options.KeyPrefix, pattern);
         Feeds = new RedisFeeds(this);
         _wake = Keys.Endpoint + ":wake";
-        _endpointKeys = [Keys.Live, Keys.Pending, Keys.Info];
+        _endpointKeys = [Keys.Live, Keys.Pending, Keys.Info, Keys.Owners, Keys.SessionOwners];
         InactivityMs = (long)options.InactivityTimeout.TotalMilliseconds;
         RenewEveryMs = Math.Max(1, Math.Min(InactivityMs / 4, 15_000));
         if (handler is not null)
@@ -75,9 +75,10 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
     private long RenewEveryMs { get; }
 
     /// <inheritdoc />
-    protected override async ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, CancellationToken cancellationToken)
+    protected override async ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, string? remoteAddress, CancellationToken cancellationToken)
     {
         ThrowIfRefused();
+        var (owner, ownerLimit) = OwnerOf(userId, remoteAddress);
         var token = CreateToken();
         var tokenHash = Hash(token);
         while (true)
@@ -90,10 +91,15 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
             var reserved = await EvalAsync(
                 RedisEndpointScripts.Reserve,
                 _endpointKeys,
-                [now, Options.MaxConcurrentSessions, Options.MaxPendingSessions, id, deadline, Info(encoding, mode, userId), ordered]);
-            if ((long)reserved[0] == 1)
+                [now, Options.MaxConcurrentSessions, Options.MaxPendingSessions, id, deadline, Info(encoding, mode, userId), ordered, owner, ownerLimit]);
+            if ((long)reserved[0] != 0)
             {
-                return DuplexOpenResult.TooManySessions;
+                return (long)reserved[0] == 2 ? DuplexOpenResult.TooManyUserSessions : DuplexOpenResult.TooManySessions;
+            }
+
+            if ((string?)reserved[2] is { Length: > 0 } displaced)
+            {
+                await DisplaceAsync(displaced);
             }
 
             // A session reads its user's log implicitly, from where it ends now.

@@ -98,6 +98,9 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
         services.GetService<IHostApplicationLifetime>()?.ApplicationStopped.Register(store.Dispose);
         var protocol = new PollingDuplexEndpoints(store, topics, CreateLogger(services));
         var group = endpoints.MapGroup(pattern);
+
+        // The shipped rate-limit policy reads the user id the way this endpoint does.
+        group.WithMetadata(new ChannelPool.PollingDuplex.RateLimiting.PollingDuplexEndpointMetadata(options));
         group.MapPost("/sessions", (RequestDelegate)protocol.OpenAsync);
         group.MapPost("/sessions/{id}/messages", PollingDuplexEndpoints.WithToken(protocol.SendAsync));
         group.MapGet("/sessions/{id}/poll", PollingDuplexEndpoints.WithToken(protocol.PollAsync));

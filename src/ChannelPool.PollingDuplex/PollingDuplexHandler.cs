@@ -53,6 +53,19 @@ public enum DuplexSessionEndReason
     /// took its place: the oldest never-polled session goes first.
     /// </summary>
     Evicted = 5,
+
+    /// <summary>
+    /// The sign-in of its requests expired, on an endpoint with
+    /// <see cref="PollingDuplexOptions.CloseOnAuthenticationExpiration"/>.
+    /// </summary>
+    AuthenticationExpired = 6,
+
+    /// <summary>
+    /// The endpoint held <see cref="PollingDuplexOptions.MaxConcurrentSessions"/> sessions when a user (or address) with
+    /// fewer opened one, and this was the longest-idle session of the user (or address) holding the most: it gave way,
+    /// so sessions left behind cannot lock others out.
+    /// </summary>
+    Displaced = 7,
 }
 
 /// <summary>What happened to a message handed to <see cref="DuplexSession.Send"/>.</summary>

@@ -49,6 +49,50 @@ public sealed class PollingDuplexOptions
     public int MaxConcurrentSessions { get; set; } = 100_000;
 
     /// <summary>
+    /// Gets or sets how many sessions one signed-in user may hold at once on the endpoint. Past it, that user's opens get
+    /// <c>429 too-many-user-sessions</c> until one of their sessions ends; other users are unaffected. It also decides
+    /// who gives way at <see cref="MaxConcurrentSessions"/>: see docs/polling-duplex.md, "No lockout". Defaults to 16:
+    /// a user's tabs and devices, with room for sessions a crashed page left to expire.
+    /// </summary>
+    [Range(1, int.MaxValue)]
+    public int MaxSessionsPerUser { get; set; } = 16;
+
+    /// <summary>
+    /// Gets or sets how many anonymous sessions one remote address may hold at once, as <see cref="MaxSessionsPerUser"/>
+    /// does for a signed-in user. Larger, because many clients can share an address behind a NAT or proxy (apply
+    /// <c>UseForwardedHeaders</c> behind a proxy you trust, or every client shares the proxy's address). Defaults to 64.
+    /// </summary>
+    [Range(1, int.MaxValue)]
+    public int MaxSessionsPerAddress { get; set; } = 64;
+
+    /// <summary>
+    /// Gets or sets how many topics one session of a pub/sub endpoint may be subscribed to at once. A subscribe past it
+    /// is answered <c>422 too-many-subscriptions</c>: it counts as received, subscribes to nothing, and the session goes
+    /// on. Defaults to 128 (Centrifugo's default channel limit per client).
+    /// </summary>
+    [Range(1, int.MaxValue)]
+    public int MaxSubscriptionsPerSession { get; set; } = 128;
+
+    /// <summary>
+    /// Gets or sets how many messages one send request may carry. A request with more is answered
+    /// <c>413 too-many-messages</c> and nothing in it is delivered. Clients read it from the open response
+    /// (<c>maxMessagesPerSend</c>) and split their batches. Defaults to 64, the same as
+    /// <see cref="MaxPendingMessagesPerSession"/>: so one request cannot put a subscriber that polls normally past its
+    /// pending limit, and the work one request asks of the server is bounded by count as well as by bytes.
+    /// </summary>
+    [Range(1, int.MaxValue)]
+    public int MaxMessagesPerSend { get; set; } = 64;
+
+    /// <summary>
+    /// Gets or sets whether a session ends when the sign-in of its requests expires, as SignalR's
+    /// <c>CloseOnAuthenticationExpiration</c>: the expiry is the authentication's <c>ExpiresUtc</c> (a JWT's <c>exp</c>,
+    /// a cookie ticket's expiry), read from each request; a request with a newer sign-in moves it. A poll held across the
+    /// expiry ends then, answered <c>410 authentication-expired</c>, rather than delivering. Off by default: the session
+    /// token, not the sign-in, then authorizes the session's requests for their user.
+    /// </summary>
+    public bool CloseOnAuthenticationExpiration { get; set; }
+
+    /// <summary>
     /// Gets or sets how many messages a session may fall behind by before its overflow policy applies: messages queued
     /// while it had no poll outstanding, counted from its last poll. A burst on its way to a poll the client holds does
     /// not count. Also the most frames one multiple-message response carries. Defaults to 64, measured (see

@@ -60,6 +60,9 @@ internal static class BrowserTestServer
             o.ServerPollTimeout = pollTimeout;
             o.MaxPendingMessagesPerSession = pending;
             o.OverflowPolicy = overflow;
+
+            // Every test page is anonymous on loopback, one address for the whole run.
+            o.MaxSessionsPerAddress = 1_000_000;
         }
 
         app.UseMiddleware<RequestLog>();

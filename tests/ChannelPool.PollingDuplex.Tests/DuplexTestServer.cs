@@ -54,11 +54,17 @@ internal sealed class DuplexTestServer : IAsyncDisposable
         builder.Services.AddSingleton<PubSubHandler>();
         services?.Invoke(builder.Services);
         var app = builder.Build();
-        app.MapPollingDuplex<RecordingHandler>("/duplex", configure);
+        // Every test client is anonymous on loopback, so shares one address: its cap is lifted here (Security/ tests set it).
+        app.MapPollingDuplex<RecordingHandler>("/duplex", o =>
+        {
+            o.MaxSessionsPerAddress = 1_000_000;
+            configure?.Invoke(o);
+        });
         app.MapPollingDuplexPubSub("/pubsub", o =>
         {
             // Anyone may use any topic here: the explicit choice every pub/sub endpoint makes (Security/ tests give rules).
             o.Topics.AllowAnonymous = true;
+            o.MaxSessionsPerAddress = 1_000_000;
             configure?.Invoke(o);
         });
         await app.StartAsync();

@@ -25,6 +25,11 @@ export type ServerErrorCode =
   | 'topic-authorization-failed'
   | 'too-many-sessions'
   | 'too-many-pending-sessions'
+  | 'too-many-user-sessions'
+  | 'too-many-subscriptions'
+  | 'too-many-messages'
+  | 'unidentified-user'
+  | 'authentication-expired'
   | 'store-unavailable';
 
 /**
@@ -85,7 +90,8 @@ export class SessionEndedError extends DuplexError {
 /**
  * The server refused a message, and it counts as received: do not send it again. `422 message-rejected`: the
  * application refused it; `403 topic-forbidden`: the pub/sub service's topic rule does not let this user subscribe or
- * publish to that topic. The session goes on either way.
+ * publish to that topic; `422 too-many-subscriptions`: the session holds as many subscriptions as the server allows one.
+ * The session goes on either way.
  */
 export class MessageRejectedError extends DuplexError {
   override name = 'MessageRejectedError';
@@ -103,6 +109,7 @@ const SESSION_ENDED_CODES: ReadonlySet<string> = new Set<DuplexErrorCode>([
   'session-expired',
   'session-faulted',
   'session-evicted',
+  'authentication-expired',
   'invalid-token',
   'missing-token',
   'connection-lost',
@@ -118,7 +125,7 @@ export function duplexError(code: DuplexErrorCode, message: string, details: Dup
     return new SessionEndedError(code, message, details);
   }
 
-  if (code === 'message-rejected' || code === 'topic-forbidden') {
+  if (code === 'message-rejected' || code === 'topic-forbidden' || code === 'too-many-subscriptions') {
     return new MessageRejectedError(code, message, details);
   }
 

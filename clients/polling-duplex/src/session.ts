@@ -531,10 +531,12 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
 
   async #sendLoop(): Promise<void> {
     while (this.#state === 'open' && this.#outbox.length > 0) {
-      // Everything queued goes in one request, up to the server's request size limit.
+      // Everything queued goes in one request, up to the server's request size and message count limits.
       const batch: Outgoing[] = [];
+      // Limits saved by an older version of this module, before the server said, have no count: no limit then.
+      const most = this.limits.maxMessagesPerSend > 0 ? this.limits.maxMessagesPerSend : Number.MAX_SAFE_INTEGER;
       let size = 0;
-      while (this.#outbox.length > 0) {
+      while (this.#outbox.length > 0 && batch.length < most) {
         const next = frameSize(this.encoding, this.#outbox[0]!.payload);
         if (batch.length > 0 && size + next > this.limits.maxSendRequestSize) {
           break;
@@ -610,7 +612,7 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
     // delivered and keep their numbers.
     // 500 handler-failed, topic-authorization-failed: the failed message was not received; those after it move up one.
     // 409 out-of-order: the server is behind what it confirmed before; nothing in this batch was delivered.
-    const failed = error.code === 'message-rejected' || error.code === 'topic-forbidden' ? received
+    const failed = error.code === 'message-rejected' || error.code === 'topic-forbidden' || error.code === 'too-many-subscriptions' ? received
       : error.code === 'handler-failed' || error.code === 'topic-authorization-failed' ? received + 1
       : undefined;
     const again: Outgoing[] = [];

@@ -46,6 +46,8 @@ export interface SessionLimits {
   readonly maxMessageSize: number;
   /** The largest send request body, in bytes. */
   readonly maxSendRequestSize: number;
+  /** The most messages one send request carries (a server that does not say takes any number). */
+  readonly maxMessagesPerSend: number;
   /** How far behind the client may fall (messages queued while no poll was outstanding). */
   readonly maxPendingMessages: number;
   /** The bytes the server holds for the session. */
@@ -103,6 +105,9 @@ export function readOpened(body: unknown): OpenedSession | string {
     firstPollTimeoutMs: value['firstPollTimeoutMs'] as number,
     maxMessageSize: value['maxMessageSize'] as number,
     maxSendRequestSize: value['maxSendRequestSize'] as number,
+    maxMessagesPerSend: typeof value['maxMessagesPerSend'] === 'number' && Number.isSafeInteger(value['maxMessagesPerSend']) && value['maxMessagesPerSend'] > 0
+      ? value['maxMessagesPerSend']
+      : Number.MAX_SAFE_INTEGER,
     maxPendingMessages: value['maxPendingMessages'] as number,
     maxPendingBytes: value['maxPendingBytes'] as number,
     batchWindowMs: value['batchWindowMs'] as number,

@@ -121,6 +121,9 @@ internal sealed class PerfServer : IPerfServer
             o.InactivityTimeout = TimeSpan.FromHours(2);
             o.MaxPendingSessions = 1_000_000;
             o.MaxConcurrentSessions = 1_000_000;
+
+            // Every simulated client is anonymous on 127.0.0.1.
+            o.MaxSessionsPerAddress = 1_000_000;
         }
 
         app.MapPollingDuplexPubSub("/pubsub", o =>

@@ -46,11 +46,14 @@ internal static class RedisSessionScripts
 
         -- Until its first poll a session lives to its first-poll deadline, which nothing but a poll moves; after it,
         -- for the inactivity timeout from each request.
+        -- The cursors outlive the rest by the inactivity timeout, so the node whose sweep finds the session expired can
+        -- still read its sources and leave them; it then deletes them.
         local function touch(fpd)
           fpd = tonumber(fpd or redis.call('HGET', sk, 'fpd'))
-          for _, k in ipairs({sk, qk, ck}) do
+          for _, k in ipairs({sk, qk}) do
             if fpd > 0 then redis.call('PEXPIREAT', k, fpd) else redis.call('PEXPIRE', k, inact) end
           end
+          if fpd > 0 then redis.call('PEXPIREAT', ck, fpd + inact) else redis.call('PEXPIRE', ck, inact * 2) end
           redis.call('PEXPIRE', xk, inact * 2)
         end
 
@@ -117,9 +120,10 @@ internal static class RedisSessionScripts
         """;
 
     /// <summary>
-    /// Receives one client message, if its sequence is the next: ARGV 7-10 = sequence, what it does to the session's
-    /// sources ('', 'sub', 'unsub'), the source, and the cursor a subscribe starts at. Returns {status, reason},
-    /// {1, received} when the sequence is not the next, or {0, sequence}.
+    /// Receives one client message, if its sequence is the next: ARGV 7-11 = sequence, what it does to the session's
+    /// sources ('', 'sub', 'unsub'), the source, the cursor a subscribe starts at, and MaxSubscriptionsPerSession.
+    /// Returns {status, reason}, {1, received} when the sequence is not the next, {5, sequence} when a subscribe to a
+    /// new topic would pass the limit (received, nothing subscribed), or {0, sequence}.
     /// </summary>
     public const string Receive = Prelude + """
         local st, reason = lookup()
@@ -127,8 +131,18 @@ internal static class RedisSessionScripts
         local seq = tonumber(ARGV[7])
         local recv = tonumber(redis.call('HGET', sk, 'recv'))
         if seq ~= recv + 1 then return {1, recv} end
-        redis.call('HSET', sk, 'recv', seq)
         local op = ARGV[8]
+        if op == 'sub' and redis.call('HEXISTS', ck, ARGV[9]) == 0 then
+          -- The cursors are the session's topics, and its user's log when it has a user.
+          local topics = redis.call('HLEN', ck)
+          if uid ~= '' then topics = topics - 1 end
+          if topics >= tonumber(ARGV[11]) then
+            redis.call('HSET', sk, 'recv', seq)
+            touch()
+            return {5, seq}
+          end
+        end
+        redis.call('HSET', sk, 'recv', seq)
         if op == 'sub' then
           -- A repeated subscribe keeps its cursor: nothing is delivered twice.
           redis.call('HSETNX', ck, ARGV[9], ARGV[10])

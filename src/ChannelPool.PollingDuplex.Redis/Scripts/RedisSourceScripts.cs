@@ -43,14 +43,30 @@ internal static class RedisSourceScripts
         """;
 
     /// <summary>
-    /// Appends one entry, if anyone would read it: ARGV 3-10 = publisher session ('' when it goes to everyone), the
+    /// Removes a reader: ARGV 3 = session id. The last reader out (counting only memberships that have not expired)
+    /// deletes the source's keys, so a topic nobody reads holds nothing; a later reader starts a new log.
+    /// </summary>
+    public const string Leave = Prelude + """
+        redis.call('ZREM', members, ARGV[3])
+        redis.call('ZREMRANGEBYSCORE', members, '-inf', now)
+        if redis.call('ZCARD', members) == 0 then redis.call('DEL', meta, log, members) end
+        return {0}
+        """;
+
+    /// <summary>
+    /// Appends one entry, if anyone would read it: ARGV 3-11 = publisher session ('' when it goes to everyone), the
     /// entry ('j'/'b' + payload), entries always kept, bytes kept beyond them, whether the payload is over
-    /// MaxMessageSize, the wake channel, the source's name, the marker's lifetime (ms). Returns {0, epoch, id}; {1}
-    /// when the marker shows it was appended before; {2} when it is too large and has readers (refused); {3} when
-    /// nobody reads the source (nothing kept).
+    /// MaxMessageSize, the wake channel, the source's name, the marker's lifetime (ms), the publish's sequence number in
+    /// its session. The marker (KEYS[4], one per topic and publishing session) holds the highest sequence appended:
+    /// a session's sequence numbers only grow, so one key per topic it publishes to covers every repeat. Returns
+    /// {0, epoch, id}; {1} when the marker shows it was appended before; {2} when it is too large and has readers
+    /// (refused); {3} when nobody reads the source (nothing kept).
     /// </summary>
     public const string Append = Prelude + """
-        if KEYS[4] ~= meta and redis.call('EXISTS', KEYS[4]) == 1 then return {1} end
+        if KEYS[4] ~= meta then
+          local m = redis.call('GET', KEYS[4])
+          if m and tonumber(m) >= tonumber(ARGV[11]) then return {1} end
+        end
         redis.call('ZREMRANGEBYSCORE', members, '-inf', now)
         local readers = redis.call('ZCARD', members)
         if ARGV[7] == '1' and readers > 0 then return {2} end
@@ -73,7 +89,7 @@ internal static class RedisSourceScripts
         end
         redis.call('HSET', meta, 'bytes', bytes)
         keep()
-        if KEYS[4] ~= meta then redis.call('SET', KEYS[4], 1, 'PX', ARGV[10]) end
+        if KEYS[4] ~= meta then redis.call('SET', KEYS[4], ARGV[11], 'PX', ARGV[10]) end
         local ep = redis.call('HGET', meta, 'ep')
         redis.call('PUBLISH', ARGV[8], ARGV[9] .. ' ' .. ep .. ' ' .. id)
         return {0, ep, id}

@@ -31,9 +31,27 @@ internal static class DuplexProblems
     public static Task WriteBadOpenRequestAsync(HttpContext context, string detail) =>
         WriteProblemAsync(context, 400, DuplexWire.Codes.BadRequest, "Bad open request", detail);
 
-    /// <summary>Answers an open that a session limit refuses (<c>503</c>, with <c>Retry-After</c>).</summary>
+    /// <summary>Answers a signed-in request that has no user id (<c>403 unidentified-user</c>); <paramref name="detail"/> says why.</summary>
+    public static Task WriteUnidentifiedUserAsync(HttpContext context, string detail) =>
+        WriteProblemAsync(context, 403, DuplexWire.Codes.UnidentifiedUser, "Unidentified user", detail);
+
+    /// <summary>Answers a send that carries more messages than the endpoint takes in one request; nothing in it was delivered.</summary>
+    public static Task WriteTooManyMessagesAsync(HttpContext context, PollingDuplexOptions options, int count) =>
+        WriteProblemAsync(context, 413, DuplexWire.Codes.TooManyMessages, "Too many messages", $"A send may carry at most {options.MaxMessagesPerSend} messages (maxMessagesPerSend in the open response); this one carries {count}. Nothing in the request was delivered: send them in smaller batches.");
+
+    /// <summary>Answers a message the store refused for one of the endpoint's limits; it counts as received, and later messages of the request were not delivered.</summary>
+    public static Task WriteLimitRejectedAsync(HttpContext context, long sequence, string code, string reason, long received) =>
+        WriteProblemAsync(context, 422, code, "Limit reached", $"Message {sequence}: {reason} It counts as received; messages after it in this request were not delivered.", ("received", received));
+
+    /// <summary>Answers an open that a session limit refuses (<c>503</c>, or <c>429</c> for the user's own limit; with <c>Retry-After</c>).</summary>
     public static Task WriteRefusedAsync(HttpContext context, PollingDuplexOptions options, DuplexOpenStatus refusal)
     {
+        if (refusal == DuplexOpenStatus.TooManyUserSessions)
+        {
+            context.Response.Headers.RetryAfter = "5";
+            return WriteProblemAsync(context, 429, DuplexWire.Codes.TooManyUserSessions, "Too many sessions for this user", $"This user (or, for anonymous clients, this address) holds its limit of sessions on the endpoint ({options.MaxSessionsPerUser} per signed-in user, {options.MaxSessionsPerAddress} per address). Close a session you no longer use (DELETE), or wait for an abandoned one to expire.");
+        }
+
         var pending = refusal == DuplexOpenStatus.TooManyPendingSessions;
         context.Response.Headers.RetryAfter = pending ? "1" : "5";
         return pending
@@ -137,6 +155,8 @@ internal static class DuplexProblems
         DuplexSessionEndReason.Expired => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionExpired, "Session expired", $"Session {id} had no request within the inactivity timeout and was ended."),
         DuplexSessionEndReason.Overflow => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} faulted: overflow. Its pending buffer was full; the client did not keep up."),
         DuplexSessionEndReason.ServerShutdown => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} ended: the server is shutting down."),
+        DuplexSessionEndReason.AuthenticationExpired => WriteProblemAsync(context, 410, DuplexWire.Codes.AuthenticationExpired, "Sign-in expired", $"Session {id} ended when the sign-in of its requests expired. Sign in again and open a new session."),
+        DuplexSessionEndReason.Displaced => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionEvicted, "Session evicted", $"Session {id} was the longest-idle session of the user (or address) holding the most sessions when the endpoint was full, and gave way to another user's open. Open a new session if it is still wanted."),
         DuplexSessionEndReason.Evicted => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionEvicted, "Session evicted", $"Session {id} had not polled when the endpoint reached its limit of sessions waiting for a first poll, and a newer one took its place. Open a new session and poll at once."),
         _ => WriteProblemAsync(context, 410, DuplexWire.Codes.SessionFaulted, "Session faulted", $"Session {id} was closed by the server."),
     };

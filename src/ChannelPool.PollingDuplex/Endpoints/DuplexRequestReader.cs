@@ -2,6 +2,7 @@ using System.Buffers;
 using System.Globalization;
 using System.Net.Http.Headers;
 using System.Text.Json;
+using Microsoft.AspNetCore.Authentication;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Http.Features;
 using Microsoft.AspNetCore.Http.Features.Authentication;
@@ -24,13 +25,56 @@ internal static class DuplexRequestReader
     public static string? Token(HttpContext context) =>
         context.Request.Headers[DuplexWire.SessionTokenHeader] is [{ Length: > 0 } token] ? token.Trim() : null;
 
-    /// <summary>Gets the request's user id through the endpoint's selector; empty counts as anonymous.</summary>
+    /// <summary>
+    /// Gets the request's user id through the endpoint's selector: <see langword="null"/> for an anonymous request. A
+    /// signed-in user the selector gives no id (no id claim, an empty one, or a selector that throws
+    /// <see cref="InvalidOperationException"/> for it) is never taken for anonymous: the request is answered
+    /// <c>403 unidentified-user</c> and this returns false. An empty id is refused even from an unauthenticated principal.
+    /// </summary>
     /// <remarks>
     /// Read from the authentication feature rather than <c>HttpContext.User</c>, whose getter makes an empty principal
     /// for a request no authentication ran on: an anonymous poll allocates nothing for identity.
     /// </remarks>
-    public static string? UserId(HttpContext context, PollingDuplexOptions options) =>
-        context.Features.Get<IHttpAuthenticationFeature>()?.User is { } user && options.UserIdSelector(user) is { Length: > 0 } id ? id : null;
+    public static async ValueTask<(bool Known, string? UserId)> ReadUserAsync(HttpContext context, PollingDuplexOptions options)
+    {
+        if (context.Features.Get<IHttpAuthenticationFeature>()?.User is not { } user)
+        {
+            return (true, null);
+        }
+
+        string? id;
+        try
+        {
+            id = options.UserIdSelector(user);
+        }
+        catch (InvalidOperationException ex)
+        {
+            await DuplexProblems.WriteUnidentifiedUserAsync(context, ex.Message);
+            return (false, null);
+        }
+
+        if (id is { Length: > 0 })
+        {
+            return (true, id);
+        }
+
+        if (id is not null || user.Identity is { IsAuthenticated: true })
+        {
+            await DuplexProblems.WriteUnidentifiedUserAsync(context, id is null
+                ? "The request is signed in, but PollingDuplexOptions.UserIdSelector gave no user id for it, so its sessions could not be bound to a user. The application's authentication must give every user an id (or the selector must say which claim holds it)."
+                : "The request's user id is empty. An empty id is not anonymous; the application's authentication must give every user a non-empty id.");
+            return (false, null);
+        }
+
+        return (true, null);
+    }
+
+    /// <summary>
+    /// Gets when the request's sign-in expires (<c>AuthenticationProperties.ExpiresUtc</c> of the authentication that
+    /// set its user, as SignalR reads it), or null when it has no expiry or the request is anonymous.
+    /// </summary>
+    public static DateTimeOffset? SignInExpiry(HttpContext context) =>
+        context.Features.Get<IAuthenticateResultFeature>()?.AuthenticateResult?.Properties?.ExpiresUtc;
 
     /// <summary>Reads a poll's <c>ack</c>: the highest sequence number the client received, a whole number from 0.</summary>
     public static bool TryReadAck(HttpContext context, out long ack) =>

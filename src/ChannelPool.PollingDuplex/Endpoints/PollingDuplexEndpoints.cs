@@ -1,6 +1,7 @@
 using System.Diagnostics;
 using System.Text.Json;
 using ChannelPool.PollingDuplex.PubSub;
+using ChannelPool.PollingDuplex.RateLimiting;
 using ChannelPool.PollingDuplex.Stores;
 using Microsoft.AspNetCore.Http;
 using Microsoft.Extensions.Logging;
@@ -28,13 +29,18 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
             return;
         }
 
+        if (await DuplexRequestReader.ReadUserAsync(context, Options) is not (true, var userId))
+        {
+            return;
+        }
+
         try
         {
             DuplexOpenResult opened;
             using (var activity = PollingDuplexTelemetry.ActivitySource.StartActivity("pollingduplex.session.open"))
             {
                 activity?.SetTag(PollingDuplexTelemetry.EndpointTag, store.Endpoint);
-                opened = await store.OpenAsync(encoding, mode, DuplexRequestReader.UserId(context, Options), context.RequestAborted);
+                opened = await store.OpenAsync(encoding, mode, userId, context.Connection.RemoteIpAddress?.ToString(), context.RequestAborted);
                 activity?.SetTag("pollingduplex.session.id", opened.SessionId);
             }
 
@@ -70,9 +76,13 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
     /// <summary><c>POST {base}/sessions/{id}/messages</c>: the client's messages, handed to the store in order, once each.</summary>
     public async Task SendAsync(HttpContext context, string id, string token)
     {
+        if (await DuplexRequestReader.ReadUserAsync(context, Options) is not (true, var userId))
+        {
+            return;
+        }
+
         try
         {
-            var userId = DuplexRequestReader.UserId(context, Options);
             var lookup = await store.FindAsync(id, token, userId, context.RequestAborted);
             if (lookup.Session is not { } session)
             {
@@ -80,8 +90,26 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
                 return;
             }
 
+            if (await EndIfSignInExpiredAsync(context, id))
+            {
+                return;
+            }
+
             if (await DuplexRequestReader.ReadSendRequestAsync(context, Options, id, session.Encoding) is not { } frames)
             {
+                return;
+            }
+
+            if (frames.Count > Options.MaxMessagesPerSend)
+            {
+                await DuplexProblems.WriteTooManyMessagesAsync(context, Options, frames.Count);
+                return;
+            }
+
+            // The rate limiter took one token as the request came in; each further message costs one more.
+            if (context.Features.Get<DuplexRateLimitCharge>() is { } charge && !charge.TryCharge(frames.Count - 1, out var wait))
+            {
+                await PollingDuplexRateLimitPolicy.WriteRejectedAsync(context, wait);
                 return;
             }
 
@@ -96,9 +124,13 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
     /// <summary><c>GET {base}/sessions/{id}/poll?ack=n</c>: the long poll.</summary>
     public async Task PollAsync(HttpContext context, string id, string token)
     {
+        if (await DuplexRequestReader.ReadUserAsync(context, Options) is not (true, var userId))
+        {
+            return;
+        }
+
         try
         {
-            var userId = DuplexRequestReader.UserId(context, Options);
             if (!DuplexRequestReader.TryReadAck(context, out var ack))
             {
                 // A session that fails its lookup says so before its ack is judged.
@@ -117,6 +149,7 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
             poll.Context = context;
             var started = store.TimeProvider.GetTimestamp();
             var outcome = PollOutcome.Aborted;
+            using var signInExpiry = await WatchSignInExpiryAsync(context, id);
             try
             {
                 outcome = await _responder.AnswerAsync(context, poll, started);
@@ -138,7 +171,12 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
     {
         try
         {
-            var lookup = await store.CloseAsync(id, token, DuplexRequestReader.UserId(context, Options), context.RequestAborted);
+            if (await DuplexRequestReader.ReadUserAsync(context, Options) is not (true, var userId))
+            {
+                return;
+            }
+
+            var lookup = await store.CloseAsync(id, token, userId, context.RequestAborted);
             if (lookup.Status == DuplexLookupStatus.Found || lookup is { Status: DuplexLookupStatus.Ended, EndReason: DuplexSessionEndReason.ClosedByClient })
             {
                 context.Response.StatusCode = StatusCodes.Status204NoContent;
@@ -227,6 +265,10 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
                     activity?.SetStatus(ActivityStatusCode.Error, DuplexWire.Codes.TopicForbidden);
                     await DuplexProblems.WriteTopicForbiddenAsync(context, frame.Sequence, verdict.Access!, result.Received);
                     return;
+                case DuplexReceiveStatus.Rejected when result.RejectionCode is { } code:
+                    activity?.SetStatus(ActivityStatusCode.Error, code);
+                    await DuplexProblems.WriteLimitRejectedAsync(context, frame.Sequence, code, result.Rejection!, result.Received);
+                    return;
                 case DuplexReceiveStatus.Rejected:
                     activity?.SetStatus(ActivityStatusCode.Error, result.Rejection);
                     await DuplexProblems.WriteRejectedAsync(context, frame.Sequence, result.Rejection!, result.Received);
@@ -271,9 +313,65 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
         json.WriteNumber("maxSendRequestSize", Options.MaxSendRequestSize);
         json.WriteNumber("maxPendingMessages", Options.MaxPendingMessagesPerSession);
         json.WriteNumber("maxPendingBytes", Options.MaxPendingBytesPerSession);
+        json.WriteNumber("maxMessagesPerSend", Options.MaxMessagesPerSend);
         json.WriteNumber("batchWindowMs", (long)Options.BatchWindow.TotalMilliseconds);
         json.WriteString("overflowPolicy", DuplexWire.NameOf(Options.OverflowPolicy));
         json.WriteEndObject();
+    }
+
+    /// <summary>
+    /// With <see cref="PollingDuplexOptions.CloseOnAuthenticationExpiration"/>, ends the session (found and checked by the
+    /// caller) when the request's sign-in has expired, and answers <c>410 authentication-expired</c>; returns whether it did.
+    /// </summary>
+    private async ValueTask<bool> EndIfSignInExpiredAsync(HttpContext context, string id)
+    {
+        if (!Options.CloseOnAuthenticationExpiration || DuplexRequestReader.SignInExpiry(context) is not { } expiry || expiry > store.TimeProvider.GetUtcNow())
+        {
+            return false;
+        }
+
+        await store.EndSessionAsync(id, DuplexSessionEndReason.AuthenticationExpired, context.RequestAborted);
+        await DuplexProblems.WriteLookupFailureAsync(context, id, DuplexSessionLookup.Ended(DuplexSessionEndReason.AuthenticationExpired));
+        return true;
+    }
+
+    /// <summary>
+    /// With <see cref="PollingDuplexOptions.CloseOnAuthenticationExpiration"/>, ends the polled session when the poll's
+    /// sign-in expires while it is held: the poll then answers <c>410 authentication-expired</c> instead of delivering.
+    /// A sign-in already expired ends it before the poll takes anything.
+    /// </summary>
+    private async ValueTask<ITimer?> WatchSignInExpiryAsync(HttpContext context, string id)
+    {
+        if (!Options.CloseOnAuthenticationExpiration || DuplexRequestReader.SignInExpiry(context) is not { } expiry)
+        {
+            return null;
+        }
+
+        var left = expiry - store.TimeProvider.GetUtcNow();
+        if (left <= TimeSpan.Zero)
+        {
+            await store.EndSessionAsync(id, DuplexSessionEndReason.AuthenticationExpired, context.RequestAborted);
+            return null;
+        }
+
+        if (left > Options.ServerPollTimeout + Options.BatchWindow)
+        {
+            return null;
+        }
+
+        return store.TimeProvider.CreateTimer(static state => ((Action)state!)(), (Action)(() => _ = EndQuietlyAsync(id)), left, Timeout.InfiniteTimeSpan);
+    }
+
+    private async Task EndQuietlyAsync(string id)
+    {
+        try
+        {
+            await store.EndSessionAsync(id, DuplexSessionEndReason.AuthenticationExpired, CancellationToken.None);
+        }
+        catch (DuplexStoreUnavailableException)
+        {
+            // The client's next request, with its expired sign-in, is refused by the application's authentication.
+        }
     }
 
     /// <summary>Answers a send whose messages were all received: <c>200 {"received":n}</c>.</summary>

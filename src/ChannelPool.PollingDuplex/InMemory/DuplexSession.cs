@@ -81,6 +81,9 @@ public sealed class DuplexSession
     /// <summary>Gets the largest message payload the session carries, in bytes: the endpoint's MaxMessageSize, which clients enforce too.</summary>
     public int MaxMessageSize => _store.Options.MaxMessageSize;
 
+    /// <summary>Gets how many topics the session may be subscribed to at once: the endpoint's MaxSubscriptionsPerSession.</summary>
+    internal int MaxSubscriptions => _store.Options.MaxSubscriptionsPerSession;
+
     /// <summary>Gets a place for the application to keep per-session state, for example subscriptions.</summary>
     public ConcurrentDictionary<object, object?> Items { get; } = new();
 
@@ -106,6 +109,9 @@ public sealed class DuplexSession
     internal DuplexStoreSession AsStoreSession { get; }
 
     internal long LastActivity => Volatile.Read(ref _lastActivity);
+
+    /// <summary>Gets or sets who the session counts against: its user, or its address when anonymous (see <c>DuplexSessionStore.OwnerOf</c>).</summary>
+    internal string Owner { get; set; } = string.Empty;
 
     /// <summary>
     /// Queues <paramref name="message"/> for the client. Never blocks. When the session's pending buffer is full, the

@@ -16,7 +16,7 @@ namespace ChannelPool.PollingDuplex;
 /// Every operation completes synchronously except where the application's handler does not: the seam costs this store
 /// no allocation and no thread switch.
 /// </remarks>
-internal sealed class InMemorySessionStore : DuplexSessionStore
+internal sealed partial class InMemorySessionStore : DuplexSessionStore
 {
     private readonly ConcurrentDictionary<string, DuplexSession> _sessions = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<string, Tombstone> _tombstones = new(StringComparer.Ordinal);
@@ -66,23 +66,11 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         (_pending.Count, Volatile.Read(ref _sessionCount) - _pending.Count);
 
     /// <inheritdoc />
-    protected internal override async ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, CancellationToken cancellationToken)
+    protected internal override async ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, string? remoteAddress, CancellationToken cancellationToken)
     {
-        if (TryReserve() is { } refusal)
+        if (!TryAdmit(encoding, mode, userId, remoteAddress, out var refusal, out var session, out var token))
         {
             return refusal;
-        }
-
-        DuplexSession session;
-        string token;
-        try
-        {
-            (session, token) = Create(encoding, mode, userId);
-        }
-        catch
-        {
-            Interlocked.Decrement(ref _sessionCount);
-            throw;
         }
 
         try
@@ -172,6 +160,17 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     }
 
     /// <inheritdoc />
+    protected internal override ValueTask EndSessionAsync(string sessionId, DuplexSessionEndReason reason, CancellationToken cancellationToken)
+    {
+        if (_sessions.TryGetValue(sessionId, out var session))
+        {
+            End(session, reason);
+        }
+
+        return ValueTask.CompletedTask;
+    }
+
+    /// <inheritdoc />
     protected internal override ValueTask PublishAsync(string topic, DuplexMessage notification, CancellationToken cancellationToken)
     {
         PubSub.Publish(topic, notification);
@@ -214,7 +213,7 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
     /// Creates a session in the room <see cref="TryReserve"/> made, pending until its first poll; at MaxPendingSessions the
     /// oldest never-polled session is evicted to make room. Returns it with its token, shown only now.
     /// </summary>
-    internal (DuplexSession Session, string Token) Create(DuplexEncoding encoding, PollingDuplexMode mode, string? userId = null)
+    internal (DuplexSession Session, string Token) Create(DuplexEncoding encoding, PollingDuplexMode mode, string? userId = null, string? owner = null)
     {
         var token = CreateToken();
         var tokenHash = HashToken(token);
@@ -230,6 +229,9 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         {
             _users.Add(userId, session);
         }
+
+        session.Owner = owner ?? OwnerOf(userId, null).Owner;
+        _owners.Add(session.Owner, session);
 
         if (_pending.Add(session) is { } evicted)
         {
@@ -255,6 +257,8 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         {
             _users.Remove(userId, session);
         }
+
+        _owners.Remove(session.Owner, session);
 
         Interlocked.Decrement(ref _sessionCount);
         Metrics.Ended(reason);
@@ -374,6 +378,11 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
             {
                 session.Received = sequence;
                 return DuplexReceiveResult.Rejected(sequence, ex.Message);
+            }
+            catch (SubscriptionLimitException ex)
+            {
+                session.Received = sequence;
+                return DuplexReceiveResult.Rejected(sequence, ex.Message, DuplexWire.Codes.TooManySubscriptions);
             }
             catch (Exception ex) when (ex is not OperationCanceledException || !cancellationToken.IsCancellationRequested)
             {

@@ -22,6 +22,22 @@ internal sealed class SessionGroups
     /// <summary>Gets how many members the group has now, without taking a snapshot.</summary>
     public int MemberCount(string key) => _groups.TryGetValue(key, out var group) ? group.Count : 0;
 
+    /// <summary>Gets the group with the most members and how many it has, or null when there is none. Walks every group.</summary>
+    public (string Key, int Count)? Largest()
+    {
+        (string Key, int Count)? largest = null;
+        foreach (var (key, group) in _groups)
+        {
+            var count = group.Count;
+            if (largest is null || count > largest.Value.Count)
+            {
+                largest = (key, count);
+            }
+        }
+
+        return largest;
+    }
+
     /// <summary>Adds a member; a session already in the group stays there once.</summary>
     public void Add(string key, DuplexSession session)
     {

@@ -132,10 +132,17 @@ public sealed class PubSubHandler : PollingDuplexHandler
         var topics = (HashSet<string>)session.Items.GetOrAdd(SubscriptionsKey, static _ => new HashSet<string>(StringComparer.Ordinal))!;
         lock (topics)
         {
-            if (!topics.Add(topic))
+            if (topics.Contains(topic))
             {
                 return;
             }
+
+            if (topics.Count >= session.MaxSubscriptions)
+            {
+                throw new SubscriptionLimitException(session.MaxSubscriptions, topic);
+            }
+
+            topics.Add(topic);
         }
 
         _topics.Add(topic, session);
@@ -160,3 +167,7 @@ public sealed class PubSubHandler : PollingDuplexHandler
         _topics.Remove(topic, session);
     }
 }
+
+/// <summary>A subscribe past the session's MaxSubscriptionsPerSession: the store answers it <c>422 too-many-subscriptions</c>, counted received.</summary>
+internal sealed class SubscriptionLimitException(int limit, string topic)
+    : Exception($"subscribing to topic \"{topic}\" would exceed this session's limit of {limit} subscriptions (MaxSubscriptionsPerSession). Unsubscribe from a topic first, or use another session.");

@@ -74,9 +74,38 @@ public abstract partial class DuplexSessionStore : IDisposable
     /// The id of the user who opened it (<see cref="PollingDuplexOptions.UserIdSelector"/>), or <see langword="null"/>
     /// for an anonymous client. The store keeps it with the session; every later lookup compares it.
     /// </param>
+    /// <param name="remoteAddress">
+    /// The client's address, or null when unknown: anonymous sessions count against
+    /// <see cref="PollingDuplexOptions.MaxSessionsPerAddress"/> by it (see <see cref="OwnerOf"/>).
+    /// </param>
     /// <param name="cancellationToken">Cancelled when the client goes away.</param>
     /// <returns>The new session's id and token, or which limit refused it, or that the application failed to open it.</returns>
-    protected internal abstract ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, CancellationToken cancellationToken);
+    protected internal abstract ValueTask<DuplexOpenResult> OpenAsync(DuplexEncoding encoding, PollingDuplexMode mode, string? userId, string? remoteAddress, CancellationToken cancellationToken);
+
+    /// <summary>
+    /// Ends a session from the server side with <paramref name="reason"/> (a sign-in that expired, say), as
+    /// <see cref="CloseSessionAsync"/> does with <see cref="DuplexSessionEndReason.ClosedByServer"/>: its held poll
+    /// answers with the reason. Does nothing for a session that has ended. The default closes it as the server.
+    /// </summary>
+    /// <param name="sessionId">The session.</param>
+    /// <param name="reason">Why it ends.</param>
+    /// <param name="cancellationToken">Stops waiting for the store.</param>
+    /// <returns>A task that completes when the session has ended.</returns>
+    protected internal virtual ValueTask EndSessionAsync(string sessionId, DuplexSessionEndReason reason, CancellationToken cancellationToken) =>
+        CloseSessionAsync(sessionId, cancellationToken);
+
+    /// <summary>
+    /// Gets who a new session counts against, and that owner's limit: a signed-in user by id
+    /// (<see cref="PollingDuplexOptions.MaxSessionsPerUser"/>), an anonymous client by address
+    /// (<see cref="PollingDuplexOptions.MaxSessionsPerAddress"/>). The owner is also who gives way at
+    /// <see cref="PollingDuplexOptions.MaxConcurrentSessions"/> (docs/polling-duplex.md, "No lockout").
+    /// </summary>
+    /// <param name="userId">The session's user id, or null.</param>
+    /// <param name="remoteAddress">The client's address, or null.</param>
+    /// <returns>The owner's key (<c>u:</c> + user id, or <c>a:</c> + address) and the most sessions it may hold.</returns>
+    protected (string Owner, int Limit) OwnerOf(string? userId, string? remoteAddress) => userId is not null
+        ? ("u:" + userId, Options.MaxSessionsPerUser)
+        : ("a:" + remoteAddress, Options.MaxSessionsPerAddress);
 
     /// <summary>
     /// Finds the session a send request names, checking its token in constant time and its user in the same step, and

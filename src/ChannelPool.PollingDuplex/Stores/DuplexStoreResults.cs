@@ -83,6 +83,12 @@ public enum DuplexOpenStatus
 
     /// <summary>The application failed to open the session, which was ended: <c>500 handler-failed</c>.</summary>
     Failed = 3,
+
+    /// <summary>
+    /// The user (or, when anonymous, the remote address) already holds <see cref="PollingDuplexOptions.MaxSessionsPerUser"/>
+    /// (<see cref="PollingDuplexOptions.MaxSessionsPerAddress"/>) sessions: <c>429 too-many-user-sessions</c>.
+    /// </summary>
+    TooManyUserSessions = 4,
 }
 
 /// <summary>What <see cref="DuplexSessionStore.OpenAsync"/> did.</summary>
@@ -101,6 +107,9 @@ public readonly struct DuplexOpenResult
 
     /// <summary>Gets a refusal: too many sessions have opened and not yet polled.</summary>
     public static DuplexOpenResult TooManyPendingSessions => new(DuplexOpenStatus.TooManyPendingSessions, null, null, null);
+
+    /// <summary>Gets a refusal: the user (or address) holds as many sessions as the endpoint allows one.</summary>
+    public static DuplexOpenResult TooManyUserSessions => new(DuplexOpenStatus.TooManyUserSessions, null, null, null);
 
     /// <summary>Gets how the open ended.</summary>
     public DuplexOpenStatus Status { get; }
@@ -162,8 +171,9 @@ public enum DuplexReceiveStatus
 /// <summary>What <see cref="DuplexSessionStore.ReceiveAsync"/> did with one client message.</summary>
 public readonly struct DuplexReceiveResult
 {
-    private DuplexReceiveResult(DuplexReceiveStatus status, long received, string? rejection, Exception? error, DuplexSessionLookup lookup)
+    private DuplexReceiveResult(DuplexReceiveStatus status, long received, string? rejection, Exception? error, DuplexSessionLookup lookup, string? rejectionCode = null)
     {
+        RejectionCode = rejectionCode;
         Status = status;
         Received = received;
         Rejection = rejection;
@@ -179,6 +189,12 @@ public readonly struct DuplexReceiveResult
 
     /// <summary>Gets why the application refused the message, for the client.</summary>
     public string? Rejection { get; }
+
+    /// <summary>
+    /// Gets the problem code of a refusal the store made itself for a limit (such as
+    /// <see cref="DuplexWire.Codes.TooManySubscriptions"/>); null for the application's own, <c>message-rejected</c>.
+    /// </summary>
+    public string? RejectionCode { get; }
 
     /// <summary>Gets what the application threw.</summary>
     public Exception? Error { get; }
@@ -209,6 +225,18 @@ public readonly struct DuplexReceiveResult
     {
         ArgumentNullException.ThrowIfNull(rejection);
         return new(DuplexReceiveStatus.Rejected, received, rejection, null, DuplexSessionLookup.Found());
+    }
+
+    /// <summary>Creates the result of a message the store refused for one of the endpoint's limits; it counts as received.</summary>
+    /// <param name="received">Its sequence number, now the session's last received.</param>
+    /// <param name="rejection">Why, for the client.</param>
+    /// <param name="code">The limit's problem code, such as <see cref="DuplexWire.Codes.TooManySubscriptions"/>.</param>
+    /// <returns>The result.</returns>
+    public static DuplexReceiveResult Rejected(long received, string rejection, string code)
+    {
+        ArgumentNullException.ThrowIfNull(rejection);
+        ArgumentException.ThrowIfNullOrEmpty(code);
+        return new(DuplexReceiveStatus.Rejected, received, rejection, null, DuplexSessionLookup.Found(), code);
     }
 
     /// <summary>Creates the result of a message the application failed on; it is not received.</summary>

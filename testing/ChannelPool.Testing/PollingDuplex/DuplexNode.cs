@@ -116,6 +116,8 @@ public sealed class DuplexNode : IAsyncDisposable
         // gives a topic rule in Configure gets its rule instead.
         void Configure(PollingDuplexOptions o)
         {
+            // Every client of a cluster test is anonymous and comes from loopback (or the proxy in front): one address.
+            o.MaxSessionsPerAddress = 1_000_000;
             options.Configure?.Invoke(o);
             o.Topics.AllowAnonymous = o.Topics.Authorize is null && o.Topics.Policy is null;
         }

@@ -25,7 +25,8 @@ internal sealed class RedisStoreNode : IAsyncDisposable
 
     public static async Task<RedisStoreNode> StartAsync(string configuration, string keyPrefix, Action<PollingDuplexOptions>? configure = null, AsyncPollingDuplexHandler? handler = null, TimeProvider? time = null)
     {
-        var options = new PollingDuplexOptions();
+        // Its opens carry no user and no address: one anonymous owner, whose cap is lifted here.
+        var options = new PollingDuplexOptions { MaxSessionsPerAddress = 1_000_000 };
         configure?.Invoke(options);
         var connection = new RedisDuplexConnection(Options.Create(new RedisPollingDuplexOptions { Configuration = configuration, KeyPrefix = keyPrefix }));
         var store = new RedisSessionStore(connection, "/pubsub", options, time ?? TimeProvider.System, handler, NullLogger.Instance);
@@ -37,7 +38,7 @@ internal sealed class RedisStoreNode : IAsyncDisposable
 
     public async Task<(string Id, string Token)> OpenAsync(string? userId = null, PollingDuplexMode mode = PollingDuplexMode.MultipleMessagesPerPoll)
     {
-        var opened = await Store.OpenAsync(DuplexEncoding.Text, mode, userId, CancellationToken.None);
+        var opened = await Store.OpenAsync(DuplexEncoding.Text, mode, userId, remoteAddress: null, CancellationToken.None);
         Assert.That(opened.Status, Is.EqualTo(DuplexOpenStatus.Opened));
         return (opened.SessionId!, opened.Token!);
     }

@@ -1,15 +1,15 @@
 using System.Diagnostics;
 using System.Net;
 using ChannelPool.PollingDuplex.Client;
-using ChannelPool.PollingDuplex.SampleServer;
+using ChannelPool.PollingDuplex.RateLimiting;
 using Microsoft.AspNetCore.Builder;
 using Microsoft.Extensions.DependencyInjection;
 
 namespace ChannelPool.PollingDuplex.Tests.Security;
 
 /// <summary>
-/// Per-client limits through ASP.NET Core's rate limiter, with the sample server's policy as it ships
-/// (<see cref="DuplexRateLimitPolicy"/>): one bucket per signed-in user (per address when anonymous), polls exempt.
+/// Per-client limits through ASP.NET Core's rate limiter, with the package's policy (<see cref="PollingDuplexRateLimitPolicy"/>):
+/// one bucket per signed-in user (per address when anonymous), a token per message, signed-in polls exempt.
 /// </summary>
 public class RateLimitTests
 {
@@ -105,7 +105,7 @@ public class RateLimitTests
             o.Topics.AllowAnonymous = true;
             o.ServerPollTimeout = TimeSpan.FromMilliseconds(200);
         },
-        services: s => s.AddRateLimiter(limiter => limiter.AddPolicy(DuplexRateLimitPolicy.Name, new DuplexRateLimitPolicy(burst, perSecond))),
+        services: s => s.AddRateLimiter(limiter => limiter.AddPolicy(PollingDuplexRateLimitPolicy.Name, new PollingDuplexRateLimitPolicy(burst, perSecond))),
         pipeline: app => app.UseRateLimiter(),
-        routes: group => group.RequireRateLimiting(DuplexRateLimitPolicy.Name));
+        routes: group => group.RequireRateLimiting(PollingDuplexRateLimitPolicy.Name));
 }

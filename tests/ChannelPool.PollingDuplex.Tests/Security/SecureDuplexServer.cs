@@ -57,6 +57,9 @@ internal sealed class SecureDuplexServer : IAsyncDisposable
 
     public IServiceProvider Services => _app.Services;
 
+    /// <summary>Gets the configuration of the server's own redis-server, or null on the in-memory store.</summary>
+    public string? RedisConfiguration => _redis?.Configuration;
+
     /// <summary>Gets what the server logged.</summary>
     public FakeLogCollector Logs => _app.Services.GetFakeLogCollector();
 
@@ -139,6 +142,26 @@ internal sealed class SecureDuplexServer : IAsyncDisposable
         Expires = DateTime.UtcNow.AddHours(1),
         SigningCredentials = new SigningCredentials(SigningKey, SecurityAlgorithms.HmacSha256),
     });
+
+    /// <summary>A JWT with exactly <paramref name="claims"/>, signed with this run's key, that expires at <paramref name="expires"/>.</summary>
+    public static string TokenWith(IEnumerable<Claim> claims, DateTime expires) => new JsonWebTokenHandler().CreateToken(new SecurityTokenDescriptor
+    {
+        Subject = new ClaimsIdentity(claims),
+        Issuer = Issuer,
+        Audience = Audience,
+        NotBefore = DateTime.UtcNow.AddMinutes(-1),
+        IssuedAt = DateTime.UtcNow.AddMinutes(-1),
+        Expires = expires,
+        SigningCredentials = new SigningCredentials(SigningKey, SecurityAlgorithms.HmacSha256),
+    });
+
+    /// <summary>An HTTP client whose every request carries <paramref name="jwt"/>.</summary>
+    public static HttpClient ClientWithToken(string jwt)
+    {
+        var http = DuplexCluster.CreateHttpClient();
+        http.DefaultRequestHeaders.Authorization = new AuthenticationHeaderValue("Bearer", jwt);
+        return http;
+    }
 
     /// <summary>An HTTP client whose every request carries <paramref name="user"/>'s JWT, or none for <see langword="null"/>.</summary>
     public static HttpClient ClientFor(string? user)

@@ -144,6 +144,7 @@ public class TopicRuleTests(DuplexStore store)
         await using var server = await SecureDuplexServer.StartAsync(store, o =>
         {
             o.ServerPollTimeout = TimeSpan.FromSeconds(10);
+            o.MaxSessionsPerAddress = 1_000_000;
             o.Topics.Authorize = async (access, cancellationToken) =>
             {
                 if (access.Topic.StartsWith("slow/", StringComparison.Ordinal))
