@@ -248,7 +248,7 @@ public class BadInputTests
         }
 
         await RawSession.OpenAsync(http, server.Duplex);
-        using var full = await http.PostAsync(new Uri(server.Duplex + "/sessions"), null);
+        using var full = await http.PostAsync(new Uri(server.Duplex + "/sessions"), RawSession.JsonContent("{}"));
         await RawSession.AssertProblemAsync(full, HttpStatusCode.ServiceUnavailable, "too-many-sessions");
         Assert.That(full.Headers.RetryAfter?.Delta, Is.Not.Null);
     }

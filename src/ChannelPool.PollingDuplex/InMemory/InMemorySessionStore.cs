@@ -16,7 +16,7 @@ namespace ChannelPool.PollingDuplex;
 /// Every operation completes synchronously except where the application's handler does not: the seam costs this store
 /// no allocation and no thread switch.
 /// </remarks>
-internal sealed class InMemorySessionStore : DuplexSessionStore
+internal sealed partial class InMemorySessionStore : DuplexSessionStore
 {
     private readonly ConcurrentDictionary<string, DuplexSession> _sessions = new(StringComparer.Ordinal);
     private readonly ConcurrentDictionary<string, Tombstone> _tombstones = new(StringComparer.Ordinal);
@@ -426,12 +426,13 @@ internal sealed class InMemorySessionStore : DuplexSessionStore
         var limit = (long)(Options.InactivityTimeout.TotalSeconds * TimeProvider.TimestampFrequency);
         foreach (var session in _sessions.Values)
         {
-            if (now - session.LastActivity > limit)
+            if (now - session.LastActivity > limit || IsAwayPast(session, now))
             {
                 End(session, DuplexSessionEndReason.Expired);
             }
         }
 
+        ForgetOpens(now);
         using (_tombstoneLock.EnterScope())
         {
             // Records are kept in the order sessions ended and live equally long, so the expired ones are at the head.
