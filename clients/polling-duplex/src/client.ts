@@ -190,6 +190,11 @@ export class PollingDuplexClient<E extends DuplexEncoding = 'text'> {
     const opened = await this.#withRetries('open a session', signal, request =>
       this.#transport.request(`${this.endpoint}sessions`, { method: 'POST', body, contentType: 'application/json', signal: request }), 201,
     async response => {
+      if (response.headers.get('Content-Type') === null) {
+        // The server always names the type: a 201 without one was cut inside its headers.
+        throw new TypeError("The open's answer was cut inside its headers.");
+      }
+
       let json: unknown;
       try {
         json = isMediaType(response.headers.get('Content-Type'), 'application/json') ? await response.json() : undefined;

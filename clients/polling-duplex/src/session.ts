@@ -545,6 +545,12 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
   }
 
   async #readFrames(response: Response): Promise<void> {
+    if (response.headers.get('Content-Type') === null) {
+      // The server always names the type: a 200 without one was cut inside its headers. The same poll again gets it.
+      await response.body?.cancel().catch(() => undefined);
+      throw new TypeError(`A poll response of session ${this.id} was cut inside its headers.`);
+    }
+
     if (!isMediaType(response.headers.get('Content-Type'), CONTENT_TYPES[this.encoding]) || response.body === null) {
       await response.body?.cancel().catch(() => undefined);
       throw duplexError('bad-response', `A poll of ${this.encoding} session ${this.id} was answered 200 with '${response.headers.get('Content-Type') ?? 'no content type'}', not ${CONTENT_TYPES[this.encoding]}.`, { status: 200 });
