@@ -192,9 +192,11 @@ describe('the edges a page meets, in Chromium', { skip: noChromium, timeout: 300
       records.length = 0;
       await tab.reload();
       await eventually(() => records.some(r => r.kind === 'ready'), `the page is ready after reload ${reload + 1}`, 30_000);
+
+      // One publisher at a time: the topic's order is the order of publishing.
+      await Promise.all(publishing.splice(0));
     }
 
-    await Promise.all(publishing);
     await chromium.host.publish(topic, 50, 2, next, true);
     next += 50;
     await eventually(async () => numbers(await pageLog(tab)).length >= next - 1, 'every message arrived', 60_000);
@@ -231,6 +233,32 @@ describe('the edges a page meets, in Chromium', { skip: noChromium, timeout: 300
     await tab.close({ runBeforeUnload: true });
     await eventually(async () => (await chromium.host.subscribers(topic)) === 0, 'the closed page\'s session ended', AWAY_GRACE_MS + 8000);
     assert.ok(Date.now() - closed >= AWAY_GRACE_MS - 200, 'not before the grace');
+  });
+
+  test('a page away longer than the grace comes back to a new session, and says what it lost: loss session-expired', async () => {
+    const topic = 'edge-expired';
+    const records: Recorded[] = [];
+    const before = await chromium.host.sessions();
+    const tab = await openPage(chromium.context, `${chromium.host.http}?auto=pubsub&topic=${topic}`, records);
+    await eventually(() => records.some(r => r.kind === 'ready'), 'the page subscribed');
+    await chromium.host.publish(topic, 1);
+    await eventually(() => numbers(records).length >= 1, 'message 1 arrived');
+
+    await tab.goto(`${chromium.host.http}elsewhere.html?no-bfcache`);
+    await tab.evaluate(() => undefined);
+    await eventually(async () => (await chromium.host.sessions()) === before, 'the session ended after the grace', AWAY_GRACE_MS + 8000);
+    await chromium.host.publish(topic, 1, 0, 2);
+    await tab.goto(`${chromium.host.http}?auto=pubsub&topic=${topic}`);
+    await eventually(async () => (await pageLog(tab)).filter(r => r.kind === 'ready').length === 2, 'the page is back');
+
+    const log = await pageLog(tab);
+    const losses = log.filter(r => r.kind === 'loss') as (Recorded & { lostSession: string; afterSeq: number })[];
+    assert.equal(losses.length, 1, JSON.stringify(log.filter(r => r.kind !== 'message')));
+    assert.equal(losses[0]!.reason, 'session-expired');
+    assert.equal(losses[0]!.lostSession, log.find(r => r.kind === 'ready')!.session);
+    assert.equal(losses[0]!.afterSeq, 1, 'the last message handed over before the loss');
+    assert.deepEqual(numbers(log), [1], 'message 2, published while no session existed, is the loss');
+    await tab.close();
   });
 
   test('a page restored from the back-forward cache resumes: messages published while it was away arrive', async () => {
