@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, beforeEach, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { eventually, noChromium, openPage } from './support/browser.js';
 import { FaultProxy, type Fault, type ProxiedRequest } from './support/fault-proxy.js';
 import { chromiumFixture } from './support/fixture.js';
+import { packageRoot } from './support/host.js';
 
 /**
  * The edges a real page meets (issue 37): every request kind with its answer cut at every point, a random mix of
@@ -298,6 +303,47 @@ describe('the edges a page meets, in Chromium', { skip: noChromium, timeout: 300
     assert.match(module.headers.get('content-type') ?? '', /^text\/javascript/);
     assert.equal(module.headers.get('cache-control'), 'no-cache');
     assert.equal((await fetch(`${base}index.js`, { headers: { 'If-None-Match': etag } })).status, 304);
+  });
+
+  test('a TypeScript page type-checks against the types the server serves, and a wrong call does not', async () => {
+    const base = `${chromium.host.http}_channelpool/polling-duplex/`;
+    const dir = await mkdtemp(join(tmpdir(), 'served-types-'));
+    try {
+      // index.d.ts and every declaration file it reaches, as the server serves them.
+      const pending = ['index'];
+      const fetched = new Set<string>();
+      while (pending.length > 0) {
+        const name = pending.pop()!;
+        if (fetched.has(name)) {
+          continue;
+        }
+
+        fetched.add(name);
+        const response = await fetch(`${base}${name}.d.ts`);
+        assert.equal(response.status, 200, `${name}.d.ts is served`);
+        const text = await response.text();
+        await writeFile(join(dir, `${name}.d.ts`), text);
+        for (const match of text.matchAll(/from '\.\/([\w-]+)\.js'/g)) {
+          pending.push(match[1]!);
+        }
+      }
+
+      const page = (body: string) => `import { PubSubClient, type DuplexLossEvent } from './index.js';\nexport async function run(): Promise<void> {\n${body}\n}\n`;
+      await writeFile(join(dir, 'page.ts'), page(`  const chat = await PubSubClient.connect('/pubsub');
+  chat.addEventListener('loss', (e: DuplexLossEvent) => console.warn(e.reason, e.afterSeq, e.missed));
+  chat.addEventListener('message', e => console.log(e.topic, e.data));
+  await chat.publish('room', { text: 'hello' }, { echo: true });`));
+      await writeFile(join(dir, 'wrong.ts'), page(`  const chat = await PubSubClient.connect('/pubsub');
+  await chat.publish(42);`));
+      const tsc = (file: string) => spawnSync(process.execPath, [join(packageRoot, 'node_modules', 'typescript', 'bin', 'tsc'), '--noEmit', '--strict', '--target', 'ES2022', '--module', 'ESNext', '--moduleResolution', 'Bundler', '--lib', 'ES2022,DOM', '--types', '', file], { encoding: 'utf8', cwd: dir });
+      const good = tsc('page.ts');
+      assert.equal(good.status, 0, good.stdout + good.stderr);
+      const wrong = tsc('wrong.ts');
+      assert.notEqual(wrong.status, 0, 'a call that does not match the types fails');
+      assert.match(wrong.stdout + wrong.stderr, /wrong\.ts/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   test('a cross-site form POST cannot open a session with the user\'s cookie, while the same-origin page can', async () => {
