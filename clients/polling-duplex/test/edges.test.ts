@@ -41,7 +41,7 @@ const kinds: Record<string, (r: ProxiedRequest) => boolean> = {
   subscribe: r => r.method === 'POST' && r.path.endsWith('/messages') && r.nth === 1,
   publish: r => r.method === 'POST' && r.path.endsWith('/messages') && r.nth === 2,
   poll: r => r.method === 'GET' && r.path.endsWith('ack=0'),
-  ack: r => r.method === 'GET' && r.path.endsWith('ack=1'),
+  ack: r => r.method === 'GET' && /ack=[1-9]\d*$/.test(r.path),
   close: r => r.method === 'DELETE',
 };
 
@@ -101,6 +101,8 @@ describe('the edges a page meets, in Chromium', { skip: noChromium, timeout: 300
       await client.subscribe(topic);
       await client.publish(topic, 1, { echo: true });
       await until(1);
+      // Past the batch window, so message 2 travels on the next poll, the one that acknowledges message 1.
+      await new Promise(resolve => setTimeout(resolve, 60));
       await client.publish(topic, 2, { echo: true });
       await until(2);
       await new Promise(resolve => setTimeout(resolve, 100));
