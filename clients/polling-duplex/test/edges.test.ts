@@ -187,13 +187,13 @@ describe('the edges a page meets, in Chromium', { skip: noChromium, timeout: 300
     let next = 1;
     const publishing: Promise<void>[] = [];
     for (let reload = 0; reload < 3; reload++) {
-      await chromium.host.publish(topic, 100, 2, next, true);
-      next += 100;
+      await chromium.host.publish(topic, 60, 2, next, true);
+      next += 60;
 
       // The second reload happens in the middle of a burst.
       if (reload === 1) {
-        publishing.push(chromium.host.publish(topic, 200, 1, next, true));
-        next += 200;
+        publishing.push(chromium.host.publish(topic, 150, 1, next, true));
+        next += 150;
       }
 
       records.length = 0;
@@ -204,8 +204,8 @@ describe('the edges a page meets, in Chromium', { skip: noChromium, timeout: 300
       await Promise.all(publishing.splice(0));
     }
 
-    await chromium.host.publish(topic, 50, 2, next, true);
-    next += 50;
+    await chromium.host.publish(topic, 30, 2, next, true);
+    next += 30;
     await eventually(async () => numbers(await pageLog(tab)).length >= next - 1, 'every message arrived', 60_000);
     await new Promise(resolve => setTimeout(resolve, 300));
 
