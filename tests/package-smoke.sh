@@ -48,7 +48,9 @@ echo "package smoke: extracted README snippets: ${snippets[*]}"
 # The Regeneration app compiles whatever Reference.cs sits here: first the generated client, later the regenerated one.
 regeneration="$work/regeneration/Reference.cs"
 mkdir -p "$(dirname "$regeneration")"
-cp "$apps/GeneratedClient/ServiceReference/Reference.cs" "$regeneration"
+# One dotnet-svcutil fixture serves the generator tests and these apps.
+fixture="tests/ChannelPool.ServiceModel.Generators.Tests"
+cp "$fixture/ServiceReference/Reference.cs" "$regeneration"
 
 step dotnet build "$apps/ChannelPool.PackageTests.slnx" -c Release
 echo "package smoke: built the apps against the packed packages, warnings as errors"
@@ -76,10 +78,10 @@ run() {
 }
 run QuickStart "quick start: sent 4 bytes"
 run PollingDuplex "polling duplex: opened pooled session"
-run Regeneration "the twin has CancelOrder, CancelOrderAsync, GetOrder, GetOrderAsync$"
-run Regeneration "endpoint BasicHttpBinding_IOrders, ConfigureEndpoint ran 1 time(s), the call reached 127.0.0.1:9"
+run Regeneration "the twin has Echo, EchoAsync, Fail, FailAsync$"
+run Regeneration "endpoint BasicHttpsBinding_IEchoService, ConfigureEndpoint ran 1 time(s), the call reached 127.0.0.1:9"
 
-# The service gained ListOrders: the tool rewrites Reference.cs, the app rebuilds, and the twin has the operation.
-cp "$apps/GeneratedClient/Regenerated/Reference.cs" "$regeneration"
+# The service gained WhoAmI: the tool rewrites Reference.cs, the app rebuilds, and the twin has the operation.
+cp "$fixture/Regenerated/Reference.cs" "$regeneration"
 step dotnet build "$apps/Regeneration/Regeneration.csproj" -c Release
-run Regeneration "the twin has CancelOrder, CancelOrderAsync, GetOrder, GetOrderAsync, ListOrders, ListOrdersAsync$"
+run Regeneration "the twin has Echo, EchoAsync, Fail, FailAsync, WhoAmI, WhoAmIAsync$"

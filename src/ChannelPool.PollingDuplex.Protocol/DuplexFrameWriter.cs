@@ -16,23 +16,8 @@ public static class DuplexFrameWriter
     /// <param name="sequence">The message's sequence number.</param>
     /// <param name="message">The message; a text session takes JSON messages only.</param>
     /// <exception cref="InvalidOperationException">A raw-bytes message was written in the text encoding.</exception>
-    public static void WriteServerMessage(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, DuplexMessage message)
-    {
-        ArgumentNullException.ThrowIfNull(output);
-        ArgumentNullException.ThrowIfNull(message);
-        if (encoding == DuplexEncoding.Binary)
-        {
-            WriteBinary(output, DuplexFrameKind.Message, sequence, message.Payload.Span);
-            return;
-        }
-
-        EnsureJson(message);
-        WriteAscii(output, "{\"seq\":"u8);
-        WriteNumber(output, sequence);
-        WriteAscii(output, ",\"type\":\"message\",\"data\":"u8);
-        WriteAscii(output, message.Payload.Span);
-        WriteAscii(output, "}\n"u8);
-    }
+    public static void WriteServerMessage(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, DuplexMessage message) =>
+        WriteMessage(output, encoding, sequence, message, ",\"type\":\"message\",\"data\":"u8);
 
     /// <summary>Writes a gap frame: <paramref name="missed"/> messages were dropped at <paramref name="sequence"/>.</summary>
     /// <param name="output">Where the frame goes.</param>
@@ -82,7 +67,11 @@ public static class DuplexFrameWriter
     /// <param name="sequence">The message's sequence number.</param>
     /// <param name="message">The message; a text session takes JSON messages only.</param>
     /// <exception cref="InvalidOperationException">A raw-bytes message was written in the text encoding.</exception>
-    public static void WriteClientMessage(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, DuplexMessage message)
+    public static void WriteClientMessage(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, DuplexMessage message) =>
+        WriteMessage(output, encoding, sequence, message, ",\"data\":"u8);
+
+    // A message frame either way: the same binary frame, and text that differs only in the fields between seq and data.
+    private static void WriteMessage(IBufferWriter<byte> output, DuplexEncoding encoding, long sequence, DuplexMessage message, ReadOnlySpan<byte> beforeData)
     {
         ArgumentNullException.ThrowIfNull(output);
         ArgumentNullException.ThrowIfNull(message);
@@ -95,7 +84,7 @@ public static class DuplexFrameWriter
         EnsureJson(message);
         WriteAscii(output, "{\"seq\":"u8);
         WriteNumber(output, sequence);
-        WriteAscii(output, ",\"data\":"u8);
+        WriteAscii(output, beforeData);
         WriteAscii(output, message.Payload.Span);
         WriteAscii(output, "}\n"u8);
     }

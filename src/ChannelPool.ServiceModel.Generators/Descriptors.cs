@@ -28,8 +28,26 @@ internal static class Descriptors
     public static readonly DiagnosticDescriptor ChannelKept = new(
         "CPSM003",
         "A pooled proxy must not keep Channel across calls",
-        "'{0}' keeps Channel in '{1}'. A pooled proxy's channel goes back to the pool when the proxy closes and then serves another caller, " +
-        "so a kept reference calls over someone else's channel. Read Channel in each call instead.",
+        "'{0}' keeps Channel in '{1}'. Channel belongs to this proxy and fails once the proxy closes, so a kept reference outlives what it calls through. " +
+        "Read Channel in each call instead.",
+        Category,
+        DiagnosticSeverity.Warning,
+        isEnabledByDefault: true);
+
+    public static readonly DiagnosticDescriptor SynchronousOperationInAsyncMethod = new(
+        "CPSM004",
+        "An asynchronous method of a pooled proxy calls a synchronous operation",
+        "'{0}' calls the synchronous operation '{1}' through Channel inside an asynchronous method: it blocks a thread while it waits for a channel and for the reply, " +
+        "and enough such callers starve the thread pool. Call the operation's Task-based form instead.",
+        Category,
+        DiagnosticSeverity.Warning,
+        isEnabledByDefault: true);
+
+    public static readonly DiagnosticDescriptor InnerChannelInAsyncMethod = new(
+        "CPSM005",
+        "An asynchronous method of a pooled proxy reads InnerChannel",
+        "'{0}' reads InnerChannel inside an asynchronous method: it pins a channel to the proxy, leasing it with a blocking wait. " +
+        "Call the Task-based operations through Channel, which lease without blocking, or await OpenAsync() before reading it.",
         Category,
         DiagnosticSeverity.Warning,
         isEnabledByDefault: true);

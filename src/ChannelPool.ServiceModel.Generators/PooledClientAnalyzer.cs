@@ -7,8 +7,9 @@ namespace ChannelPool.ServiceModel.Generators;
 
 /// <summary>
 /// Reports, at build time, what a pooled WCF client cannot do: share the channels of a contract that requires sessions
-/// (CPSM001), pool a duplex contract (CPSM002), or keep <c>Channel</c> across calls (CPSM003). The first two also fail
-/// at run time; this says so where the code is.
+/// (CPSM001), pool a duplex contract (CPSM002), or keep <c>Channel</c> across calls (CPSM003); and what blocks a thread
+/// in an asynchronous method of a pooled proxy: a synchronous operation through <c>Channel</c> (CPSM004) or a read of
+/// <c>InnerChannel</c> (CPSM005). The first two also fail at run time; this says so where the code is.
 /// </summary>
 [DiagnosticAnalyzer(LanguageNames.CSharp)]
 public sealed class PooledClientAnalyzer : DiagnosticAnalyzer
@@ -17,7 +18,9 @@ public sealed class PooledClientAnalyzer : DiagnosticAnalyzer
 
     /// <inheritdoc />
     public override ImmutableArray<DiagnosticDescriptor> SupportedDiagnostics { get; } =
-        ImmutableArray.Create(Descriptors.SessionContractSharesChannels, Descriptors.DuplexContract, Descriptors.ChannelKept);
+        ImmutableArray.Create(
+            Descriptors.SessionContractSharesChannels, Descriptors.DuplexContract, Descriptors.ChannelKept,
+            Descriptors.SynchronousOperationInAsyncMethod, Descriptors.InnerChannelInAsyncMethod);
 
     /// <inheritdoc />
     public override void Initialize(AnalysisContext context)
@@ -186,9 +189,20 @@ public sealed class PooledClientAnalyzer : DiagnosticAnalyzer
     private static void AnalyzeChannelRead(OperationAnalysisContext context, KnownTypes known)
     {
         var read = (IPropertyReferenceOperation)context.Operation;
-        if (read.Property.Name != "Channel"
+        if (read.Property.Name is not ("Channel" or "InnerChannel")
             || !SymbolEqualityComparer.Default.Equals(read.Property.ContainingType.OriginalDefinition, known.PooledClientBase))
         {
+            return;
+        }
+
+        var proxyName = context.ContainingSymbol.ContainingType?.Name ?? string.Empty;
+        if (read.Property.Name == "InnerChannel")
+        {
+            if (IsInAsynchronousFunction(read, context.ContainingSymbol))
+            {
+                context.ReportDiagnostic(Diagnostic.Create(Descriptors.InnerChannelInAsyncMethod, read.Syntax.GetLocation(), proxyName));
+            }
+
             return;
         }
 
@@ -196,6 +210,15 @@ public sealed class PooledClientAnalyzer : DiagnosticAnalyzer
         while (value.Parent is IConversionOperation or IParenthesizedOperation)
         {
             value = value.Parent;
+        }
+
+        if (value.Parent is IInvocationOperation call
+            && call.Instance == value
+            && !IsAsynchronousPattern(call.TargetMethod.ReturnType)
+            && IsInAsynchronousFunction(read, context.ContainingSymbol))
+        {
+            context.ReportDiagnostic(Diagnostic.Create(Descriptors.SynchronousOperationInAsyncMethod, call.Syntax.GetLocation(), proxyName, call.TargetMethod.Name));
+            return;
         }
 
         if (value.Parent is IAssignmentOperation assignment
@@ -211,4 +234,32 @@ public sealed class PooledClientAnalyzer : DiagnosticAnalyzer
             context.ReportDiagnostic(Diagnostic.Create(Descriptors.ChannelKept, assignment.Syntax.GetLocation(), context.ContainingSymbol.ContainingType?.Name ?? string.Empty, kept));
         }
     }
+
+    /// <summary>Whether the code runs in a function that is async or hands back a task: a lambda's, or else the member's.</summary>
+    private static bool IsInAsynchronousFunction(IOperation operation, ISymbol containing)
+    {
+        for (var parent = operation.Parent; parent is not null; parent = parent.Parent)
+        {
+            if (parent is IAnonymousFunctionOperation lambda)
+            {
+                return IsAsynchronous(lambda.Symbol);
+            }
+
+            if (parent is ILocalFunctionOperation local)
+            {
+                return IsAsynchronous(local.Symbol);
+            }
+        }
+
+        return containing is IMethodSymbol method && IsAsynchronous(method);
+    }
+
+    private static bool IsAsynchronous(IMethodSymbol method) => method.IsAsync || IsTask(method.ReturnType);
+
+    private static bool IsAsynchronousPattern(ITypeSymbol returnType) =>
+        IsTask(returnType) || returnType.ToDisplayString() == "System.IAsyncResult";
+
+    private static bool IsTask(ITypeSymbol type) =>
+        type.OriginalDefinition.ToDisplayString() is "System.Threading.Tasks.Task" or "System.Threading.Tasks.Task<TResult>"
+            or "System.Threading.Tasks.ValueTask" or "System.Threading.Tasks.ValueTask<TResult>";
 }

@@ -2,6 +2,7 @@ using System.Collections.Concurrent;
 using System.ServiceModel;
 using System.ServiceModel.Channels;
 using System.ServiceModel.Description;
+using Microsoft.Extensions.Logging;
 
 namespace ChannelPool.ServiceModel;
 
@@ -26,15 +27,20 @@ public static class ChannelPoolFactory<TContract>
     /// <param name="address">The service's address.</param>
     /// <param name="configure">Configures the channel factory: credentials, the service certificate check, behaviors.</param>
     /// <param name="options">Pool settings; defaults when null.</param>
+    /// <param name="loggerFactory">
+    /// Where the pool logs: its warnings (a leaked lease with the stack that took it, a clear after a fatal error, a
+    /// failed open) are only seen through it. Null logs nothing.
+    /// </param>
     /// <returns>The pool.</returns>
     /// <exception cref="InvalidOperationException">The contract's pool is already initialized; call <see cref="Destroy"/> first.</exception>
     public static ServiceChannelPool<TContract> Initialize(
         Binding binding,
         EndpointAddress address,
         Action<ChannelFactory<TContract>>? configure = null,
-        ChannelPoolOptions? options = null)
+        ChannelPoolOptions? options = null,
+        ILoggerFactory? loggerFactory = null)
     {
-        var pool = new ServiceChannelPool<TContract>(binding, address, options, configure);
+        var pool = new ServiceChannelPool<TContract>(binding, address, options, configure, loggerFactory: loggerFactory);
         if (Interlocked.CompareExchange(ref _current, pool, null) is not null)
         {
             pool.Dispose();

@@ -79,7 +79,10 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
         }
     }
 
-    public static TContract Wrap(TContract channel, TimeProvider time, SessionProbe probe)
+    /// <summary>Gets what the factory that opened the channel keeps with it: the channel factory it came from.</summary>
+    public object? Owner { get; private set; }
+
+    public static TContract Wrap(TContract channel, TimeProvider time, SessionProbe probe, object? owner = null)
     {
         var proxy = Create<TContract, FailureTrackingChannel<TContract>>();
         var tracker = (FailureTrackingChannel<TContract>)(object)proxy;
@@ -88,6 +91,7 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
         tracker._time = time;
         tracker._probe = probe;
         tracker._lastUsed = time.GetTimestamp();
+        tracker.Owner = owner;
         return proxy;
     }
 
@@ -108,13 +112,18 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
 
     public void MarkBroken() => _broken = true;
 
-    protected override object? Invoke(MethodInfo? targetMethod, object?[]? args)
+    /// <summary>
+    /// Calls <paramref name="operation"/> on the real channel, recording a failure it throws at once. A task it returns
+    /// is handed back as it is: the caller observes its outcome with <see cref="Observe"/> before it releases the lease.
+    /// </summary>
+    /// <param name="operation">A method of the contract.</param>
+    /// <param name="args">Its arguments; out and ref values are written back here.</param>
+    /// <returns>What the operation returned.</returns>
+    internal object? Call(MethodInfo operation, object?[]? args)
     {
-        ArgumentNullException.ThrowIfNull(targetMethod);
-        object? result;
         try
         {
-            result = targetMethod.Invoke(_inner, BindingFlags.DoNotWrapExceptions, binder: null, args, culture: null);
+            return operation.Invoke(_inner, BindingFlags.DoNotWrapExceptions, binder: null, args, culture: null);
         }
         catch (Exception ex) when (Observe(ex))
         {
@@ -124,11 +133,19 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
         {
             Volatile.Write(ref _lastUsed, _time.GetTimestamp());
         }
+    }
 
+    protected override object? Invoke(MethodInfo? targetMethod, object?[]? args)
+    {
+        ArgumentNullException.ThrowIfNull(targetMethod);
+        var result = Call(targetMethod, args);
         return result is Task { IsCompletedSuccessfully: false } task ? Track(task, targetMethod.ReturnType) : result;
     }
 
-    private bool Observe(Exception exception)
+    /// <summary>Records <paramref name="exception"/> when it breaks the channel. Always false, for use in an exception filter.</summary>
+    /// <param name="exception">What a call on this channel threw.</param>
+    /// <returns><see langword="false"/>.</returns>
+    internal bool Observe(Exception exception)
     {
         if (BreaksChannel(exception))
         {

@@ -1,3 +1,4 @@
+using System.Reflection;
 using System.ServiceModel;
 using System.ServiceModel.Channels;
 using System.ServiceModel.Description;
@@ -14,20 +15,32 @@ namespace ChannelPool.ServiceModel;
 /// public class MyProxy : PooledClientBase&lt;ISomeService&gt;, ISomeService
 /// {
 ///     public string Echo(string s) => Channel.Echo(s);
+///     public Task&lt;string&gt; EchoAsync(string s) => Channel.EchoAsync(s);
 /// }
 ///
 /// ChannelPoolFactory&lt;ISomeService&gt;.Initialize(binding, address);   // once, at start-up
 /// var proxy = new MyProxy();
-/// proxy.Echo("Hello");
-/// proxy.Close();
+/// var reply = await proxy.EchoAsync("Hello");
+/// await proxy.CloseAsync();
 /// </code>
 /// </example>
 /// <remarks>
 /// <para>
-/// A proxy leases one channel the first time it is used (or at <see cref="Open()"/>/<see cref="OpenAsync"/>) and keeps
-/// it until <see cref="Close()"/>, <see cref="Abort"/> or <see cref="Dispose"/>. What release does depends on the
-/// pool's <see cref="LeaseMode"/>: in <see cref="LeaseMode.Reuse"/> a healthy channel goes back to the pool, in
-/// <see cref="LeaseMode.SingleUse"/> it is closed in the background, off the caller's path.
+/// <b>A lease per operation.</b> Unless the contract requires sessions, every call through <see cref="Channel"/> leases
+/// a channel when it starts and gives it back when it ends, so a proxy holds nothing between calls: one that is never
+/// closed, because a call threw before <see cref="Close()"/> ran, costs the pool nothing. A <c>Task</c> operation waits
+/// for a channel without blocking a thread; a synchronous operation blocks its own thread while it waits, as WCF's own
+/// synchronous calls block for the reply. What release does depends on the pool's <see cref="LeaseMode"/>: in
+/// <see cref="LeaseMode.Reuse"/> a healthy channel goes back to the pool, in <see cref="LeaseMode.SingleUse"/> it is
+/// closed in the background, off the caller's path.
+/// </para>
+/// <para>
+/// <b>A lease per proxy</b>, where a session needs one channel for the proxy's life: a contract with
+/// <see cref="SessionMode.Required"/> leases at its first call (or <see cref="Open()"/>) and keeps the channel until
+/// <see cref="Close()"/>, <see cref="Abort"/> or <see cref="Dispose"/>; reading <see cref="InnerChannel"/> pins a channel
+/// to any proxy the same way, since the caller then works with that one channel. A proxy that holds a channel and is
+/// dropped without being closed gives it back, aborted, when the garbage collector finalizes it, and a drain or host stop
+/// takes it back at once unless a call is running on it.
 /// </para>
 /// <para>
 /// Credentials are read at first use, not at construction, because applications set them in between. Proxies whose
@@ -35,17 +48,17 @@ namespace ChannelPool.ServiceModel;
 /// </para>
 /// <para>
 /// A channel whose call failed with a <see cref="CommunicationException"/> or <see cref="TimeoutException"/>, or that
-/// faulted, is discarded at release; a <see cref="FaultException"/> (the service's own answer) leaves it usable.
-/// Unlike <c>ClientBase</c>, <see cref="Close()"/> and <see cref="Dispose"/> never throw for a faulted channel.
+/// faulted, is discarded at release; a <see cref="FaultException"/> (the service's own answer) leaves it usable. With a
+/// lease per operation the next call simply gets another channel. Unlike <c>ClientBase</c>, <see cref="Close()"/> and
+/// <see cref="Dispose"/> never throw for a faulted channel.
 /// </para>
 /// <para>
-/// One proxy may be shared by several threads: they share its one channel, as they would a <c>ClientBase</c>'s. With
-/// <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> above 1 (by default 16 on net.tcp), several proxies may also
-/// hold one channel at once; a failed call or <see cref="Abort"/> on any of them retires that channel for all, and it
-/// is aborted when the last one lets go. With <see cref="ChannelPoolOptions.LeaseSharing"/> at
-/// <see cref="LeaseSharing.Adaptive"/>, the default, they share only while calls finish as fast as on channels of
-/// their own, which a service that serves a session's calls one at a time (WCF's default <c>ConcurrencyMode.Single</c>)
-/// does not allow.
+/// One proxy may be shared by several threads. With <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> above 1 (by
+/// default 16 on net.tcp), several calls may also run on one channel at once; a failed call or <see cref="Abort"/>
+/// retires that channel for all, and it is aborted when the last one lets go. With
+/// <see cref="ChannelPoolOptions.LeaseSharing"/> at <see cref="LeaseSharing.Adaptive"/>, the default, they share only
+/// while calls finish as fast as on channels of their own, which a service that serves a session's calls one at a time
+/// (WCF's default <c>ConcurrencyMode.Single</c>) does not allow.
 /// </para>
 /// </remarks>
 public abstract class PooledClientBase<TContract> : ICommunicationObject, IDisposable, IAsyncDisposable
@@ -59,9 +72,11 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     private ServiceChannelPool<TContract>? _endpointPool;
     private ClientCredentials? _credentials;
     private DefaultChannelPool<TContract>? _pool;
-    private ChannelLease<TContract> _lease;
-    private FailureTrackingChannel<TContract>? _channel;
+    private TContract? _operations;
+    private HeldLease? _held;
+    private bool? _holdsChannel;
     private int _state = StateCreated;
+    private volatile bool _aborted;
 
     /// <summary>
     /// Creates a proxy that leases from the pool registered for <typeparamref name="TContract"/> with
@@ -131,13 +146,14 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     public event EventHandler? Opening;
 
     /// <summary>
-    /// Gets the state: <see cref="CommunicationState.Created"/> before the lease, <see cref="CommunicationState.Opened"/>
-    /// while it holds a healthy channel, <see cref="CommunicationState.Faulted"/> when that channel faulted or a call broke
-    /// it, and <see cref="CommunicationState.Closed"/> after release.
+    /// Gets the state: <see cref="CommunicationState.Created"/> before the first call or <see cref="Open()"/>,
+    /// <see cref="CommunicationState.Opened"/> after it, <see cref="CommunicationState.Faulted"/> while the proxy holds a
+    /// channel (a lease per proxy) that faulted or a call broke, and <see cref="CommunicationState.Closed"/> after
+    /// <see cref="Close()"/> or <see cref="Abort"/>.
     /// </summary>
     public CommunicationState State => Volatile.Read(ref _state) switch
     {
-        StateOpened when _channel is { IsKnownUnusable: true } => CommunicationState.Faulted,
+        StateOpened when _held is { Channel.IsKnownUnusable: true } => CommunicationState.Faulted,
         var state => (CommunicationState)state,
     };
 
@@ -166,29 +182,52 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         }
     }
 
-    /// <summary>Gets the leased WCF channel, leasing one first if needed.</summary>
+    /// <summary>
+    /// Gets a WCF channel pinned to this proxy until <see cref="Close()"/>: reading it switches the proxy to a lease per
+    /// proxy, leasing now if needed and blocking while the pool is empty, so that what the caller does with the channel
+    /// (an <c>OperationContextScope</c>, its <c>OperationTimeout</c>) applies to this proxy's calls.
+    /// </summary>
+    /// <exception cref="ObjectDisposedException">The proxy was closed.</exception>
+    /// <exception cref="ChannelPoolTimeoutException">No channel became free within the pool's <see cref="ChannelPoolOptions.AcquireTimeout"/>.</exception>
+    /// <exception cref="ChannelPoolUnavailableException">The service cannot be reached and no channel is idle, or the pool is paused.</exception>
     public IClientChannel InnerChannel
     {
         get
         {
-            _ = Channel;
-            return (IClientChannel)_channel!.Inner;
+            using (_sync.EnterScope())
+            {
+                ThrowIfClosed();
+                _holdsChannel = true;
+            }
+
+            return (IClientChannel)HoldBlocking(CancellationToken.None).Channel.Inner;
         }
     }
 
     /// <summary>
-    /// Gets the leased channel, leasing one on first use (blocking while the pool is empty, for up to its
-    /// <see cref="ChannelPoolOptions.AcquireTimeout"/>). Asynchronous callers can lease first with <see cref="OpenAsync"/>.
+    /// Gets the contract to call the service through. Each call leases a channel for as long as it runs (a lease per
+    /// operation), or, for a contract that requires sessions, runs on the channel this proxy holds. A <c>Task</c>
+    /// operation never blocks a thread while it waits for a channel; a synchronous one blocks its own thread, for up to
+    /// the pool's <see cref="ChannelPoolOptions.AcquireTimeout"/>.
+    /// </summary>
+    /// <remarks>
+    /// A call throws <see cref="ObjectDisposedException"/> once the proxy is closed, <see cref="ChannelPoolTimeoutException"/>
+    /// when no channel became free in time, and <see cref="ChannelPoolUnavailableException"/> when the service cannot be
+    /// reached and no channel is idle, or the pool is paused (see <see cref="ChannelPoolOptions.AcquireWhilePaused"/>).
+    /// </remarks>
+    protected TContract Channel => _operations ?? CreateOperations();
+
+    /// <summary>
+    /// Makes the proxy ready, as <c>ClientBase.Open</c> does: with a lease per operation it waits until the pool can hand
+    /// out a channel and gives it straight back, so an unreachable service fails here; with a lease per proxy it leases
+    /// the proxy's channel now. Blocks while the pool is empty.
     /// </summary>
     /// <exception cref="ObjectDisposedException">The proxy was closed.</exception>
     /// <exception cref="ChannelPoolTimeoutException">No channel became free in time.</exception>
     /// <exception cref="ChannelPoolUnavailableException">The service cannot be reached and no channel is idle.</exception>
-    protected TContract Channel => Volatile.Read(ref _state) == StateOpened ? _lease.Channel : LeaseBlocking(CancellationToken.None);
+    public void Open() => OpenBlocking(CancellationToken.None);
 
-    /// <summary>Leases a channel now, blocking while the pool is empty.</summary>
-    public void Open() => _ = LeaseBlocking(CancellationToken.None);
-
-    /// <summary>Leases a channel now, waiting at most <paramref name="timeout"/>.</summary>
+    /// <summary>Makes the proxy ready (see <see cref="Open()"/>), waiting at most <paramref name="timeout"/>.</summary>
     /// <param name="timeout">How long to wait for a channel.</param>
     /// <exception cref="TimeoutException">No channel became free in time.</exception>
     public void Open(TimeSpan timeout)
@@ -196,7 +235,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         using var cancel = new CancellationTokenSource(timeout);
         try
         {
-            _ = LeaseBlocking(cancel.Token);
+            OpenBlocking(cancel.Token);
         }
         catch (OperationCanceledException ex) when (cancel.IsCancellationRequested)
         {
@@ -204,48 +243,32 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         }
     }
 
-    /// <summary>Leases a channel without blocking a thread while the pool is empty.</summary>
+    /// <summary>Makes the proxy ready (see <see cref="Open()"/>) without blocking a thread while the pool is empty.</summary>
     /// <param name="cancellationToken">Stops the wait.</param>
-    /// <returns>A task that completes when the proxy holds a channel.</returns>
+    /// <returns>A task that completes when the proxy is ready.</returns>
     public async Task OpenAsync(CancellationToken cancellationToken = default)
     {
-        if (Volatile.Read(ref _state) == StateOpened)
+        if (HoldsChannel())
         {
+            _ = await HoldAsync(cancellationToken).ConfigureAwait(false);
             return;
         }
 
-        DefaultChannelPool<TContract> pool;
-        using (_sync.EnterScope())
-        {
-            ThrowIfClosed();
-            pool = SelectPool();
-        }
-
-        OnOpening();
-        var lease = await pool.AcquireAsync(cancellationToken).ConfigureAwait(false);
-        if (!TryKeep(lease))
-        {
-            // Another thread leased for this proxy meanwhile, or closed it: give this channel straight back.
-            lease.Release();
-            using (_sync.EnterScope())
-            {
-                ThrowIfClosed();
-            }
-
-            return;
-        }
-
-        OnOpened();
+        var pool = StartUsing();
+        (await pool.AcquireAsync(cancellationToken).ConfigureAwait(false)).Release();
     }
 
-    /// <summary>Releases the channel according to the pool's lease mode. Never throws for a faulted channel.</summary>
+    /// <summary>
+    /// Closes the proxy: a channel it holds goes back according to the pool's lease mode; calls still running keep
+    /// theirs until they end. Never throws for a faulted channel.
+    /// </summary>
     public void Close() => Release(broken: false);
 
-    /// <summary>Releases the channel; same as <see cref="Close()"/> (release never waits, so the timeout is not used).</summary>
+    /// <summary>Closes the proxy; same as <see cref="Close()"/> (release never waits, so the timeout is not used).</summary>
     /// <param name="timeout">Not used.</param>
     public void Close(TimeSpan timeout) => Close();
 
-    /// <summary>Releases the channel; same as <see cref="Close()"/>. Never waits: closing happens in the background.</summary>
+    /// <summary>Closes the proxy; same as <see cref="Close()"/>. Never waits: closing happens in the background.</summary>
     /// <returns>A completed task.</returns>
     public Task CloseAsync()
     {
@@ -253,17 +276,20 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         return Task.CompletedTask;
     }
 
-    /// <summary>Releases the channel as broken: the pool aborts it and never hands it out again.</summary>
+    /// <summary>
+    /// Closes the proxy and marks its channels broken: a channel it holds, and those of calls still running when they
+    /// end, are aborted and never handed out again.
+    /// </summary>
     public void Abort() => Release(broken: true);
 
-    /// <summary>Releases the channel; same as <see cref="Close()"/>.</summary>
+    /// <summary>Closes the proxy; same as <see cref="Close()"/>.</summary>
     public void Dispose()
     {
         Close();
         GC.SuppressFinalize(this);
     }
 
-    /// <summary>Releases the channel; same as <see cref="Close()"/>.</summary>
+    /// <summary>Closes the proxy; same as <see cref="Close()"/>.</summary>
     /// <returns>A completed task.</returns>
     public ValueTask DisposeAsync()
     {
@@ -303,25 +329,224 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         }
     }
 
-    private TContract LeaseBlocking(CancellationToken cancellationToken)
+    /// <summary>A synchronous operation: leases (blocking this thread while the pool is empty), calls, releases.</summary>
+    internal object? Call(MethodInfo operation, object?[]? args)
     {
+        if (HoldsChannel())
+        {
+            var held = HoldBlocking(CancellationToken.None);
+            held.EnterCall();
+            try
+            {
+                return held.Channel.Call(operation, args);
+            }
+            finally
+            {
+                held.ExitCall();
+            }
+        }
+
+        var lease = StartUsing().Acquire();
+        try
+        {
+            return FailureTrackingChannel<TContract>.Of(lease.Channel).Call(operation, args);
+        }
+        finally
+        {
+            EndOperation(lease);
+        }
+    }
+
+    /// <summary>A <c>Task</c> operation: awaits a lease, awaits the call, releases once the call's outcome is recorded.</summary>
+    internal Task<T> CallAsync<T>(MethodInfo operation, object?[]? args) =>
+        OnChannelAsync((operation, args), static (channel, call) => Await<T>(channel, call.operation, call.args));
+
+    /// <summary>The <c>Begin</c> half of an asynchronous-pattern operation: the channel is held until the call completes.</summary>
+    internal IAsyncResult BeginCall(MethodInfo begin, MethodInfo end, object?[] args) =>
+        TaskToAsyncResult.Begin(
+            OnChannelAsync((begin, end, inputs: args[..^2]), static (channel, call) => BeginEndAsync(channel, call.begin, call.end, call.inputs)),
+            (AsyncCallback?)args[^2],
+            args[^1]);
+
+    /// <summary>The <c>End</c> half: the call's result, or its exception.</summary>
+    internal static object? EndCall(IAsyncResult result) => TaskToAsyncResult.End<object?>(result);
+
+    /// <summary>Runs <paramref name="call"/> on the proxy's channel, or on one leased for it without blocking and released after.</summary>
+    private async Task<T> OnChannelAsync<TState, T>(TState state, Func<FailureTrackingChannel<TContract>, TState, Task<T>> call)
+    {
+        if (HoldsChannel())
+        {
+            var held = await HoldAsync(CancellationToken.None).ConfigureAwait(false);
+            held.EnterCall();
+            try
+            {
+                return await call(held.Channel, state).ConfigureAwait(false);
+            }
+            finally
+            {
+                held.ExitCall();
+            }
+        }
+
+        var lease = await StartUsing().AcquireAsync().ConfigureAwait(false);
+        try
+        {
+            return await call(FailureTrackingChannel<TContract>.Of(lease.Channel), state).ConfigureAwait(false);
+        }
+        finally
+        {
+            EndOperation(lease);
+        }
+    }
+
+    private static async Task<T> Await<T>(FailureTrackingChannel<TContract> channel, MethodInfo operation, object?[]? args)
+    {
+        var task = (Task)channel.Call(operation, args)!;
+        try
+        {
+            if (task is Task<T> typed)
+            {
+                return await typed.ConfigureAwait(false);
+            }
+
+            await task.ConfigureAwait(false);
+            return default!;
+        }
+        catch (Exception ex) when (channel.Observe(ex))
+        {
+            throw; // Observe always returns false: the failure is recorded before the lease is released.
+        }
+    }
+
+    private static async Task<object?> BeginEndAsync(FailureTrackingChannel<TContract> channel, MethodInfo begin, MethodInfo end, object?[] inputs)
+    {
+        var completed = new TaskCompletionSource<IAsyncResult>(TaskCreationOptions.RunContinuationsAsynchronously);
+        object?[] beginArgs = [.. inputs, (AsyncCallback)(result => completed.TrySetResult(result)), null];
+        channel.Call(begin, beginArgs);
+        var result = await completed.Task.ConfigureAwait(false);
+        return channel.Call(end, [result]);
+    }
+
+    private TContract CreateOperations()
+    {
+        var operations = OperationChannel<TContract>.Create(this);
+        return Interlocked.CompareExchange(ref _operations, operations, null) ?? operations;
+    }
+
+    /// <summary>Whether this proxy holds one channel for its life: its contract requires sessions, or <see cref="InnerChannel"/> pinned one.</summary>
+    private bool HoldsChannel() => _holdsChannel ??= ServiceChannelPool.HoldsChannelPerProxy;
+
+    /// <summary>The pool a call leases from, once the proxy is known to be open; raises Opening and Opened at first use.</summary>
+    private DefaultChannelPool<TContract> StartUsing()
+    {
+        DefaultChannelPool<TContract> pool;
+        var first = false;
         using (_sync.EnterScope())
         {
-            if (_state == StateOpened)
+            ThrowIfClosed();
+            pool = SelectPool();
+            if (_state == StateCreated)
             {
-                return _lease.Channel;
+                Volatile.Write(ref _state, StateOpened);
+                first = true;
+            }
+        }
+
+        if (first)
+        {
+            Opening?.Invoke(this, EventArgs.Empty);
+            Opened?.Invoke(this, EventArgs.Empty);
+        }
+
+        return pool;
+    }
+
+    private void EndOperation(ChannelLease<TContract> lease)
+    {
+        // A proxy aborted while the call ran: the call's channel goes too, as ClientBase.Abort would take it down.
+        if (_aborted)
+        {
+            lease.MarkBroken();
+        }
+
+        lease.Release();
+    }
+
+    private void OpenBlocking(CancellationToken cancellationToken)
+    {
+        if (HoldsChannel())
+        {
+            _ = HoldBlocking(cancellationToken);
+            return;
+        }
+
+        StartUsing().Acquire(cancellationToken).Release();
+    }
+
+    private HeldLease HoldBlocking(CancellationToken cancellationToken)
+    {
+        if (Volatile.Read(ref _held) is { } held)
+        {
+            return held;
+        }
+
+        using (_sync.EnterScope())
+        {
+            if (_held is { } existing)
+            {
+                return existing;
             }
 
             ThrowIfClosed();
-            OnOpening();
+            Opening?.Invoke(this, EventArgs.Empty);
 
             // Waiting under the proxy's own lock is deliberate: threads sharing one proxy share its one channel.
-            var lease = SelectPool().Acquire(cancellationToken);
+            Keep(SelectPool().Acquire(cancellationToken));
+        }
+
+        Opened?.Invoke(this, EventArgs.Empty);
+        return _held!;
+    }
+
+    private async ValueTask<HeldLease> HoldAsync(CancellationToken cancellationToken)
+    {
+        if (Volatile.Read(ref _held) is { } held)
+        {
+            return held;
+        }
+
+        DefaultChannelPool<TContract> pool;
+        using (_sync.EnterScope())
+        {
+            ThrowIfClosed();
+            pool = SelectPool();
+        }
+
+        Opening?.Invoke(this, EventArgs.Empty);
+        var lease = await pool.AcquireAsync(cancellationToken).ConfigureAwait(false);
+        using (_sync.EnterScope())
+        {
+            if (_held is { } existing || _state == StateClosed)
+            {
+                // Another call leased for this proxy meanwhile, or it was closed: give this channel straight back.
+                lease.Release();
+                ThrowIfClosed();
+                return _held!;
+            }
+
             Keep(lease);
         }
 
-        OnOpened();
-        return _lease.Channel;
+        Opened?.Invoke(this, EventArgs.Empty);
+        return _held!;
+    }
+
+    private void Keep(ChannelLease<TContract> lease)
+    {
+        var held = new HeldLease(lease);
+        ServiceChannelPool.Track(held);
+        Volatile.Write(ref _held, held);
+        Volatile.Write(ref _state, StateOpened);
     }
 
     private async Task OpenWithTimeoutAsync(TimeSpan timeout)
@@ -337,34 +562,12 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         }
     }
 
-    private bool TryKeep(ChannelLease<TContract> lease)
-    {
-        using (_sync.EnterScope())
-        {
-            if (_state != StateCreated)
-            {
-                return false;
-            }
-
-            Keep(lease);
-            return true;
-        }
-    }
-
-    private void Keep(ChannelLease<TContract> lease)
-    {
-        _lease = lease;
-        _channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
-        Volatile.Write(ref _state, StateOpened);
-    }
-
     // Credentials are read here, at first use: the original pool's rule, since applications set them after construction.
     private DefaultChannelPool<TContract> SelectPool() => _pool ??= ServiceChannelPool.GetPool(_credentials);
 
     private void Release(bool broken)
     {
-        ChannelLease<TContract> lease;
-        FailureTrackingChannel<TContract>? channel;
+        HeldLease? held;
         using (_sync.EnterScope())
         {
             if (_state == StateClosed)
@@ -372,26 +575,20 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
                 return;
             }
 
-            lease = _lease;
-            channel = _channel;
-            _lease = default;
-            _channel = null;
+            held = _held;
+            _held = null;
+            _aborted = broken;
             Volatile.Write(ref _state, StateClosed);
         }
 
-        if (channel is not null && broken)
-        {
-            channel.MarkBroken();
-        }
-
         // The pool itself checks the channel at release; this only tells the proxy's listeners.
-        if (channel is { IsKnownUnusable: true })
+        if (held is { Channel.IsKnownUnusable: true })
         {
             Faulted?.Invoke(this, EventArgs.Empty);
         }
 
         Closing?.Invoke(this, EventArgs.Empty);
-        lease.Release();
+        held?.Release(broken);
         Closed?.Invoke(this, EventArgs.Empty);
     }
 
@@ -400,11 +597,69 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         if (_state == StateClosed)
         {
             throw new ObjectDisposedException(
-                GetType().Name, "This proxy was closed and its channel went back to the pool. Create a new proxy for more calls: proxies are cheap, channels are pooled.");
+                GetType().Name, "This proxy was closed. Create a new proxy for more calls: proxies are cheap, channels are pooled.");
         }
     }
 
-    private void OnOpening() => Opening?.Invoke(this, EventArgs.Empty);
+    /// <summary>
+    /// A channel held for a proxy's life. Finalizable on its own, so only proxies that hold a channel pay for
+    /// finalization: when such a proxy is dropped without being closed, the channel is aborted and its slot returned.
+    /// </summary>
+    private sealed class HeldLease(ChannelLease<TContract> lease) : IHeldChannel
+    {
+        private int _calls;
+        private int _released;
+        private volatile bool _releaseWhenIdle;
 
-    private void OnOpened() => Opened?.Invoke(this, EventArgs.Empty);
+        public FailureTrackingChannel<TContract> Channel { get; } = FailureTrackingChannel<TContract>.Of(lease.Channel);
+
+        ~HeldLease()
+        {
+            try
+            {
+                Release(broken: true);
+            }
+            catch (Exception)
+            {
+                // The pool may be gone too when the process ends; a finalizer must not throw.
+            }
+        }
+
+        public void EnterCall() => Interlocked.Increment(ref _calls);
+
+        public void ExitCall()
+        {
+            if (Interlocked.Decrement(ref _calls) == 0 && _releaseWhenIdle)
+            {
+                Release(broken: true);
+            }
+        }
+
+        public void ReleaseWhenIdle()
+        {
+            _releaseWhenIdle = true;
+            if (Volatile.Read(ref _calls) == 0)
+            {
+                Release(broken: true);
+            }
+        }
+
+        public void Release(bool broken)
+        {
+            if (Interlocked.Exchange(ref _released, 1) != 0)
+            {
+                return;
+            }
+
+#pragma warning disable CA1816 // Released by its proxy, the finalizer has nothing left to do.
+            GC.SuppressFinalize(this);
+#pragma warning restore CA1816
+            if (broken && lease.IsActive)
+            {
+                lease.MarkBroken();
+            }
+
+            lease.Release();
+        }
+    }
 }

@@ -1,4 +1,5 @@
 using System.Diagnostics.Metrics;
+using System.Runtime.CompilerServices;
 using System.ServiceModel;
 using System.ServiceModel.Channels;
 using System.ServiceModel.Description;
@@ -57,6 +58,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     private readonly Pooled _default;
     private readonly Lock _createLock = new();
     private volatile Dictionary<CredentialKey, Pooled> _byCredentials;
+    private readonly ConditionalWeakTable<IHeldChannel, IHeldChannel> _held = new();
     private ChannelPoolOptions _options;
     private bool _paused;
 
@@ -110,7 +112,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         // Kept apart from the factory: an opened factory's credentials are read-only, and so are their clones.
         _defaultCredentials = factory.Credentials.Clone();
         _defaultKey = CredentialKey.From(_defaultCredentials);
-        _default = CreatePool(factory, Name);
+        _default = CreatePool(factory, credentials: null, Name);
         _byCredentials = new Dictionary<CredentialKey, Pooled> { [_defaultKey] = _default };
     }
 
@@ -229,6 +231,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// <returns>A task that completes when everything is closed.</returns>
     public async Task DrainAsync(CancellationToken cancellationToken = default)
     {
+        ReleaseHeldChannels();
         var pools = _byCredentials.Values.ToArray();
         await Task.WhenAll(pools.Select(p => p.Pool.DrainAsync(cancellationToken))).ConfigureAwait(false);
         await Task.WhenAll(pools.Select(p => p.Factory.DisposeAsync().AsTask())).ConfigureAwait(false);
@@ -258,6 +261,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// <summary>Drains every pool, blocking; prefer <see cref="DisposeAsync"/>.</summary>
     public void Dispose()
     {
+        ReleaseHeldChannels();
         foreach (var pooled in _byCredentials.Values)
         {
             pooled.Pool.Dispose();
@@ -267,6 +271,27 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
 
     /// <summary>A copy of the endpoint's own credentials, for a proxy to change before its first call.</summary>
     internal ClientCredentials CloneDefaultCredentials() => _defaultCredentials.Clone();
+
+    /// <summary>
+    /// Gets whether a proxy keeps one channel for its life: only when the contract requires sessions, which need it.
+    /// Other proxies lease per operation.
+    /// </summary>
+    internal bool HoldsChannelPerProxy => _contractRequiresSession;
+
+    /// <summary>
+    /// Remembers, without keeping it alive, a channel a proxy holds for its life, so that a drain can take it back
+    /// rather than wait for a proxy nobody will close.
+    /// </summary>
+    internal void Track(IHeldChannel held) => _held.AddOrUpdate(held, held);
+
+    // A proxy's channel that no call is using goes back now, aborted; one under a call goes when that call ends.
+    private void ReleaseHeldChannels()
+    {
+        foreach (var (held, _) in _held)
+        {
+            held.ReleaseWhenIdle();
+        }
+    }
 
     private void SetPaused(bool paused)
     {
@@ -318,7 +343,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
                 name = $"{Name}[{key}#{n}]";
             }
 
-            var pooled = CreatePool(CreateChannelFactory(credentials), name);
+            var pooled = CreatePool(CreateChannelFactory(credentials), credentials.Clone(), name);
             LogCredentialPoolCreated(_logger, Name, name);
             if (_paused)
             {
@@ -345,9 +370,12 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         return factory;
     }
 
-    private Pooled CreatePool(ChannelFactory<TContract> factory, string name)
+    private Pooled CreatePool(ChannelFactory<TContract> factory, ClientCredentials? credentials, string name)
     {
-        var adapter = new ServiceModelChannelFactory<TContract>(factory, _timeProvider);
+        // The first factory is the one already made; a clear renews it with one made the same way.
+        var first = factory;
+        var adapter = new ServiceModelChannelFactory<TContract>(
+            () => Interlocked.Exchange(ref first, null) ?? CreateChannelFactory(credentials), _timeProvider);
         var pool = new DefaultChannelPool<TContract>(
             adapter, OptionsFor(_options, name), _timeProvider, _loggerFactory, _meterFactory);
         return new Pooled(pool, adapter);
@@ -367,7 +395,26 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
             MaxLeasesPerChannel = options.MaxLeasesPerChannel ??
                 (leaseMode == LeaseMode.Reuse && _connectionSession && !_contractRequiresSession ? EndpointRules.LeasesPerConnection : 1),
             IsFatalError = options.IsFatalError ?? FatalErrors.IsSecurityFailure,
+            LeakDetectionThreshold = options.LeakDetectionThreshold ?? DefaultLeakDetectionThreshold(),
         };
+    }
+
+    /// <summary>
+    /// Proxies of a contract that requires sessions hold a channel for their life, so a proxy nobody closed holds one
+    /// until it is finalized: leak detection is on for them, past the longest a session may idle at the service
+    /// (the binding's ReceiveTimeout) and two call timeouts. A lease per operation lasts one call, released in a
+    /// finally; capturing each call's stack would cost more than the call's own client CPU on net.tcp, so it stays off.
+    /// </summary>
+    private TimeSpan? DefaultLeakDetectionThreshold()
+    {
+        if (!_contractRequiresSession)
+        {
+            return null;
+        }
+
+        // A binding may say "infinite" with TimeSpan.MaxValue; the option takes at most a day.
+        var day = TimeSpan.FromDays(1).Ticks;
+        return TimeSpan.FromTicks(Math.Min(day, Math.Max(2 * Math.Min(Binding.SendTimeout.Ticks, day), Binding.ReceiveTimeout.Ticks)));
     }
 
     private void ThrowIfConflicting(ChannelPoolOptions options)

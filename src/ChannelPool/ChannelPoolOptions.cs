@@ -146,7 +146,9 @@ public sealed class ChannelPoolOptions
     /// <summary>
     /// Gets or sets how long a lease may be held before the pool logs it as a probable leak, with the stack of the code
     /// that acquired it, and counts it on <c>channelpool.channel.leaks</c>. <see langword="null"/>, the default, turns
-    /// detection off: the acquiring stack is then never captured, and leasing costs nothing extra.
+    /// detection off in the core pool: the acquiring stack is then never captured, and leasing costs nothing extra.
+    /// <see cref="Timeout.InfiniteTimeSpan"/> (<c>"-00:00:00.001"</c> in configuration) turns it off where an adapter
+    /// would otherwise turn it on: the WCF adapter does for contracts that require sessions, whose proxies hold a channel.
     /// </summary>
     /// <remarks>
     /// A leaked lease is logged once, when found, and once more if it comes back. Found within a quarter of the

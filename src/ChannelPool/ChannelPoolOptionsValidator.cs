@@ -58,11 +58,11 @@ public sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOp
                 idle);
         }
 
-        if (options.LeakDetectionThreshold is { } leak && (leak <= TimeSpan.Zero || leak > MaxLeakDetectionThreshold))
+        if (options.LeakDetectionThreshold is { } leak && leak != Timeout.InfiniteTimeSpan && (leak <= TimeSpan.Zero || leak > MaxLeakDetectionThreshold))
         {
             failures.Add(
                 nameof(options.LeakDetectionThreshold),
-                $"must be greater than zero and at most {MaxLeakDetectionThreshold} when it is set; leave it unset (null) to turn leak detection off",
+                $"must be greater than zero and at most {MaxLeakDetectionThreshold}, or Timeout.InfiniteTimeSpan (\"-00:00:00.001\" in configuration) to turn leak detection off",
                 leak);
         }
 
@@ -143,7 +143,7 @@ public sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOp
 
         if (resilience is { TotalTimeout: { } total, AttemptTimeout: { } attempt } && total.Timeout < attempt.Timeout)
         {
-            failures.Add(Section + "TotalTimeout.Timeout", $"must be at least AttemptTimeout.Timeout ({attempt.Timeout})", total.Timeout);
+            failures.Add(Section + "TotalTimeout.Timeout", $"must be at least {Section}AttemptTimeout.Timeout ({attempt.Timeout})", total.Timeout);
         }
     }
 }

@@ -10,23 +10,26 @@ namespace ChannelPool;
 
 /// <summary>
 /// A pool of pre-opened channels. It opens channels on a low-priority background worker, refills when the idle count
-/// falls to <see cref="ChannelPoolOptions.RefillThreshold"/>, evicts channels past their jittered lifetime, and hands
+/// falls to <see cref="ChannelPoolOptions.RefillThreshold"/>, replaces channels before their lifetime ends, and hands
 /// them out as <see cref="ChannelLease{TChannel}"/>s, first come first served.
 /// </summary>
 /// <typeparam name="TChannel">The channel type; the pool knows it only through an <see cref="IPooledChannelFactory{TChannel}"/>.</typeparam>
 /// <remarks>
 /// <para>
-/// The pool decides nothing by itself: <see cref="PoolState{TChannel}"/> (<c>State/</c>) owns every count and queue
-/// behind one gate and returns, from each transition, what to do next. This class does it, outside the gate: it runs
-/// the factory, completes waiters, starts opens and closes, records telemetry. Its partial files follow the concerns:
-/// leasing (<c>Leasing/</c>, where acquire → lease → release reads top to bottom), opening and refilling
-/// (<c>Opening/</c>), eviction (<c>Eviction/</c>), draining (<c>Draining/</c>) and following the open pipeline's breaker
-/// (<c>Resilience/</c>). The lease and release fast paths hold the gate for a few instructions and read no precise clock
-/// (see <see cref="PoolClock"/>). The controls have their own files: clearing (<c>Clearing/</c>), pausing
-/// (<c>Pausing/</c>), leak detection (<c>LeakDetection/</c>); the idle timeout is part of eviction.
+/// Lease with <see cref="AcquireAsync"/> (or, from synchronous code, <see cref="Acquire"/>) and dispose the lease to give
+/// the channel back. Operators' controls: <see cref="ClearAsync"/> retires every channel opened so far (a rotated
+/// certificate, a failover), <see cref="Pause"/> and <see cref="Resume"/> stop and restart opening and leasing,
+/// <see cref="ChannelPoolOptions.IdleTimeout"/> closes what a burst left idle, and
+/// <see cref="ChannelPoolOptions.LeakDetectionThreshold"/> logs leases held too long with the stack that took them.
 /// </para>
 /// <para>Every member is safe to call from any thread.</para>
 /// </remarks>
+// The pool decides nothing by itself: PoolState (State/PoolState.cs, with each feature's transitions in its folder) owns
+// every count and queue behind one gate and returns, from each transition, what to do next. This class does it, outside
+// the gate: it runs the factory, completes waiters, starts opens and closes, records telemetry. Its partial files sit
+// in the feature folders beside their PoolState halves (Leasing/, Opening/, Eviction/, Draining/, Resilience/,
+// Clearing/, Pausing/, LeakDetection/, IdleTarget/, Sharing/). The lease and release fast paths hold the gate for a
+// few instructions and read no precise clock (see PoolClock).
 public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel>
     where TChannel : class
 {

@@ -41,4 +41,13 @@ public interface IPooledChannelFactory<TChannel>
     /// <param name="channel">A channel this factory opened, which <see cref="IsUsable"/> just called unusable.</param>
     /// <returns>The error, or <see langword="null"/> when none is known.</returns>
     Exception? GetFailure(TChannel channel) => null;
+
+    /// <summary>
+    /// Called when the pool is cleared, before it opens the channels that replace the retired ones: a factory that shares
+    /// something between its channels (an HTTP client's connections, a cached security token) starts afresh here, so
+    /// that what opens after a clear shares nothing with what the clear retired. The default does nothing.
+    /// </summary>
+    void Renew()
+    {
+    }
 }

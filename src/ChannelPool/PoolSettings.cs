@@ -58,7 +58,7 @@ internal sealed record PoolSettings(
             IdleTargetFrom(options))
         {
             IdleTimeout = idleTimeout,
-            LeakDetectionThreshold = options.LeakDetectionThreshold,
+            LeakDetectionThreshold = options.LeakDetectionThreshold == Timeout.InfiniteTimeSpan ? null : options.LeakDetectionThreshold,
             AcquireWhilePaused = options.AcquireWhilePaused,
             IsFatalError = options.IsFatalError,
             LeaseSharing = options.LeaseSharing,

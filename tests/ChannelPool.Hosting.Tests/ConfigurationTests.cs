@@ -101,8 +101,8 @@ public class ConfigurationTests
         yield return Case("PoolSize", "lots", "Failed to convert configuration value 'lots' at 'ChannelPool:Pools:orders:PoolSize' to type 'System.Int32'.");
         yield return Case("IdleTimeout", "00:00:00", "Channel pool 'orders': IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was 00:00:00.");
         yield return Case("IdleTimeout", "-00:00:05", "Channel pool 'orders': IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was -00:00:05.");
-        yield return Case("LeakDetectionThreshold", "00:00:00", "Channel pool 'orders': LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was 00:00:00.");
-        yield return Case("LeakDetectionThreshold", "-00:01:00", "Channel pool 'orders': LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was -00:01:00.");
+        yield return Case("LeakDetectionThreshold", "00:00:00", "Channel pool 'orders': LeakDetectionThreshold must be greater than zero and at most 1.00:00:00, or Timeout.InfiniteTimeSpan (\"-00:00:00.001\" in configuration) to turn leak detection off; it was 00:00:00.");
+        yield return Case("LeakDetectionThreshold", "-00:01:00", "Channel pool 'orders': LeakDetectionThreshold must be greater than zero and at most 1.00:00:00, or Timeout.InfiniteTimeSpan (\"-00:00:00.001\" in configuration) to turn leak detection off; it was -00:01:00.");
         yield return Case("AcquireWhilePaused", "Sometimes", "Failed to convert configuration value 'Sometimes' at 'ChannelPool:Pools:orders:AcquireWhilePaused' to type 'ChannelPool.PausedAcquireMode'.");
     }
 

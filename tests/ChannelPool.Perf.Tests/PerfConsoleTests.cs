@@ -216,6 +216,44 @@ public class PerfConsoleTests
         Assert.That(perPublish[1], Is.EqualTo(perPublish[0]).Within(2), "ten subscribers cost a publish what one does");
     }
 
+    [Test]
+    public async Task AsyncCallers_Quick_RunsEveryVariantSideBySide_AndCountsThreadsAndHandshakes()
+    {
+        var (exit, console) = await RunAsync("async-callers", "--quick", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(Directory.GetDirectories(_output).Single(), "results.json")));
+        var results = json.RootElement.GetProperty("sections").EnumerateArray().Single().GetProperty("results").EnumerateArray().ToList();
+        Assert.That(results.Select(r => r.GetProperty("variant").GetString()), Is.EqualTo(new[] { "twin", "generated", "hand-written", "twin-openasync" }));
+        Assert.That(results.Select(r => r.GetProperty("calls").GetInt64() + r.GetProperty("errors").EnumerateObject().Sum(e => e.Value.GetInt32())), Is.All.EqualTo(60), "every call made, ok or failed");
+        Assert.That(results.Select(r => r.GetProperty("maxThreads").GetInt32()), Is.All.Positive);
+        var handshakes = results.ToDictionary(r => r.GetProperty("variant").GetString()!, r => r.GetProperty("handshakes").GetInt64());
+        Assert.That(handshakes["generated"], Is.EqualTo(60), "a new generated client is a new HTTPS connection");
+        Assert.That(handshakes["twin-openasync"], Is.InRange(1, 8), "pooled channels share their factory's connections, at most MaxChannels of them");
+    }
+
+    [Test]
+    public async Task OneCaller_Quick_CountsOpensAndAwaitedOpensAfterTheWarmUp()
+    {
+        var (exit, console) = await RunAsync("one-caller", "--quick", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(Directory.GetDirectories(_output).Single(), "results.json")));
+        var result = json.RootElement.GetProperty("sections").EnumerateArray().Single().GetProperty("results");
+        Assert.That(result.GetProperty("calls").GetInt64(), Is.Positive);
+
+        // Three 2 s lifetimes of an 8-channel pool: the expired channels were reopened.
+        Assert.That(result.GetProperty("opens").GetInt64(), Is.GreaterThanOrEqualTo(8), console);
+        Assert.That(result.GetProperty("mostOpensInOneSecond").GetInt32(), Is.InRange(1, result.GetProperty("opens").GetInt64()));
+    }
+
+    [TestCase("async-callers --callers 0", "--callers must be from 1 to 10000; got 0.")]
+    [TestCase("async-callers --service-time 60001", "--service-time must be from 0 to 60000 milliseconds; got 60001.")]
+    [TestCase("async-callers --max-channels 0", "--max-channels must be at least 1; got 0.")]
+    [TestCase("async-callers --variant carrier-pigeon", "carrier-pigeon")]
+    [TestCase("one-caller --binding wshttp-sct", "wshttp-sct")]
+    [TestCase("one-caller --lifetime 0", "--lifetime must be a positive number; got 0.")]
+    [TestCase("one-caller --pool-size 127", "--pool-size must be from 1 to 126; got 127.")]
     [TestCase("proxies --calls 0", "--calls must be at least 1; got 0.")]
     [TestCase("proxies --concurrency 8 0", "--concurrency values must be from 1 to 1024; got 0.")]
     [TestCase("proxies --binding carrier-pigeon", "Unknown --binding 'carrier-pigeon'")]

@@ -153,6 +153,32 @@ public sealed class GeneratedClientTests
     }
 
     [Test]
+    public async Task TheReadmeSnippet_WithoutTryFinally_LosesNoChannel_WhenAThousandCallsFault()
+    {
+        var faults = 0;
+        for (var i = 0; i < 1000; i++)
+        {
+            try
+            {
+                // As written in the README: the fault skips CloseAsync every time.
+                var client = new PooledEchoServiceClient(EndpointConfiguration.BasicHttpsBinding_IEchoService);
+                _ = await client.FailAsync($"fault {i}");
+                await client.CloseAsync();
+            }
+            catch (FaultException)
+            {
+                faults++;
+            }
+        }
+
+        var pool = new PooledEchoServiceClient(EndpointConfiguration.BasicHttpsBinding_IEchoService).ServiceChannelPool;
+        Assert.That(faults, Is.EqualTo(1000), "every call got the service's fault; none waited out AcquireTimeout for a channel");
+        Assert.That(pool.GetSnapshot(), Has.Property(nameof(ChannelPoolSnapshot.Leased)).Zero.And.Property(nameof(ChannelPoolSnapshot.Waiting)).Zero);
+        var after = new PooledEchoServiceClient(EndpointConfiguration.BasicHttpsBinding_IEchoService);
+        Assert.That(await after.EchoAsync("after"), Is.EqualTo("after"));
+    }
+
+    [Test]
     public async Task TheGeneratedClientItself_StillWorksUnchanged_BesideItsTwin()
     {
         using var generated = new EchoServiceClient(EndpointConfiguration.BasicHttpsBinding_IEchoService);

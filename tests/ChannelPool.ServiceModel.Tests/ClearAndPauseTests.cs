@@ -7,6 +7,7 @@ using ChannelPool.ServiceModel.Tests.Fixtures;
 using ChannelPool.Testing;
 using ChannelPool.Testing.ServiceModel;
 using ChannelPool.Testing.ServiceModel.NetTcp;
+using ChannelPool.Testing.ServiceModel.Soap;
 using Microsoft.Extensions.Logging;
 using Microsoft.Extensions.Logging.Testing;
 
@@ -88,6 +89,61 @@ public sealed class ClearAndPauseTests
         Assert.That(ClearedLog(logs)!.Message, Does.Contain($"'{pool.Name}'"));
         await Eventually.That(() => pool.GetSnapshot().TotalClosed == 2, () => $"both channels opened before it retired ({pool.GetSnapshot()})");
         Assert.That(impostorHost.Counters.Calls, Is.Zero);
+    }
+
+    [Test]
+    public async Task ClearAsync_OnBasicHttps_PutsTheNextCallOnANewTlsConnection()
+    {
+        await using var service = await TestService.StartAsync(Transport.BasicHttps);
+        await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 2 }, service.Configure);
+        await pool.WarmUpAsync(readyChannels: 2);
+        await CallAsync(pool, "before the clear");
+        await CallAsync(pool, "before the clear, again");
+        var before = service.Counters.Snapshot();
+
+        await pool.ClearAsync().WaitAsync(TimeSpan.FromSeconds(30));
+        await CallAsync(pool, "after the clear");
+
+        var after = service.Counters.Snapshot() - before;
+        Assert.That(before.TlsHandshakes, Is.EqualTo(1), "the calls before the clear shared the factory's one connection");
+        Assert.That(after.TlsHandshakes, Is.EqualTo(1), "the call after the clear shook hands anew: its channel came from a new factory");
+    }
+
+    [Test]
+    public async Task TenCallsInARowFailingWithAFatalError_ClearThePoolOnce()
+    {
+        using var trusted = TestCertificate.CreateEcdsa();
+        using var impostor = TestCertificate.CreateEcdsa();
+        var logs = new FakeLogCollector();
+        using var loggers = new LoggerFactory([new FakeLoggerProvider(logs)]);
+        var service = await SoapTestHost.StartAsync(trusted);
+        var port = service.Port;
+        await using var pool = new ServiceChannelPool<IEchoService>(
+            SoapTestHost.CreateBasicBinding(),
+            SoapTestHost.CreateAddress(new Uri($"https://127.0.0.1:{port}/basic")),
+            WithoutRetries(poolSize: 2),
+            factory => TestCertificate.TrustOnly(factory.Credentials, trusted),
+            loggerFactory: loggers);
+        await CallAsync(pool, "trusted");
+
+        // The certificate rotated to one the client does not trust: every call fails its TLS handshake.
+        await service.DisposeAsync();
+        await using var rotated = await SoapTestHost.StartAsync(impostor, port);
+        var failures = 0;
+        for (var i = 0; i < 10; i++)
+        {
+            try
+            {
+                await CallAsync(pool, $"untrusted {i}");
+            }
+            catch (CommunicationException)
+            {
+                failures++;
+            }
+        }
+
+        Assert.That(failures, Is.EqualTo(10));
+        Assert.That(logs.GetSnapshot().Count(r => r.Id.Id == 18), Is.EqualTo(1), "one wave of fatal errors, one clear");
     }
 
     [Test]

@@ -367,6 +367,32 @@ public sealed class HostingTests
         await host.StopAsync();
     }
 
+    [Test]
+    public async Task AHostWithProxiesNobodyClosed_StopsWithoutWaitingForThem()
+    {
+        await using var service = await TestService.StartAsync(Transport.NetTcp);
+        await using var host = TestHost.Create(services => services
+            .AddPooledClient<IEchoService, EchoProxy>("echo", EndpointOf<IEchoService>(service))
+            .Configure(o => o.DrainTimeout = TimeSpan.FromSeconds(30))
+            .Services
+            .AddPooledClient<ISessionCounter, CounterProxy>("counter", CounterEndpointOf(service))
+            .Configure(o => o.DrainTimeout = TimeSpan.FromSeconds(30)));
+        await host.StartAsync();
+
+        // Made outside any scope and never closed, as code that forgets CloseAsync leaves them.
+        var echo = ActivatorUtilities.CreateInstance<EchoProxy>(host.Services, host.Services.GetRequiredKeyedService<ServiceChannelPool<IEchoService>>("echo"));
+        var counter = ActivatorUtilities.CreateInstance<CounterProxy>(host.Services, host.Services.GetRequiredKeyedService<ServiceChannelPool<ISessionCounter>>("counter"));
+        Assert.That(await echo.EchoAfterAsync("forgotten", 0), Is.EqualTo("forgotten"));
+        Assert.That(counter.Increment(), Is.EqualTo(1));
+
+        var stop = System.Diagnostics.Stopwatch.StartNew();
+        await host.StopAsync();
+
+        Assert.That(stop.Elapsed, Is.LessThan(TimeSpan.FromSeconds(5)), "the stop did not wait a DrainTimeout of 30 s for either proxy");
+        GC.KeepAlive(echo);
+        GC.KeepAlive(counter);
+    }
+
     /// <summary>A net.tcp address for pools that fail before they open anything; nothing listens there.</summary>
     private static System.ServiceModel.EndpointAddress UnusedAddress => NetTcpTestHost.CreateAddress(new Uri("net.tcp://127.0.0.1:9/echo"));
 

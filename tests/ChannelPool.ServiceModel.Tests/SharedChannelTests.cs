@@ -20,8 +20,9 @@ public sealed class SharedChannelTests
         await pool.WarmUpAsync(readyChannels: 2);
         var warm = service.Counters.Snapshot();
 
+        // InnerChannel pins a channel to each proxy (a lease per proxy), so the eight leases are held all along.
         var proxies = Enumerable.Range(0, 8).Select(_ => new AsyncEchoProxy(pool)).ToList();
-        await Task.WhenAll(proxies.Select(p => p.OpenAsync()));
+        var pinned = proxies.Select(p => p.InnerChannel).ToList();
         var whileHeld = pool.GetSnapshot();
         var replies = await Task.WhenAll(proxies.Select(async (p, i) =>
         {
@@ -33,7 +34,7 @@ public sealed class SharedChannelTests
 
             return mine;
         }));
-        var channels = proxies.Select(p => p.InnerChannel).Distinct().Count();
+        var channels = pinned.Distinct().Count();
         proxies.ForEach(p => p.Close());
 
         var duringCalls = service.Counters.Snapshot() - warm;
@@ -54,14 +55,12 @@ public sealed class SharedChannelTests
         await pool.WarmUpAsync(readyChannels: 1);
         var first = new EchoProxy(pool);
         var second = new EchoProxy(pool);
-        await first.OpenAsync();
-        await second.OpenAsync();
         var dead = first.InnerChannel;
+        Assert.That(second.InnerChannel, Is.SameAs(dead), "both proxies pinned the one shared channel");
 
         Assert.That(service.NetTcpHost.AbortIdleSessions(), Is.EqualTo(1));
         Assert.That(() => first.Echo("a"), Throws.InstanceOf<CommunicationException>());
         var joinedAfterFailure = new EchoProxy(pool);
-        await joinedAfterFailure.OpenAsync();
         var afterFailure = joinedAfterFailure.InnerChannel;
         Assert.That(() => second.Echo("b"), Throws.InstanceOf<CommunicationException>(), "the other holder was on the same dead connection");
         first.Close();

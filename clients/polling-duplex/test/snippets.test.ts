@@ -46,7 +46,7 @@ function snippets(file: string): { name: string; code: string }[] {
 
 test('the documents\' TypeScript, JavaScript and HTML snippets type-check against the client\'s types', async () => {
   const all = documents.flatMap(snippets);
-  assert.ok(all.length >= 5, `found ${all.length} snippets`);
+  assert.ok(all.length >= 3, `found ${all.length} snippets`);
   const dir = await mkdtemp(join(tmpdir(), 'doc-snippets-'));
   try {
     for (const { name, code } of all) {

@@ -8,6 +8,7 @@ using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.Perf.Scenarios.Collaboration;
 using ChannelPool.Perf.Scenarios.Floor;
 using ChannelPool.Perf.Scenarios.Headroom;
+using ChannelPool.Perf.Scenarios.OrdinaryUse;
 using ChannelPool.Perf.Scenarios.PollModes;
 using ChannelPool.Perf.Scenarios.Proxies;
 using ChannelPool.Perf.Scenarios.Redis;
@@ -62,6 +63,8 @@ internal static class PerfCli
         new BroadcastScenario(transports),
         new CollaborationScenario(transports),
         new RedisScenario(),
+        new AsyncCallersScenario(),
+        new OneCallerScenario(),
     ];
 
     private static Command BuildCommand(CommonOptions common, string name, string description, IReadOnlyList<IPerfScenario> scenarios)

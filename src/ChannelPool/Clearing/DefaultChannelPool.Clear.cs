@@ -47,6 +47,16 @@ public sealed partial class DefaultChannelPool<TChannel>
     private void ActOnClear(PoolState<TChannel>.ClearOutcome outcome, bool fatalError)
     {
         _metrics.Cleared(fatalError);
+        try
+        {
+            _factory.Renew();
+        }
+        catch (Exception ex)
+        {
+            // The clear stands; the new channels share the old factory's state, as before a factory could renew.
+            Log.RenewFailed(_logger, Name, ex);
+        }
+
         foreach (var entry in outcome.Idle)
         {
             QueueClose(entry, EvictionReason.Cleared);

@@ -111,22 +111,4 @@ public sealed partial class DefaultChannelPool<TChannel>
             Log.CloseFailed(_logger, Name, entry.Id, ex);
         }
     }
-
-    /// <summary>Asks the factory, treating an exception as "not usable" so a faulty check cannot leak a lease.</summary>
-    /// <remarks>
-    /// Kept out of line on purpose: measured, a try/catch inlined into the lease and release paths cost more than this
-    /// call does.
-    /// </remarks>
-    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
-    private bool IsUsable(PooledChannel<TChannel> entry)
-    {
-        try
-        {
-            return _factory.IsUsable(entry.Channel);
-        }
-        catch (Exception)
-        {
-            return false;
-        }
-    }
 }

@@ -13,6 +13,13 @@ namespace ChannelPool;
 internal sealed class LeaseWatch(StackTrace acquiredAt, long leasedAt)
 {
     private const int Active = 0;
+
+    // The shipped packages' assemblies, whose frames sit between the application and the lease.
+    private static readonly HashSet<string> OwnAssemblies =
+    [
+        "ChannelPool", "ChannelPool.ServiceModel", "ChannelPool.Hosting", "ChannelPool.OpenTelemetry",
+        "ChannelPool.PollingDuplex", "ChannelPool.PollingDuplex.Client", "ChannelPool.PollingDuplex.Protocol", "ChannelPool.PollingDuplex.Redis",
+    ];
     private const int Reported = 1;
     private const int Returned = 2;
 
@@ -36,13 +43,29 @@ internal sealed class LeaseWatch(StackTrace acquiredAt, long leasedAt)
     /// <returns>The stack.</returns>
     public static StackTrace Capture() => new(skipFrames: 1, fNeedFileInfo: false);
 
-    /// <summary>The acquiring stack as text, from the first frame outside ChannelPool: the application's code.</summary>
+    /// <summary>
+    /// The acquiring stack as text, from the first frame of the application's code: frames of ChannelPool's own
+    /// assemblies (a pooled proxy's, too), of generated proxy types, and of the runtime's async and reflection plumbing
+    /// between them are left out.
+    /// </summary>
     /// <returns>One frame per line.</returns>
     public string FormatAcquiringStack()
     {
-        var own = typeof(LeaseWatch).Assembly;
         var frames = AcquiredAt.GetFrames();
-        var first = Array.FindIndex(frames, frame => frame.GetMethod()?.DeclaringType?.Assembly != own);
+        var first = Array.FindIndex(frames, static frame => !IsPlumbing(frame));
         return first <= 0 ? AcquiredAt.ToString() : new StackTrace(frames[first..]).ToString();
+    }
+
+    private static bool IsPlumbing(StackFrame frame)
+    {
+        if (frame.GetMethod()?.DeclaringType is not { } type)
+        {
+            return true;
+        }
+
+        var assembly = type.Assembly;
+        return assembly.IsDynamic
+            || OwnAssemblies.Contains(assembly.GetName().Name ?? "")
+            || (assembly == typeof(object).Assembly && type.Namespace is "System.Runtime.CompilerServices" or "System.Reflection" or "System.Threading.Tasks");
     }
 }

@@ -15,7 +15,10 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <param name="cancellationToken">Cancels the wait.</param>
     /// <returns>A lease; dispose it to give the channel back.</returns>
     /// <exception cref="ChannelPoolTimeoutException">No channel became free within <see cref="ChannelPoolOptions.AcquireTimeout"/>.</exception>
-    /// <exception cref="ChannelPoolUnavailableException">No channel is idle and the breaker stops the pool opening one.</exception>
+    /// <exception cref="ChannelPoolUnavailableException">
+    /// No channel is idle and the breaker stops the pool opening one; or the pool is paused (<see cref="Pause"/>) and
+    /// <see cref="ChannelPoolOptions.AcquireWhilePaused"/> is <see cref="PausedAcquireMode.Fail"/>, the default.
+    /// </exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled first.</exception>
     /// <exception cref="ObjectDisposedException">The pool was disposed.</exception>
     public ValueTask<ChannelLease<TChannel>> AcquireAsync(CancellationToken cancellationToken = default)
@@ -38,7 +41,10 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <param name="cancellationToken">Cancels the wait.</param>
     /// <returns>A lease; dispose it to give the channel back.</returns>
     /// <exception cref="ChannelPoolTimeoutException">No channel became free within <see cref="ChannelPoolOptions.AcquireTimeout"/>.</exception>
-    /// <exception cref="ChannelPoolUnavailableException">No channel is idle and the breaker stops the pool opening one.</exception>
+    /// <exception cref="ChannelPoolUnavailableException">
+    /// No channel is idle and the breaker stops the pool opening one; or the pool is paused (<see cref="Pause"/>) and
+    /// <see cref="ChannelPoolOptions.AcquireWhilePaused"/> is <see cref="PausedAcquireMode.Fail"/>, the default.
+    /// </exception>
     /// <exception cref="OperationCanceledException"><paramref name="cancellationToken"/> was cancelled first.</exception>
     /// <exception cref="ObjectDisposedException">The pool was disposed.</exception>
     public ChannelLease<TChannel> Acquire(CancellationToken cancellationToken = default)
@@ -350,5 +356,34 @@ public sealed partial class DefaultChannelPool<TChannel>
         }
 
         StartOpens(opens);
+    }
+
+    /// <summary>Asks the factory, treating an exception as "not usable" so a faulty check cannot leak a lease.</summary>
+    /// <remarks>
+    /// Kept out of line on purpose: measured, a try/catch inlined into the lease and release paths cost more than this
+    /// call does.
+    /// </remarks>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.NoInlining)]
+    private bool IsUsable(PooledChannel<TChannel> entry)
+    {
+        try
+        {
+            return _factory.IsUsable(entry.Channel);
+        }
+        catch (Exception)
+        {
+            return false;
+        }
+    }
+
+    /// <summary>Queues <paramref name="count"/> opens the state reserved on the background worker (<c>Opening/</c>); inline, so the
+    /// common lease and release, which start none, pay one compare.</summary>
+    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
+    private void StartOpens(int count)
+    {
+        if (count > 0)
+        {
+            PostOpens(count);
+        }
     }
 }

@@ -43,16 +43,6 @@ public sealed partial class DefaultChannelPool<TChannel>
         return done is null ? Task.CompletedTask : done.Task.WaitAsync(cancellationToken);
     }
 
-    /// <summary>Queues <paramref name="count"/> opens the state reserved on the background worker.</summary>
-    [System.Runtime.CompilerServices.MethodImpl(System.Runtime.CompilerServices.MethodImplOptions.AggressiveInlining)]
-    private void StartOpens(int count)
-    {
-        if (count > 0)
-        {
-            PostOpens(count);
-        }
-    }
-
     private void PostOpens(int count)
     {
         Log.OpensStarted(_logger, Name, count);

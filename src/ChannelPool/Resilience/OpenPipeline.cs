@@ -7,6 +7,11 @@ namespace ChannelPool;
 /// <summary>Builds the default pipeline channel opens run through, from <see cref="OpenResilienceOptions"/>.</summary>
 internal static class OpenPipeline
 {
+    // object.MemberwiseClone, callable on any object: see ShallowCopy.
+    private static readonly Func<object, object> MemberwiseCloneOf = typeof(object)
+        .GetMethod(nameof(MemberwiseClone), System.Reflection.BindingFlags.Instance | System.Reflection.BindingFlags.NonPublic)!
+        .CreateDelegate<Func<object, object>>();
+
     public static ResiliencePipeline Build(
         OpenResilienceOptions options,
         string poolName,
@@ -37,21 +42,11 @@ internal static class OpenPipeline
     private static RetryStrategyOptions WithPoolRules(RetryStrategyOptions retry)
     {
         var shouldHandle = retry.ShouldHandle;
-        return new RetryStrategyOptions
-        {
-            Name = retry.Name,
-            MaxRetryAttempts = retry.MaxRetryAttempts,
-            BackoffType = retry.BackoffType,
-            UseJitter = retry.UseJitter,
-            Delay = retry.Delay,
-            MaxDelay = retry.MaxDelay,
-            DelayGenerator = retry.DelayGenerator,
-            OnRetry = retry.OnRetry,
-            Randomizer = retry.Randomizer,
-            ShouldHandle = args => args.Outcome.Exception is null or OperationCanceledException or BrokenCircuitException or IsolatedCircuitException
-                ? ValueTask.FromResult(false)
-                : shouldHandle(args),
-        };
+        var copy = ShallowCopy(retry);
+        copy.ShouldHandle = args => args.Outcome.Exception is null or OperationCanceledException or BrokenCircuitException or IsolatedCircuitException
+            ? ValueTask.FromResult(false)
+            : shouldHandle(args);
+        return copy;
     }
 
     /// <summary>A copy that reports its state to the pool; callbacks set in the options still run.</summary>
@@ -63,28 +58,26 @@ internal static class OpenPipeline
     {
         var onOpened = breaker.OnOpened;
         var onClosed = breaker.OnClosed;
-        return new CircuitBreakerStrategyOptions
+        var copy = ShallowCopy(breaker);
+        copy.StateProvider = breakerState;
+        copy.OnOpened = args =>
         {
-            Name = breaker.Name,
-            FailureRatio = breaker.FailureRatio,
-            MinimumThroughput = breaker.MinimumThroughput,
-            SamplingDuration = breaker.SamplingDuration,
-            BreakDuration = breaker.BreakDuration,
-            BreakDurationGenerator = breaker.BreakDurationGenerator,
-            ShouldHandle = breaker.ShouldHandle,
-            ManualControl = breaker.ManualControl,
-            OnHalfOpened = breaker.OnHalfOpened,
-            StateProvider = breakerState,
-            OnOpened = args =>
-            {
-                onBreakerOpened(args.BreakDuration);
-                return onOpened?.Invoke(args) ?? ValueTask.CompletedTask;
-            },
-            OnClosed = args =>
-            {
-                onBreakerClosed();
-                return onClosed?.Invoke(args) ?? ValueTask.CompletedTask;
-            },
+            onBreakerOpened(args.BreakDuration);
+            return onOpened?.Invoke(args) ?? ValueTask.CompletedTask;
         };
+        copy.OnClosed = args =>
+        {
+            onBreakerClosed();
+            return onClosed?.Invoke(args) ?? ValueTask.CompletedTask;
+        };
+        return copy;
     }
+
+    /// <summary>
+    /// Copies a Polly options object whole, so the pool can set its own callbacks without touching the caller's instance
+    /// (one options object may serve several pools). Polly's options have no copy constructor, and naming their
+    /// properties here would drop any Polly adds; <see cref="object.MemberwiseClone"/> copies every field there is.
+    /// </summary>
+    internal static T ShallowCopy<T>(T options)
+        where T : ResilienceStrategyOptions => (T)MemberwiseCloneOf(options);
 }

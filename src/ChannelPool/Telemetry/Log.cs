@@ -86,4 +86,7 @@ internal static partial class Log
 
     [LoggerMessage(41, LogLevel.Debug, "Channel pool '{PoolName}' shares channels: leases with a channel each ended {BaselineRate:0} a second and lasted {BaselineMedian} (median), the baseline shared leases are judged against.")]
     public static partial void SharingStarted(ILogger logger, string poolName, double baselineRate, TimeSpan baselineMedian);
+
+    [LoggerMessage(25, LogLevel.Warning, "Channel pool '{PoolName}' was cleared, but its channel factory could not start afresh: the new channels share what the old ones shared.")]
+    public static partial void RenewFailed(ILogger logger, string poolName, Exception error);
 }

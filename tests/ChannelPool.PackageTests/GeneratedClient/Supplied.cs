@@ -1,6 +1,6 @@
-// What the README's generated-client example leaves to the reader: the order to look up. Reference.cs is the
-// dotnet-svcutil client of an orders service, in ServiceReference/.
+// What the README's generated-client example leaves to the reader: the text to send. Reference.cs is the dotnet-svcutil
+// client of the echo service, shared with tests/ChannelPool.ServiceModel.Generators.Tests.
 internal static partial class Program
 {
-    private const int orderId = 42;
+    private const string text = "hello";
 }

@@ -5,33 +5,33 @@ using System.ServiceModel.Description;
 using ChannelPool.ServiceModel;
 using ServiceReference;
 
-var operations = typeof(PooledOrdersClient).GetInterfaceMap(typeof(IOrders)).TargetMethods.Select(m => m.Name).Order(StringComparer.Ordinal);
+var operations = typeof(PooledEchoServiceClient).GetInterfaceMap(typeof(IEchoService)).TargetMethods.Select(m => m.Name).Order(StringComparer.Ordinal);
 Console.WriteLine($"regeneration: the twin has {string.Join(", ", operations)}");
 
-var client = new PooledOrdersClient(OrdersClient.EndpointConfiguration.BasicHttpBinding_IOrders, "https://127.0.0.1:9/OrdersService.svc");
+var client = new PooledEchoServiceClient(EchoServiceClient.EndpointConfiguration.BasicHttpsBinding_IEchoService, "https://127.0.0.1:9/basic");
 try
 {
-    await client.GetOrderAsync(42);
+    await client.EchoAsync("hello");
     Console.WriteLine("regeneration: unexpected answer from 127.0.0.1:9");
 }
 catch (CommunicationException ex)
 {
-    Console.WriteLine($"regeneration: endpoint {client.Endpoint.Name}, ConfigureEndpoint ran {OrdersClient.ConfigureEndpointCalls} time(s), the call reached {client.Endpoint.Address.Uri.Authority} ({ex.GetType().Name})");
+    Console.WriteLine($"regeneration: endpoint {client.Endpoint.Name}, ConfigureEndpoint ran {EchoServiceClient.ConfigureEndpointCalls} time(s), the call reached {client.Endpoint.Address.Uri.Authority} ({ex.GetType().Name})");
 }
 finally
 {
     client.Abort();
-    await ChannelPoolFactory<IOrders>.DestroyAsync();
+    await ChannelPoolFactory<IEchoService>.DestroyAsync();
 }
 
 /// <summary>The pooled twin: the one declaration the app keeps beside Reference.cs.</summary>
-[PooledClient(typeof(OrdersClient))]
-public partial class PooledOrdersClient : PooledClientBase<IOrders>;
+[PooledClient(typeof(EchoServiceClient))]
+public partial class PooledEchoServiceClient : PooledClientBase<IEchoService>;
 
 namespace ServiceReference
 {
     /// <summary>The app's ConfigureEndpoint, beside the generated client as dotnet-svcutil expects.</summary>
-    public partial class OrdersClient
+    public partial class EchoServiceClient
     {
         private static int s_configureEndpointCalls;
 

@@ -10,6 +10,7 @@ public sealed class DiagnosticTests
         using System.ServiceModel;
         namespace App;
         [ServiceContract] public interface IEcho { [OperationContract] string Echo(string text); }
+        [ServiceContract] public interface IEchoBoth { [OperationContract] string Echo(string text); [OperationContract(Name = "Echo")] System.Threading.Tasks.Task<string> EchoAsync(string text); }
         [ServiceContract(SessionMode = SessionMode.Required)] public interface ISessionful { [OperationContract] int Increment(); }
         [ServiceContract(SessionMode = SessionMode.Allowed)] public interface ISessionAllowed { [OperationContract] int Increment(); }
         public interface ICallback { [OperationContract(IsOneWay = true)] void Notify(string text); }
@@ -99,6 +100,53 @@ public sealed class DiagnosticTests
         Assert.That(diagnostics[0].Severity, Is.EqualTo(DiagnosticSeverity.Warning));
         Assert.That(diagnostics[0].GetMessage(System.Globalization.CultureInfo.InvariantCulture), Does.StartWith($"'KeepingProxy' keeps Channel in '{kept}'."));
         Assert.That(diagnostics[0].GetMessage(System.Globalization.CultureInfo.InvariantCulture), Does.EndWith("Read Channel in each call instead."));
+    }
+
+    [TestCase("public async Task<string> EchoTwiceAsync(string text) { var first = await Channel.EchoAsync(text); return Channel.Echo(first); }", "Echo", TestName = "CPSM004 for a synchronous operation in an async method")]
+    [TestCase("public Task<string> EchoLaterAsync(string text) => Task.FromResult(Channel.Echo(text));", "Echo", TestName = "CPSM004 for a synchronous operation in a Task-returning method")]
+    [TestCase("public Task<string> EchoOnPoolAsync(string text) => Task.Run(async () => { await Task.Yield(); return Channel.Echo(text); });", "Echo", TestName = "CPSM004 for a synchronous operation in an async lambda")]
+    public async Task ASynchronousOperationInAnAsyncMethod_GetsAWarning(string member, string operation)
+    {
+        var diagnostics = await DiagnoseAsync($"class BlockingProxy : PooledClientBase<IEchoBoth>, IEchoBoth {{ public string Echo(string text) => Channel.Echo(text); public Task<string> EchoAsync(string text) => Channel.EchoAsync(text); {member} }}");
+
+        Assert.That(diagnostics.Select(d => d.Id), Is.EqualTo(new[] { "CPSM004" }));
+        Assert.That(diagnostics[0].Severity, Is.EqualTo(DiagnosticSeverity.Warning));
+        Assert.That(
+            diagnostics[0].GetMessage(System.Globalization.CultureInfo.InvariantCulture),
+            Does.StartWith($"'BlockingProxy' calls the synchronous operation '{operation}' through Channel inside an asynchronous method"));
+    }
+
+    [Test]
+    public async Task InnerChannelReadInAnAsyncMethod_GetsAWarning()
+    {
+        var diagnostics = await DiagnoseAsync("""
+            class PinningProxy : PooledClientBase<IEchoBoth>, IEchoBoth
+            {
+                public string Echo(string text) => Channel.Echo(text);
+                public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
+                public async Task<string> TimedEchoAsync(string text) { InnerChannel.OperationTimeout = TimeSpan.FromSeconds(5); return await Channel.EchoAsync(text); }
+            }
+            """);
+
+        Assert.That(diagnostics.Select(d => d.Id), Is.EqualTo(new[] { "CPSM005" }));
+        Assert.That(diagnostics[0].GetMessage(System.Globalization.CultureInfo.InvariantCulture), Does.StartWith("'PinningProxy' reads InnerChannel inside an asynchronous method"));
+    }
+
+    [Test]
+    public async Task TaskOperationsAndSynchronousOperationsInSynchronousMethods_GetNoWarning()
+    {
+        var source = """
+            class GoodProxy : PooledClientBase<IEchoBoth>, IEchoBoth
+            {
+                public string Echo(string text) => Channel.Echo(text);
+                public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
+                public async Task<string> EchoTwiceAsync(string text) => await Channel.EchoAsync(await Channel.EchoAsync(text));
+                public string Timed(string text) { InnerChannel.OperationTimeout = TimeSpan.FromSeconds(5); return Channel.Echo(text); }
+                public Func<string, string> Later => text => Channel.Echo(text);
+            }
+            """;
+
+        Assert.That(await DiagnoseAsync(source), Is.Empty);
     }
 
     [Test]

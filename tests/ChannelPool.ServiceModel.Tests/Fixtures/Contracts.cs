@@ -65,3 +65,24 @@ public class AsyncEchoProxy(ServiceChannelPool<IAsyncEchoService> pool) : Pooled
 {
     public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
 }
+
+/// <summary>
+/// The echo operation in the asynchronous programming model (<c>AsyncPattern</c>): a <c>Begin</c>/<c>End</c> pair, as
+/// older generated clients have it.
+/// </summary>
+[ServiceContract(Namespace = TestContract.Namespace, Name = nameof(IEchoService))]
+public interface IApmEchoService
+{
+    [OperationContract(AsyncPattern = true)]
+    IAsyncResult BeginEcho(string text, AsyncCallback? callback, object? state);
+
+    string EndEcho(IAsyncResult result);
+}
+
+/// <summary>A proxy for <see cref="IApmEchoService"/>.</summary>
+public class ApmEchoProxy(ServiceChannelPool<IApmEchoService> pool) : PooledClientBase<IApmEchoService>(pool), IApmEchoService
+{
+    public IAsyncResult BeginEcho(string text, AsyncCallback? callback, object? state) => Channel.BeginEcho(text, callback, state);
+
+    public string EndEcho(IAsyncResult result) => Channel.EndEcho(result);
+}

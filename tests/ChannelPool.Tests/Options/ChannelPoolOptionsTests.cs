@@ -31,7 +31,7 @@ public class ChannelPoolOptionsTests
         yield return Case("negative DrainTimeout", o => o.DrainTimeout = TimeSpan.FromSeconds(-1), "DrainTimeout must be between 00:00:00 and 1.00:00:00; it was -00:00:01.");
         yield return Case("null Resilience", o => o.Resilience = null!, "The Resilience field is required.");
         yield return Case("tiny AttemptTimeout", o => o.Resilience.AttemptTimeout.Timeout = TimeSpan.FromMilliseconds(5), "Resilience.AttemptTimeout.Timeout must be between 00:00:00.0100000 and 1.00:00:00; it was 00:00:00.0050000.");
-        yield return Case("TotalTimeout below AttemptTimeout", o => o.Resilience.TotalTimeout.Timeout = TimeSpan.FromSeconds(10), "Resilience.TotalTimeout.Timeout must be at least AttemptTimeout.Timeout (00:00:30); it was 00:00:10.");
+        yield return Case("TotalTimeout below AttemptTimeout", o => o.Resilience.TotalTimeout.Timeout = TimeSpan.FromSeconds(10), "Resilience.TotalTimeout.Timeout must be at least Resilience.AttemptTimeout.Timeout (00:00:30); it was 00:00:10.");
         yield return Case("negative MaxRetryAttempts", o => o.Resilience.Retry.MaxRetryAttempts = -1, "Resilience.Retry.MaxRetryAttempts must be between 1 and 2147483647; it was -1.");
         yield return Case("negative RetryBaseDelay", o => o.Resilience.Retry.Delay = TimeSpan.FromMilliseconds(-1), "Resilience.Retry.Delay must be between 00:00:00 and 1.00:00:00; it was -00:00:00.0010000.");
         yield return Case("BreakerFailureRatio above one", o => o.Resilience.CircuitBreaker.FailureRatio = 1.5, "Resilience.CircuitBreaker.FailureRatio must be between 0 and 1; it was 1.5.");
@@ -48,9 +48,8 @@ public class ChannelPoolOptionsTests
         yield return Case("zero IdleTimeout", o => o.IdleTimeout = TimeSpan.Zero, "IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was 00:00:00.");
         yield return Case("negative IdleTimeout", o => o.IdleTimeout = TimeSpan.FromSeconds(-1), "IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was -00:00:01.");
         yield return Case("IdleTimeout longer than the lifetime", o => o.IdleTimeout = TimeSpan.FromSeconds(91), "IdleTimeout must be greater than zero and at most ChannelLifetime (00:01:30), or Timeout.InfiniteTimeSpan to keep idle channels until their lifetime ends; it was 00:01:31.");
-        yield return Case("zero LeakDetectionThreshold", o => o.LeakDetectionThreshold = TimeSpan.Zero, "LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was 00:00:00.");
-        yield return Case("negative LeakDetectionThreshold", o => o.LeakDetectionThreshold = TimeSpan.FromSeconds(-30), "LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was -00:00:30.");
-        yield return Case("infinite LeakDetectionThreshold", o => o.LeakDetectionThreshold = Timeout.InfiniteTimeSpan, "LeakDetectionThreshold must be greater than zero and at most 1.00:00:00 when it is set; leave it unset (null) to turn leak detection off; it was -00:00:00.0010000.");
+        yield return Case("zero LeakDetectionThreshold", o => o.LeakDetectionThreshold = TimeSpan.Zero, "LeakDetectionThreshold must be greater than zero and at most 1.00:00:00, or Timeout.InfiniteTimeSpan (\"-00:00:00.001\" in configuration) to turn leak detection off; it was 00:00:00.");
+        yield return Case("negative LeakDetectionThreshold", o => o.LeakDetectionThreshold = TimeSpan.FromSeconds(-30), "LeakDetectionThreshold must be greater than zero and at most 1.00:00:00, or Timeout.InfiniteTimeSpan (\"-00:00:00.001\" in configuration) to turn leak detection off; it was -00:00:30.");
         yield return Case("undefined AcquireWhilePaused", o => o.AcquireWhilePaused = (PausedAcquireMode)7, "AcquireWhilePaused must be Fail or Wait; it was 7.");
         yield return Case("null IdleTarget", o => o.IdleTarget = null!, "The IdleTarget field is required.");
         yield return Case("undefined IdleTarget.Mode", o => o.IdleTarget.Mode = (IdleTargetMode)7, "IdleTarget.Mode must be Fixed or Adaptive; it was 7.");
@@ -149,6 +148,15 @@ public class ChannelPoolOptionsTests
         options.IdleTimeout = TimeSpan.FromSeconds(20);
         options.CleanupInterval = TimeSpan.FromSeconds(60);
         Assert.That(PoolSettings.From(options).CleanupInterval, Is.EqualTo(TimeSpan.FromSeconds(60)), "a CleanupInterval that is set wins");
+    }
+
+    [Test]
+    public void AnInfiniteLeakDetectionThreshold_IsAccepted_AndTurnsDetectionOff()
+    {
+        var options = new ChannelPoolOptions { LeakDetectionThreshold = Timeout.InfiniteTimeSpan };
+
+        using var pool = new DefaultChannelPool<FakeChannel>(Factory, options);
+        Assert.That(PoolSettings.From(options).LeakDetectionThreshold, Is.Null);
     }
 
     [Test]

@@ -7,36 +7,36 @@
 // </auto-generated>
 //------------------------------------------------------------------------------
 
-namespace ServiceReference
+namespace ChannelPool.Perf.ServiceReference
 {
     
     
     [System.CodeDom.Compiler.GeneratedCodeAttribute("Microsoft.Tools.ServiceModel.Svcutil", "8.0.0")]
-    [System.ServiceModel.ServiceContractAttribute(ConfigurationName="ServiceReference.IOrders")]
-    public interface IOrders
+    [System.ServiceModel.ServiceContractAttribute(Namespace="urn:channelpool:tests", ConfigurationName="ChannelPool.Perf.ServiceReference.IEchoService")]
+    public interface IEchoService
     {
         
-        [System.ServiceModel.OperationContractAttribute(Action="http://tempuri.org/IOrders/GetOrder", ReplyAction="http://tempuri.org/IOrders/GetOrderResponse")]
-        string GetOrder(int orderId);
+        [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/Echo", ReplyAction="urn:channelpool:tests/IEchoService/EchoResponse")]
+        System.Threading.Tasks.Task<string> EchoAsync(string text);
         
-        [System.ServiceModel.OperationContractAttribute(Action="http://tempuri.org/IOrders/GetOrder", ReplyAction="http://tempuri.org/IOrders/GetOrderResponse")]
-        System.Threading.Tasks.Task<string> GetOrderAsync(int orderId);
+        [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/Fail", ReplyAction="urn:channelpool:tests/IEchoService/FailResponse")]
+        System.Threading.Tasks.Task<string> FailAsync(string reason);
         
-        [System.ServiceModel.OperationContractAttribute(Action="http://tempuri.org/IOrders/CancelOrder", ReplyAction="http://tempuri.org/IOrders/CancelOrderResponse")]
-        string CancelOrder(int orderId);
+        [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/WhoAmI", ReplyAction="urn:channelpool:tests/IEchoService/WhoAmIResponse")]
+        System.Threading.Tasks.Task<string> WhoAmIAsync();
         
-        [System.ServiceModel.OperationContractAttribute(Action="http://tempuri.org/IOrders/CancelOrder", ReplyAction="http://tempuri.org/IOrders/CancelOrderResponse")]
-        System.Threading.Tasks.Task<string> CancelOrderAsync(int orderId);
+        [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/EchoAfter", ReplyAction="urn:channelpool:tests/IEchoService/EchoAfterResponse")]
+        System.Threading.Tasks.Task<string> EchoAfterAsync(string text, int milliseconds);
     }
     
     [System.CodeDom.Compiler.GeneratedCodeAttribute("Microsoft.Tools.ServiceModel.Svcutil", "8.0.0")]
-    public interface IOrdersChannel : ServiceReference.IOrders, System.ServiceModel.IClientChannel
+    public interface IEchoServiceChannel : ChannelPool.Perf.ServiceReference.IEchoService, System.ServiceModel.IClientChannel
     {
     }
     
     [System.Diagnostics.DebuggerStepThroughAttribute()]
     [System.CodeDom.Compiler.GeneratedCodeAttribute("Microsoft.Tools.ServiceModel.Svcutil", "8.0.0")]
-    public partial class OrdersClient : System.ServiceModel.ClientBase<ServiceReference.IOrders>, ServiceReference.IOrders
+    public partial class EchoServiceClient : System.ServiceModel.ClientBase<ChannelPool.Perf.ServiceReference.IEchoService>, ChannelPool.Perf.ServiceReference.IEchoService
     {
         
         /// <summary>
@@ -46,57 +46,57 @@ namespace ServiceReference
         /// <param name="clientCredentials">The client credentials</param>
         static partial void ConfigureEndpoint(System.ServiceModel.Description.ServiceEndpoint serviceEndpoint, System.ServiceModel.Description.ClientCredentials clientCredentials);
         
-        public OrdersClient() : 
-                base(OrdersClient.GetDefaultBinding(), OrdersClient.GetDefaultEndpointAddress())
+        public EchoServiceClient() : 
+                base(EchoServiceClient.GetDefaultBinding(), EchoServiceClient.GetDefaultEndpointAddress())
         {
-            this.Endpoint.Name = EndpointConfiguration.BasicHttpBinding_IOrders.ToString();
+            this.Endpoint.Name = EndpointConfiguration.BasicHttpsBinding_IEchoService.ToString();
             ConfigureEndpoint(this.Endpoint, this.ClientCredentials);
         }
         
-        public OrdersClient(EndpointConfiguration endpointConfiguration) : 
-                base(OrdersClient.GetBindingForEndpoint(endpointConfiguration), OrdersClient.GetEndpointAddress(endpointConfiguration))
-        {
-            this.Endpoint.Name = endpointConfiguration.ToString();
-            ConfigureEndpoint(this.Endpoint, this.ClientCredentials);
-        }
-        
-        public OrdersClient(EndpointConfiguration endpointConfiguration, string remoteAddress) : 
-                base(OrdersClient.GetBindingForEndpoint(endpointConfiguration), new System.ServiceModel.EndpointAddress(remoteAddress))
+        public EchoServiceClient(EndpointConfiguration endpointConfiguration) : 
+                base(EchoServiceClient.GetBindingForEndpoint(endpointConfiguration), EchoServiceClient.GetEndpointAddress(endpointConfiguration))
         {
             this.Endpoint.Name = endpointConfiguration.ToString();
             ConfigureEndpoint(this.Endpoint, this.ClientCredentials);
         }
         
-        public OrdersClient(EndpointConfiguration endpointConfiguration, System.ServiceModel.EndpointAddress remoteAddress) : 
-                base(OrdersClient.GetBindingForEndpoint(endpointConfiguration), remoteAddress)
+        public EchoServiceClient(EndpointConfiguration endpointConfiguration, string remoteAddress) : 
+                base(EchoServiceClient.GetBindingForEndpoint(endpointConfiguration), new System.ServiceModel.EndpointAddress(remoteAddress))
         {
             this.Endpoint.Name = endpointConfiguration.ToString();
             ConfigureEndpoint(this.Endpoint, this.ClientCredentials);
         }
         
-        public OrdersClient(System.ServiceModel.Channels.Binding binding, System.ServiceModel.EndpointAddress remoteAddress) : 
+        public EchoServiceClient(EndpointConfiguration endpointConfiguration, System.ServiceModel.EndpointAddress remoteAddress) : 
+                base(EchoServiceClient.GetBindingForEndpoint(endpointConfiguration), remoteAddress)
+        {
+            this.Endpoint.Name = endpointConfiguration.ToString();
+            ConfigureEndpoint(this.Endpoint, this.ClientCredentials);
+        }
+        
+        public EchoServiceClient(System.ServiceModel.Channels.Binding binding, System.ServiceModel.EndpointAddress remoteAddress) : 
                 base(binding, remoteAddress)
         {
         }
         
-        public string GetOrder(int orderId)
+        public System.Threading.Tasks.Task<string> EchoAsync(string text)
         {
-            return base.Channel.GetOrder(orderId);
+            return base.Channel.EchoAsync(text);
         }
         
-        public System.Threading.Tasks.Task<string> GetOrderAsync(int orderId)
+        public System.Threading.Tasks.Task<string> FailAsync(string reason)
         {
-            return base.Channel.GetOrderAsync(orderId);
+            return base.Channel.FailAsync(reason);
         }
         
-        public string CancelOrder(int orderId)
+        public System.Threading.Tasks.Task<string> WhoAmIAsync()
         {
-            return base.Channel.CancelOrder(orderId);
+            return base.Channel.WhoAmIAsync();
         }
         
-        public System.Threading.Tasks.Task<string> CancelOrderAsync(int orderId)
+        public System.Threading.Tasks.Task<string> EchoAfterAsync(string text, int milliseconds)
         {
-            return base.Channel.CancelOrderAsync(orderId);
+            return base.Channel.EchoAfterAsync(text, milliseconds);
         }
         
         public virtual System.Threading.Tasks.Task OpenAsync()
@@ -113,7 +113,7 @@ namespace ServiceReference
         
         private static System.ServiceModel.Channels.Binding GetBindingForEndpoint(EndpointConfiguration endpointConfiguration)
         {
-            if ((endpointConfiguration == EndpointConfiguration.BasicHttpBinding_IOrders))
+            if ((endpointConfiguration == EndpointConfiguration.BasicHttpsBinding_IEchoService))
             {
                 System.ServiceModel.BasicHttpBinding result = new System.ServiceModel.BasicHttpBinding();
                 result.MaxBufferSize = int.MaxValue;
@@ -128,27 +128,27 @@ namespace ServiceReference
         
         private static System.ServiceModel.EndpointAddress GetEndpointAddress(EndpointConfiguration endpointConfiguration)
         {
-            if ((endpointConfiguration == EndpointConfiguration.BasicHttpBinding_IOrders))
+            if ((endpointConfiguration == EndpointConfiguration.BasicHttpsBinding_IEchoService))
             {
-                return new System.ServiceModel.EndpointAddress("https://orders.example.com/OrdersService.svc");
+                return new System.ServiceModel.EndpointAddress("https://127.0.0.1:28731/basic");
             }
             throw new System.InvalidOperationException(string.Format("Could not find endpoint with name \'{0}\'.", endpointConfiguration));
         }
         
         private static System.ServiceModel.Channels.Binding GetDefaultBinding()
         {
-            return OrdersClient.GetBindingForEndpoint(EndpointConfiguration.BasicHttpBinding_IOrders);
+            return EchoServiceClient.GetBindingForEndpoint(EndpointConfiguration.BasicHttpsBinding_IEchoService);
         }
         
         private static System.ServiceModel.EndpointAddress GetDefaultEndpointAddress()
         {
-            return OrdersClient.GetEndpointAddress(EndpointConfiguration.BasicHttpBinding_IOrders);
+            return EchoServiceClient.GetEndpointAddress(EndpointConfiguration.BasicHttpsBinding_IEchoService);
         }
         
         public enum EndpointConfiguration
         {
             
-            BasicHttpBinding_IOrders,
+            BasicHttpsBinding_IEchoService,
         }
     }
 }
