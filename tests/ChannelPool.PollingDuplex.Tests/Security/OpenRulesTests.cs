@@ -14,7 +14,7 @@ namespace ChannelPool.PollingDuplex.Tests.Security;
 [TestFixture(DuplexStore.Redis)]
 public class OpenRulesTests(DuplexStore store)
 {
-    private static readonly TimeSpan Grace = TimeSpan.FromMilliseconds(400);
+    private static readonly TimeSpan Grace = TimeSpan.FromSeconds(1);
 
     private SecureDuplexServer _server = null!;
 
