@@ -56,17 +56,30 @@ public sealed class PollingDuplexClient
 
     internal ResiliencePipeline Retry { get; }
 
-    /// <summary>Opens a session and starts its poll loop.</summary>
+    /// <summary>
+    /// Opens a session and starts its poll loop. An open whose answer is lost (a connection reset, a body cut short, a
+    /// server error) is tried again like every other request, with the same <c>openId</c>, so the server answers the
+    /// retry with the session the lost answer named rather than opening a second one.
+    /// </summary>
     /// <param name="cancellationToken">Cancels the open.</param>
     /// <returns>The open session.</returns>
     /// <exception cref="PollingDuplexException">The server refused the session (for example <c>503 too-many-sessions</c>).</exception>
     public async Task<DuplexClientSession> OpenSessionAsync(CancellationToken cancellationToken = default)
     {
+        // One per logical open, reused by its retries: 128 random bits, base64url.
+        var openId = Convert.ToBase64String(System.Security.Cryptography.RandomNumberGenerator.GetBytes(16)).TrimEnd('=').Replace('+', '-').Replace('/', '_');
+        var body = $"{{\"encoding\":\"{DuplexWire.NameOf(Options.Encoding)}\",\"mode\":\"{DuplexWire.NameOf(Options.Mode)}\",\"openId\":\"{openId}\"}}";
+        var session = await Retry.ExecuteAsync(static async (state, ct) => await state.Client.OpenOnceAsync(state.Body, ct).ConfigureAwait(false), (Client: this, Body: body), cancellationToken).ConfigureAwait(false);
+        session.Start();
+        return session;
+    }
+
+    private async Task<DuplexClientSession> OpenOnceAsync(string body, CancellationToken cancellationToken)
+    {
         using var request = CreateRequest(HttpMethod.Post, _sessionsUri);
-        request.Content = new StringContent(
-            $"{{\"encoding\":\"{DuplexWire.NameOf(Options.Encoding)}\",\"mode\":\"{DuplexWire.NameOf(Options.Mode)}\"}}",
-            Encoding.UTF8,
-            "application/json");
+
+        // application/json: the server requires it, so that a cross-site form can never open a session.
+        request.Content = new StringContent(body, Encoding.UTF8, "application/json");
         using var timeout = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
         timeout.CancelAfter(Options.RequestTimeout);
         using var response = await _http.SendAsync(request, timeout.Token).ConfigureAwait(false);
@@ -75,13 +88,24 @@ public sealed class PollingDuplexClient
             throw await ToExceptionAsync(response, "open a session", timeout.Token).ConfigureAwait(false);
         }
 
-        using var body = await JsonDocument.ParseAsync(await response.Content.ReadAsStreamAsync(timeout.Token).ConfigureAwait(false), cancellationToken: timeout.Token).ConfigureAwait(false);
-        var root = body.RootElement;
+        JsonElement root;
+        try
+        {
+            using var answer = await JsonDocument.ParseAsync(await response.Content.ReadAsStreamAsync(timeout.Token).ConfigureAwait(false), cancellationToken: timeout.Token).ConfigureAwait(false);
+            root = answer.RootElement.Clone();
+        }
+        catch (JsonException ex)
+        {
+            // A body cut short by the network reads as bad JSON: the retry, with the same openId, gets the same answer.
+            throw new TransientDuplexException(new PollingDuplexException($"The open's answer could not be read ({ex.Message}); it is asked for again.", ex));
+        }
+
         if (!DuplexWire.TryParseEncoding(root.GetProperty("encoding").GetString(), out var encoding)
             || !DuplexWire.TryParseMode(root.GetProperty("mode").GetString(), out var mode))
         {
             throw new PollingDuplexException($"The server opened a session with an encoding or mode this client does not know: {root.GetRawText()}");
         }
+
         var session = new DuplexClientSession(
             this,
             root.GetProperty("sessionId").GetString()!,
@@ -93,7 +117,6 @@ public sealed class PollingDuplexClient
 
         // A server without the limit takes any number of messages per send.
         session.MaxMessagesPerSend = root.TryGetProperty("maxMessagesPerSend", out var perSend) && perSend.TryGetInt32(out var most) && most > 0 ? most : int.MaxValue;
-        session.Start();
         return session;
     }
 

@@ -67,7 +67,7 @@ public static class DuplexWire
     /// <summary>The <c>code</c> values of error bodies.</summary>
     public static class Codes
     {
-        /// <summary>400: the open body is not JSON or names an unknown encoding or mode.</summary>
+        /// <summary>400: the open body is not a JSON object, names an unknown encoding or mode, or has a malformed <c>openId</c>.</summary>
         public const string BadRequest = "bad-request";
 
         /// <summary>400: the poll's <c>ack</c> is missing, malformed, negative or beyond what was sent.</summary>
@@ -130,6 +130,12 @@ public static class DuplexWire
 
         /// <summary>415: the content type does not match the session's encoding.</summary>
         public const string UnsupportedMediaType = "unsupported-media-type";
+
+        /// <summary>
+        /// 415: an open whose <c>Content-Type</c> is not <c>application/json</c>. The open requires it so that a
+        /// cross-site page's form, which cannot send it, can never open a session with the user's cookies.
+        /// </summary>
+        public const string OpenContentType = "open-content-type";
 
         /// <summary>422: the application rejected a message; it counts as received.</summary>
         public const string MessageRejected = "message-rejected";

@@ -105,6 +105,7 @@ public static class PollingDuplexEndpointRouteBuilderExtensions
         group.MapPost("/sessions/{id}/messages", PollingDuplexEndpoints.WithToken(protocol.SendAsync));
         group.MapGet("/sessions/{id}/poll", PollingDuplexEndpoints.WithToken(protocol.PollAsync));
         group.MapDelete("/sessions/{id}", PollingDuplexEndpoints.WithToken(protocol.CloseAsync));
+        group.MapPost("/sessions/{id}/away", PollingDuplexEndpoints.WithToken(protocol.AwayAsync));
 
         // The catch-all loses to every route above, so it sees only wrong methods and unknown paths.
         group.Map("/{**path}", (RequestDelegate)PollingDuplexEndpoints.NotFoundOrWrongMethodAsync);

@@ -29,6 +29,16 @@ public sealed class PollingDuplexOptions
     public TimeSpan FirstPollTimeout { get; set; } = TimeSpan.FromSeconds(15);
 
     /// <summary>
+    /// Gets or sets how long a session outlives its page's <c>away</c> request (<c>POST {base}/sessions/{id}/away</c>,
+    /// which the browser client sends when its page goes away for good or reloads): the session ends this long after
+    /// it, as <see cref="DuplexSessionEndReason.Expired"/>, unless a request on it (a poll, send or resume) comes first
+    /// and gives it back its <see cref="InactivityTimeout"/>. Long enough for a reload to resume; short, so a closed tab
+    /// stops holding its session soon. Must be above zero; the shorter of this and <see cref="InactivityTimeout"/> applies.
+    /// Defaults to 10 seconds.
+    /// </summary>
+    public TimeSpan AwayGracePeriod { get; set; } = TimeSpan.FromSeconds(10);
+
+    /// <summary>
     /// Gets or sets how many ended sessions the endpoint remembers, to answer their requests <c>410</c> with the reason
     /// rather than <c>404</c>. The oldest is forgotten first. Defaults to 10,000 (about 2 MB).
     /// </summary>
@@ -166,6 +176,9 @@ public sealed class PollingDuplexOptions
             ?? throw new InvalidOperationException(
                 $"The signed-in user (authentication type '{identity.AuthenticationType}') has no {ClaimTypes.NameIdentifier}, 'sub' or name claim, so polling duplex sessions cannot be bound to them. Set PollingDuplexOptions.UserIdSelector to the claim that identifies your users.");
     }
+
+    /// <summary>Gets the away grace that applies: the shorter of <see cref="AwayGracePeriod"/> and <see cref="InactivityTimeout"/>.</summary>
+    internal TimeSpan EffectiveAwayGracePeriod => AwayGracePeriod < InactivityTimeout ? AwayGracePeriod : InactivityTimeout;
 
     /// <summary>Gets the first-poll deadline that applies: the shorter of <see cref="FirstPollTimeout"/> and <see cref="InactivityTimeout"/>.</summary>
     internal TimeSpan EffectiveFirstPollTimeout => FirstPollTimeout < InactivityTimeout ? FirstPollTimeout : InactivityTimeout;

@@ -57,6 +57,11 @@ internal sealed class PollingDuplexOptionsValidator : IValidateOptions<PollingDu
             Fail(nameof(options.BatchWindow), $"must be at least zero and less than ServerPollTimeout ({options.ServerPollTimeout})", options.BatchWindow);
         }
 
+        if (options.AwayGracePeriod <= TimeSpan.Zero)
+        {
+            Fail(nameof(options.AwayGracePeriod), "must be above zero (a page that reloads needs the time to come back)", options.AwayGracePeriod);
+        }
+
         if (options.UserIdSelector is null)
         {
             Fail(nameof(options.UserIdSelector), "must turn a request's user into an id (PollingDuplexOptions.DefaultUserId is the default)", "null");

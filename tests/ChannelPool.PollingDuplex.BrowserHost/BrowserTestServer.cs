@@ -1,4 +1,8 @@
 using System.Net;
+using System.Security.Claims;
+using Microsoft.AspNetCore.Authentication;
+using Microsoft.AspNetCore.Authentication.Cookies;
+using Microsoft.AspNetCore.DataProtection;
 using System.Security.Cryptography;
 using System.Text.Json;
 using ChannelPool.PollingDuplex.PubSub;
@@ -51,15 +55,26 @@ internal static class BrowserTestServer
             .WithExposedHeaders("Retry-After")
             .SetPreflightMaxAge(TimeSpan.FromMinutes(10))));
 
+        // Cookie sign-in for /secure/echo, as a browser app has it: what a cross-site form would ride on.
+        builder.Services.AddAuthentication(CookieAuthenticationDefaults.AuthenticationScheme).AddCookie(o => o.Events.OnRedirectToLogin = context =>
+        {
+            context.Response.StatusCode = StatusCodes.Status401Unauthorized;
+            return Task.CompletedTask;
+        });
+        builder.Services.AddAuthorization();
+        builder.Services.AddDataProtection().UseEphemeralDataProtectionProvider();
+
         var app = builder.Build();
         var pollTimeout = TimeSpan.FromMilliseconds(settings.GetValue("PollTimeoutMs", 5000));
         var pending = settings.GetValue("PendingMessages", 64);
         var overflow = settings.GetValue("OverflowPolicy", DuplexOverflowPolicy.FaultSession);
+        var awayGrace = TimeSpan.FromMilliseconds(settings.GetValue("AwayGraceMs", 10_000));
         void Limits(PollingDuplexOptions o)
         {
             o.ServerPollTimeout = pollTimeout;
             o.MaxPendingMessagesPerSession = pending;
             o.OverflowPolicy = overflow;
+            o.AwayGracePeriod = awayGrace;
 
             // Every test page is anonymous on loopback, one address for the whole run.
             o.MaxSessionsPerAddress = 1_000_000;
@@ -68,6 +83,8 @@ internal static class BrowserTestServer
         app.UseMiddleware<RequestLog>();
         app.UseMiddleware<PollSizeLog>();
         app.UseCors();
+        app.UseAuthentication();
+        app.UseAuthorization();
         if (settings["Pages"] is { Length: > 0 } pages)
         {
             app.UseDefaultFiles(new DefaultFilesOptions { FileProvider = new PhysicalFileProvider(Path.GetFullPath(pages)) });
@@ -87,6 +104,9 @@ internal static class BrowserTestServer
         });
         app.MapPollingDuplex<EchoHandler>("/echo", Limits);
         app.MapPollingDuplex<EchoHandler>("/cors/echo", Limits).RequireCors("duplex");
+        app.MapPollingDuplex<EchoHandler>("/secure/echo", Limits).RequireAuthorization();
+        app.MapPost("/login", (HttpContext context) => context.SignInAsync(new ClaimsPrincipal(new ClaimsIdentity([new Claim(ClaimTypes.NameIdentifier, "alice")], CookieAuthenticationDefaults.AuthenticationScheme))));
+        app.MapPost("/whoami", (HttpContext context) => Results.Text(context.User.Identity?.IsAuthenticated == true ? $"signed in as {context.User.FindFirst(ClaimTypes.NameIdentifier)?.Value}" : "anonymous"));
         app.MapPollingDuplex<FloodHandler>("/flood", o =>
         {
             Limits(o);

@@ -7,6 +7,36 @@ namespace ChannelPool.PollingDuplex.BrowserHost;
 /// <summary>What the tests ask of the server directly: publish from the server side, count subscribers, set a cookie, read the request log.</summary>
 internal static class ControlEndpoints
 {
+    /// <summary>
+    /// How many sessions an endpoint holds now (pending and active), read from its <c>pollingduplex.sessions</c> gauge
+    /// as a metrics exporter would: what a test compares to find an orphan session.
+    /// </summary>
+    private static int SessionCount(string endpoint)
+    {
+        var total = 0;
+        using var listener = new System.Diagnostics.Metrics.MeterListener();
+        listener.InstrumentPublished = (instrument, l) =>
+        {
+            if (instrument.Meter.Name == PollingDuplexTelemetry.MeterName && instrument.Name == "pollingduplex.sessions")
+            {
+                l.EnableMeasurementEvents(instrument);
+            }
+        };
+        listener.SetMeasurementEventCallback<int>((_, value, tags, _) =>
+        {
+            foreach (var tag in tags)
+            {
+                if (tag.Key == PollingDuplexTelemetry.EndpointTag && Equals(tag.Value, endpoint))
+                {
+                    total += value;
+                }
+            }
+        });
+        listener.Start();
+        listener.RecordObservableInstruments();
+        return total;
+    }
+
     public static void MapControl(this IEndpointRouteBuilder endpoints, string pattern)
     {
         var group = endpoints.MapGroup(pattern);
@@ -46,6 +76,7 @@ internal static class ControlEndpoints
             return Results.Accepted();
         });
         group.MapGet("/subscribers", (PubSubHandler pubsub, string topic) => Results.Json(new { count = pubsub.SubscriberCount(topic) }));
+        group.MapGet("/sessions", (string endpoint) => Results.Json(new { count = SessionCount(endpoint) }));
         group.MapGet("/broken-polls", () => Results.Json(new { count = BrokenEndpoint.Polls }));
         group.MapGet("/cookie", (HttpContext context) =>
         {

@@ -248,7 +248,7 @@ public class BadInputTests
         }
 
         await RawSession.OpenAsync(http, server.Duplex);
-        using var full = await http.PostAsync(new Uri(server.Duplex + "/sessions"), null);
+        using var full = await http.PostAsync(new Uri(server.Duplex + "/sessions"), RawSession.JsonContent("{}"));
         await RawSession.AssertProblemAsync(full, HttpStatusCode.ServiceUnavailable, "too-many-sessions");
         Assert.That(full.Headers.RetryAfter?.Delta, Is.Not.Null);
     }
@@ -309,6 +309,7 @@ public class BadInputTests
             o.FirstPollTimeout = TimeSpan.Zero;
             o.MaxEndedSessionRecords = -1;
             o.UserIdSelector = null!;
+            o.AwayGracePeriod = TimeSpan.Zero;
         }));
 
         Assert.That(error!.Message, Does.Contain("Polling duplex endpoint '/bad': The field PollingDuplexOptions.ServerPollTimeout must be between 00:00:00.0100000 and 00:10:00; it was 00:20:00."));
@@ -317,6 +318,7 @@ public class BadInputTests
         Assert.That(error.Message, Does.Contain("The field PollingDuplexOptions.FirstPollTimeout must be between 00:00:00.0100000 and 1.00:00:00; it was 00:00:00."));
         Assert.That(error.Message, Does.Contain("The field PollingDuplexOptions.MaxEndedSessionRecords must be between 0 and 2147483647; it was -1."));
         Assert.That(error.Message, Does.Contain("Polling duplex endpoint '/bad': UserIdSelector must turn a request's user into an id"));
+        Assert.That(error.Message, Does.Contain("Polling duplex endpoint '/bad': AwayGracePeriod must be above zero (a page that reloads needs the time to come back); it was 00:00:00."));
     }
 
     [Test]

@@ -13,8 +13,16 @@ public class CurlTests
         await using var server = await DuplexTestServer.StartAsync(o => o.ServerPollTimeout = TimeSpan.FromMilliseconds(300), https: false);
         var baseUrl = server.PubSub.ToString();
 
-        var open = await CurlAsync("-s", "-X", "POST", $"{baseUrl}/sessions", "-H", "Content-Type: application/json", "-d", "{\"encoding\":\"text\",\"mode\":\"multiple\"}");
+        var open = await CurlAsync("-s", "-X", "POST", $"{baseUrl}/sessions", "-H", "Content-Type: application/json", "-d", "{\"encoding\":\"text\",\"mode\":\"multiple\",\"openId\":\"curl-walkthrough-0001\"}");
         using var opened = JsonDocument.Parse(open);
+
+        // The same open again, as a retry after a lost answer: the same session, not a second one.
+        using var repeated = JsonDocument.Parse(await CurlAsync("-s", "-X", "POST", $"{baseUrl}/sessions", "-H", "Content-Type: application/json", "-d", "{\"encoding\":\"text\",\"mode\":\"multiple\",\"openId\":\"curl-walkthrough-0001\"}"));
+        Assert.That(repeated.RootElement.GetProperty("sessionId").GetString(), Is.EqualTo(opened.RootElement.GetProperty("sessionId").GetString()));
+
+        // Without application/json: 415.
+        var form = await CurlAsync("-s", "-o", "/dev/null", "-w", "%{http_code}", "-X", "POST", $"{baseUrl}/sessions", "-d", "encoding=text");
+        Assert.That(form, Is.EqualTo("415"));
         var id = opened.RootElement.GetProperty("sessionId").GetString();
         var token = opened.RootElement.GetProperty("token").GetString();
 

@@ -8,7 +8,9 @@
 // The floor: the same page fetches the server's floor endpoint (a body of exactly the bytes a full-window response
 // carries) in `streams` loops and reads it with the stream reader, with no session and no parsing, and once more handing
 // each chunk to the client's frame reader; so the client reads as a fraction of what Chromium itself can move here.
-// --cells picks what runs (events,batches,dotnet,floor,parse), for quick passes.
+// --cells picks what runs (events,batches,dotnet,floor,parse,edges), for quick passes.
+// Edges (perf/edges.ts): reload to the first message after the reload (--reloads), and delivery rate and latency
+// through a proxy cutting 5% of responses against a clean run through the same proxy (--burst, --edge-samples).
 // Latency: one subscriber and one publisher session on the pub/sub service, one publish at a time every 20 ms; the time
 // from the publish call to the subscriber's receipt, p50 and p99, in the browser and in .NET.
 import { execFile } from 'node:child_process';
@@ -19,6 +21,7 @@ import { parseArgs, promisify } from 'node:util';
 import type { Page } from 'playwright-core';
 import { launchChromium, noChromium, openPage } from '../test/support/browser.js';
 import { builtApp, Host, repositoryRoot } from '../test/support/host.js';
+import { measureEdges, type EdgeResults } from './edges.js';
 import { browserFloor, browserFlood, type Encoding, type FloorResult, type ReadApi } from './flood.js';
 
 const { values } = parseArgs({
@@ -30,15 +33,18 @@ const { values } = parseArgs({
     window: { type: 'string', default: '256' },
     samples: { type: 'string', default: '500' },
     h2: { type: 'boolean', default: false },
-    cells: { type: 'string', default: 'floor,parse,events,batches,dotnet' },
+    cells: { type: 'string', default: 'floor,parse,events,batches,dotnet,edges' },
+    reloads: { type: 'string', default: '30' },
+    burst: { type: 'string', default: '2000' },
+    'edge-samples': { type: 'string', default: '300' },
   },
 });
 const allCells = ['floor', 'parse', 'events', 'batches', 'dotnet'] as const;
 type Cell = typeof allCells[number];
 const cells = values.cells.split(',').map(c => c.trim());
-const unknownCell = cells.find(c => !(allCells as readonly string[]).includes(c));
+const unknownCell = cells.find(c => !(allCells as readonly string[]).includes(c) && c !== 'edges');
 if (unknownCell !== undefined) {
-  console.error(`--cells takes a comma-separated list of ${allCells.join(', ')}; got '${unknownCell}'.`);
+  console.error(`--cells takes a comma-separated list of ${allCells.join(', ')}, edges; got '${unknownCell}'.`);
   process.exit(2);
 }
 
@@ -196,6 +202,11 @@ try {
     console.log(`latency ${encoding}: browser p50 ${ms(latency[`browser ${encoding}`]!.p50)} ms, p99 ${ms(latency[`browser ${encoding}`]!.p99)} ms; .NET p50 ${ms(net['p50']!)} ms, p99 ${ms(net['p99']!)} ms`);
   }
 
+  let edges: EdgeResults | undefined;
+  if (cells.includes('edges')) {
+    edges = await measureEdges(browser, { reloads: Number(values.reloads), burst: Number(values.burst), samples: Number(values['edge-samples']), rounds, faultRate: 0.05 });
+  }
+
   const floor = await fetchFloor(page);
   const protocol = await page.evaluate(async () => {
     // The polls have filled the resource timing buffer: clear it, so this request's entry is kept.
@@ -251,12 +262,25 @@ try {
     `Load average (1, 5, 15 minutes) at the start: ${loadAtStart.map(l => l.toFixed(1)).join(', ')}; at the end: ${loadavg().map(l => l.toFixed(1)).join(', ')}.`,
     '',
     `The floor under the browser's figures, a bare fetch() round trip from the same page to the same server: p50 ${ms(floor.p50)} ms, p99 ${ms(floor.p99)} ms.`,
+    ...(edges === undefined ? [] : [
+      '',
+      `Reload to the first message after it (a topic published every 10 ms, ${edges.reload.reloads} reloads): p50 ${edges.reload.p50} ms, p99 ${edges.reload.p99} ms, max ${edges.reload.max} ms.`,
+      '',
+      `Through a proxy, clean and cutting 5% of responses (reset before the headers, cut inside them or inside the body), alternating, ${rounds} rounds; a burst of ${values.burst} from the server, then ${values['edge-samples']} publishes one at a time:`,
+      '',
+      '| Run | Delivery rate (msg/s, median round) | Latency p50 (ms) | Latency p99 (ms) | Faults applied | Rates by round |',
+      '|---|---:|---:|---:|---:|---|',
+      ...(['clean', 'cut'] as const).map(w => {
+        const c = edges!.cuts[w];
+        return `| ${w === 'clean' ? 'clean' : '5% cut'} | ${n0(median(c.rate))} | ${ms(median(c.p50))} | ${ms(median(c.p99))} | ${c.faults} | ${c.rate.map(n0).join(', ')} |`;
+      }),
+    ]),
   ];
   console.log(`\n${lines.join('\n')}`);
   const folder = join(repositoryRoot, 'artifacts', 'perf', `browser-client-${new Date().toISOString().replace(/[:.]/g, '-')}`);
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, 'report.md'), `${lines.join('\n')}\n`);
-  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), protocol, loadAverage: { start: loadAtStart, end: loadavg() }, rounds, seconds, streams, size, window: responseWindow, samples, throughput, floorDetail, perResponse, latency, fetchFloor: floor }, null, 2));
+  writeFileSync(join(folder, 'results.json'), JSON.stringify({ chromium: browser.version(), protocol, loadAverage: { start: loadAtStart, end: loadavg() }, rounds, seconds, streams, size, window: responseWindow, samples, throughput, floorDetail, perResponse, latency, fetchFloor: floor, edges }, null, 2));
   console.log(`\nWritten to ${folder}`);
 } finally {
   await browser.close();

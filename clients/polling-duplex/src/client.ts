@@ -97,10 +97,11 @@ export class PollingDuplexClient<E extends DuplexEncoding = 'text'> {
    * Opens a session, or resumes the one this tab saved (after a reload) when the server still has it: what the page
    * before it had not confirmed is sent again, and the stream goes on after the last message it handed over. A saved
    * session the server no longer has (expired, or lost in a server restart), or that another tab is running, is
-   * replaced by a new one; `session.resumeFailure` says why.
+   * replaced by a new one; `session.resumeFailure` says why, and the new session raises `loss` (messages the saved
+   * session held after its last one handed over were not received).
    *
-   * Opening is not idempotent: an open whose answer is lost is tried again (up to `retry.maxOpenAttempts`), and the
-   * session the lost answer named expires on the server after its first-poll timeout.
+   * An open or resume whose answer is lost or cut short is tried again (up to `retry.maxOpenAttempts` times); an open
+   * repeats its `openId`, so the server answers with the session the lost answer named and none is left behind.
    */
   async open(options: { signal?: AbortSignal; resume?: boolean } = {}): Promise<DuplexSession<E>> {
     options.signal?.throwIfAborted();
@@ -126,6 +127,7 @@ export class PollingDuplexClient<E extends DuplexEncoding = 'text'> {
 
   async #open(options: { signal?: AbortSignal; resume?: boolean }): Promise<DuplexSession<E>> {
     let resumeFailure: DuplexError | undefined;
+    let lost: SessionStart['lost'];
     if (this.resume !== undefined && options.resume !== false) {
       const saved = this.#store.load();
       if (saved !== undefined && (saved.endpoint !== this.endpoint || saved.encoding !== this.encoding || saved.mode !== this.mode)) {
@@ -148,62 +150,87 @@ export class PollingDuplexClient<E extends DuplexEncoding = 'text'> {
             resumeFailure = error;
           }
         }
+
+        if (resumeFailure !== undefined) {
+          lost = { sessionId: saved.id, afterSeq: saved.delivered };
+        }
       }
     }
 
     const opened = await this.#openNew(options.signal);
     const release = this.resume === undefined ? undefined : await holdSessionLock(opened.id, this.resume.lockWaitMs);
-    return this.#start(opened, { delivered: 0, sent: 0, unconfirmed: [], resumed: false, resumeFailure }, release);
+    return this.#start(opened, { delivered: 0, sent: 0, unconfirmed: [], resumed: false, resumeFailure, lost }, release);
   }
 
   async #resume(saved: SavedSession, release: () => void, signal: AbortSignal | undefined): Promise<DuplexSession<E>> {
     const opened: OpenedSession = { id: saved.id, token: saved.token, encoding: saved.encoding, mode: saved.mode, limits: saved.limits };
 
     // An empty send changes nothing and says whether the session lives and how far the server received our messages.
-    const response = await this.#withRetries(`resume session ${saved.id}`, signal, request =>
-      this.#transport.request(this.#transport.sessionUrl(saved.id, '/messages'), { method: 'POST', token: saved.token, body: '', contentType: CONTENT_TYPES[saved.encoding], signal: request }));
-    const received = await readReceived(response);
-    if (received === undefined) {
-      throw duplexError('bad-response', `Resuming session ${saved.id}: the server's answer has no "received".`, { status: response.status });
-    }
+    // Its answer is read inside the retries: a body cut short is asked for again, like a connection reset.
+    const received = await this.#withRetries(`resume session ${saved.id}`, signal, request =>
+      this.#transport.request(this.#transport.sessionUrl(saved.id, '/messages'), { method: 'POST', token: saved.token, body: '', contentType: CONTENT_TYPES[saved.encoding], signal: request }), 200,
+    async response => {
+      const value = await readReceived(response);
+      if (value === undefined) {
+        throw new TypeError(`Resuming session ${saved.id}: the server's answer was cut short (no "received").`);
+      }
+
+      return value;
+    });
 
     // The saved unconfirmed messages are numbered from saved.sent + 1; the server may have taken some before the reload.
     const unconfirmed = restorePayloads(saved.encoding, saved.unconfirmed).slice(Math.max(0, received - saved.sent));
-    return this.#start(opened, { delivered: saved.delivered, sent: received, unconfirmed, resumed: true, resumeFailure: undefined }, release);
+    return this.#start(opened, { delivered: saved.delivered, sent: received, unconfirmed, resumed: true, resumeFailure: undefined, lost: undefined }, release);
   }
 
   async #openNew(signal: AbortSignal | undefined): Promise<OpenedSession> {
-    const body = JSON.stringify({ encoding: this.encoding, mode: this.mode });
-    const response = await this.#withRetries('open a session', signal, request =>
-      this.#transport.request(`${this.endpoint}sessions`, { method: 'POST', body, contentType: 'application/json', signal: request }), 201);
-    let json: unknown;
-    try {
-      json = isMediaType(response.headers.get('Content-Type'), 'application/json') ? await response.json() : undefined;
-    } catch {
-      json = undefined;
-    }
+    // One openId per logical open, sent again by each retry: the server answers a retry whose first answer was lost
+    // (a reset, a body cut short) with that same session, so no session is left behind unused.
+    const body = JSON.stringify({ encoding: this.encoding, mode: this.mode, openId: newOpenId() });
+    const opened = await this.#withRetries('open a session', signal, request =>
+      this.#transport.request(`${this.endpoint}sessions`, { method: 'POST', body, contentType: 'application/json', signal: request }), 201,
+    async response => {
+      if (response.headers.get('Content-Type') === null) {
+        // The server always names the type: a 201 without one was cut inside its headers.
+        throw new TypeError("The open's answer was cut inside its headers.");
+      }
 
-    const opened = readOpened(json);
-    if (typeof opened === 'string') {
-      throw duplexError('bad-response', `Could not open a session: ${opened}.`, { status: response.status });
-    }
+      let json: unknown;
+      try {
+        json = isMediaType(response.headers.get('Content-Type'), 'application/json') ? await response.json() : undefined;
+      } catch (error) {
+        // A 201 whose JSON does not parse was cut inside its body.
+        throw new TypeError(`The open's answer was cut short: ${String(error)}`);
+      }
+
+      const read = readOpened(json);
+      if (typeof read === 'string') {
+        // A whole JSON object that is not an open's answer: the server is not what this client speaks to.
+        throw duplexError('bad-response', `Could not open a session: ${read}.`, { status: response.status });
+      }
+
+      return read;
+    });
 
     if (opened.encoding !== this.encoding || opened.mode !== this.mode) {
-      throw duplexError('bad-response', `Asked for a ${this.encoding} ${this.mode} session, the server opened a ${opened.encoding} ${opened.mode} one.`, { status: response.status });
+      throw duplexError('bad-response', `Asked for a ${this.encoding} ${this.mode} session, the server opened a ${opened.encoding} ${opened.mode} one.`);
     }
 
     return opened;
   }
 
-  /** Sends a request until it is answered with `expected`, repeating what may be repeated, at most `maxOpenAttempts` times. */
-  async #withRetries(doing: string, signal: AbortSignal | undefined, send: (signal: AbortSignal) => Promise<Response>, expected = 200): Promise<Response> {
+  /**
+   * Sends a request until it is answered with `expected` and `read` could read its answer, repeating what may be
+   * repeated (a network error, a body cut short: `read` throws a TypeError then), at most `maxOpenAttempts` times.
+   */
+  async #withRetries<T>(doing: string, signal: AbortSignal | undefined, send: (signal: AbortSignal) => Promise<Response>, expected: number, read: (response: Response) => Promise<T>): Promise<T> {
     for (let attempt = 0; ; attempt++) {
       const linked = linkSignals([signal], this.#requestTimeoutMs, `Could not ${doing}: no answer within ${this.#requestTimeoutMs} ms.`);
       let failure: unknown;
       try {
         const response = await send(linked.signal);
         if (response.status === expected) {
-          return response;
+          return await read(response);
         }
 
         failure = await errorFromResponse(response, doing);
@@ -272,6 +299,12 @@ async function readReceived(response: Response): Promise<number | undefined> {
   } catch {
     return undefined;
   }
+}
+
+/** A new open's id: 128 random bits, base64url (22 characters). */
+function newOpenId(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(16));
+  return btoa(String.fromCharCode(...bytes)).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
 }
 
 function positive(name: string, value: number): number {

@@ -3,6 +3,7 @@ export {
   DuplexSession,
   DuplexMessageEvent,
   DuplexGapEvent,
+  DuplexLossEvent,
   DuplexErrorEvent,
   DuplexReconnectingEvent,
   DuplexEndEvent,

@@ -1,7 +1,7 @@
 import { PollingDuplexClient, resumeSettings, type PollingDuplexClientOptions, type ResumeSettings } from './client.js';
 import { DuplexError, duplexError, SessionEndedError } from './errors.js';
 import { backoffFrom, retryDelay, sleep, type Backoff } from './retry.js';
-import { DuplexEndEvent, DuplexErrorEvent, DuplexGapEvent, DuplexReconnectingEvent, type DuplexEndEvent as EndEvent, type DuplexSession } from './session.js';
+import { DuplexEndEvent, DuplexErrorEvent, DuplexGapEvent, DuplexLossEvent, DuplexReconnectingEvent, type DuplexEndEvent as EndEvent, type DuplexSession } from './session.js';
 import type { DuplexEncoding } from './wire.js';
 
 /** The longest topic name the pub/sub service takes, in UTF-16 code units. */
@@ -36,6 +36,7 @@ export class PubSubReopenedEvent extends Event {
 export interface PubSubClientEventMap {
   message: PubSubMessageEvent;
   gap: DuplexGapEvent;
+  loss: DuplexLossEvent;
   reopened: PubSubReopenedEvent;
   reconnecting: DuplexReconnectingEvent;
   reconnected: Event;
@@ -101,6 +102,13 @@ export class PubSubClient<E extends DuplexEncoding = 'text'> extends EventTarget
     const pubsub = new PubSubClient(client, session, topics, topicsKey, options);
     if (!session.resumed && topics.size > 0) {
       await pubsub.#subscribeAll(session);
+    }
+
+    if (session.replaced !== undefined && session.resumeFailure !== undefined) {
+      // This tab's saved session could not be resumed: said after connect() returns, so the page's listener hears it.
+      const { sessionId, afterSeq } = session.replaced;
+      const error = session.resumeFailure;
+      setTimeout(() => pubsub.dispatchEvent(new DuplexLossEvent(error.code, sessionId, afterSeq, undefined, error)), 0);
     }
 
     return pubsub;
@@ -266,6 +274,12 @@ export class PubSubClient<E extends DuplexEncoding = 'text'> extends EventTarget
       this.#iterators.forEach(push => push(message));
     });
     session.addEventListener('gap', event => this.dispatchEvent(new DuplexGapEvent(event.seq, event.missed)));
+    session.addEventListener('loss', event => {
+      // A replaced saved session's loss is the client's to say, once connect() has returned (see connect).
+      if (event.sessionId === session.id) {
+        this.dispatchEvent(new DuplexLossEvent(event.reason, event.sessionId, event.afterSeq, event.missed, event.error));
+      }
+    });
     session.addEventListener('reconnecting', event => this.dispatchEvent(new DuplexReconnectingEvent(event.error, event.attempt, event.delayMs)));
     session.addEventListener('reconnected', () => this.dispatchEvent(new Event('reconnected')));
     session.addEventListener('end', event => void this.#ended(session, event.error));

@@ -4,7 +4,7 @@ export interface RetryOptions {
   readonly baseDelayMs?: number;
   /** The longest delay between retries, in milliseconds. Defaults to 10,000. */
   readonly maxDelayMs?: number;
-  /** How many times an open is tried before it fails (each try may leave an unused session behind). Defaults to 5. */
+  /** How many times an open or resume is tried before it fails (a retried open repeats its openId: no session is left behind). Defaults to 5. */
   readonly maxOpenAttempts?: number;
 }
 

@@ -30,6 +30,22 @@ export class DuplexGapEvent extends Event {
   }
 }
 
+/**
+ * `loss`: messages were lost, and this says so, once per loss. `reason` is the code of what happened: `gap` (the
+ * server dropped `missed` messages at `seq`, its overflow policy being `gap`); a session that ended while messages
+ * may have been waiting for it (`session-faulted` for a window overflow, `session-expired`, `session-evicted`,
+ * `unknown-session` after a server restart, `connection-lost`, `session-shared`, ...), raised on the session that
+ * ended; or a saved session that could not be resumed after a reload (the same codes, and `session-shared` for a
+ * duplicated tab), raised on the session opened in its place. `afterSeq` is the last message handed over from
+ * `sessionId` before the loss: what came after it there was not received. `missed` is how many, where the protocol
+ * knows it (gaps only).
+ */
+export class DuplexLossEvent extends Event {
+  constructor(readonly reason: string, readonly sessionId: string, readonly afterSeq: number, readonly missed: number | undefined, readonly error: DuplexError | undefined) {
+    super('loss');
+  }
+}
+
 /** `error`: the session failed; `end` follows. */
 export class DuplexErrorEvent extends Event {
   constructor(readonly error: DuplexError) {
@@ -54,6 +70,7 @@ export class DuplexEndEvent extends Event {
 export interface DuplexSessionEventMap<T> {
   message: DuplexMessageEvent<T>;
   gap: DuplexGapEvent;
+  loss: DuplexLossEvent;
   error: DuplexErrorEvent;
   reconnecting: DuplexReconnectingEvent;
   reconnected: Event;
@@ -70,6 +87,8 @@ export interface SessionStart {
   readonly unconfirmed: readonly OutgoingPayload[];
   readonly resumed: boolean;
   readonly resumeFailure: DuplexError | undefined;
+  /** The saved session this one replaces, when it could not be resumed: its id and the last message handed over. */
+  readonly lost: { readonly sessionId: string; readonly afterSeq: number } | undefined;
 }
 
 export interface SessionSettings {
@@ -104,6 +123,8 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
   readonly resumed: boolean;
   /** Why a saved session could not be resumed and this one was opened instead, if that happened. */
   readonly resumeFailure: DuplexError | undefined;
+  /** The saved session this one was opened in place of, when it could not be resumed: its id and the last message handed over from it. */
+  readonly replaced: { readonly sessionId: string; readonly afterSeq: number } | undefined;
   /** Settles when the session ends: with undefined when this client closed it, else with the error. Never rejects. */
   readonly ended: Promise<DuplexError | undefined>;
 
@@ -136,6 +157,10 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
   readonly #messageListeners = [new Set<unknown>(), new Set<unknown>()] as const;
 
   #lastAnswer = Date.now();
+  // Set while the page sits in the back-forward cache: polling stops, and pageshow starts it again.
+  #frozen: { readonly resume: Promise<void>; readonly wake: () => void } | undefined;
+  #pollAbort: AbortController | undefined;
+  #unhookPage: (() => void) | undefined;
   #reconnecting = false;
   #persistQueued = false;
 
@@ -159,6 +184,7 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
     this.#pollTimeoutMs = opened.limits.serverPollTimeoutMs + opened.limits.batchWindowMs + settings.pollGraceMs;
     this.#received = this.#delivered = start.delivered;
     this.#sent = start.sent;
+    this.replaced = start.lost;
     this.#outbox = start.unconfirmed.map(payload => ({ payload, settled: true, resolve: () => undefined, reject: () => undefined }));
     this.ended = new Promise(resolve => { this.#endedResolve = resolve; });
   }
@@ -201,8 +227,77 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
   /** @internal Starts polling, and sends again what an earlier page left unconfirmed. */
   start(): void {
     this.#persistNow();
+    this.#hookPage();
     void this.#pollLoop();
     this.#kickSender();
+    if (this.replaced !== undefined && this.resumeFailure !== undefined) {
+      // After the task that hands the session over, so listeners added right after `await client.open()` hear it.
+      const { sessionId, afterSeq } = this.replaced;
+      const error = this.resumeFailure;
+      setTimeout(() => this.dispatchEvent(new DuplexLossEvent(error.code, sessionId, afterSeq, undefined, error)), 0);
+    }
+  }
+
+  /**
+   * Follows the page's lifecycle. A page going away for good (`pagehide`, not persisted: closed, navigated away, or
+   * reloading) tells the server with a request that outlives it (`keepalive`), and the server ends the session after
+   * its `AwayGracePeriod` unless a request comes back first, as a reload's resume does. A page going into the
+   * back-forward cache stops polling, and starts again (resumes) when it is shown.
+   */
+  #hookPage(): void {
+    const page = globalThis as { addEventListener?: typeof addEventListener; removeEventListener?: typeof removeEventListener; document?: unknown };
+    if (typeof page.addEventListener !== 'function' || page.document === undefined) {
+      return;
+    }
+
+    const onHide = (event: Event) => {
+      if ((event as PageTransitionEvent).persisted) {
+        this.#freeze();
+      } else {
+        this.#sendAway();
+      }
+    };
+    const onShow = (event: Event) => {
+      if ((event as PageTransitionEvent).persisted) {
+        this.#thaw();
+      }
+    };
+    page.addEventListener('pagehide', onHide);
+    page.addEventListener('pageshow', onShow);
+    this.#unhookPage = () => {
+      page.removeEventListener!('pagehide', onHide);
+      page.removeEventListener!('pageshow', onShow);
+    };
+  }
+
+  #sendAway(): void {
+    if (this.#state !== 'open') {
+      return;
+    }
+
+    // keepalive: the request outlives the page. Best effort: if it does not arrive, the session lives out its inactivity timeout.
+    void this.#settings.transport.request(this.#settings.transport.sessionUrl(this.id, '/away'), { method: 'POST', token: this.#token, signal: new AbortController().signal, keepalive: true })
+      .then(response => response.body?.cancel(), () => undefined)
+      .catch(() => undefined);
+  }
+
+  #freeze(): void {
+    if (this.#frozen !== undefined || this.#state !== 'open') {
+      return;
+    }
+
+    let wake!: () => void;
+    const resume = new Promise<void>(resolve => { wake = resolve; });
+    this.#frozen = { resume, wake };
+    this.#pollAbort?.abort(new DOMException('The page went into the back-forward cache.', 'AbortError'));
+  }
+
+  #thaw(): void {
+    const frozen = this.#frozen;
+    this.#frozen = undefined;
+    // The time in the cache is not the server's silence: count from now.
+    this.#lastAnswer = Date.now();
+    frozen?.wake();
   }
 
   /**
@@ -398,10 +493,15 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
     let superseded = 0;
     while (this.#state === 'open') {
       await this.#inboxDrained();
+      if (this.#frozen !== undefined) {
+        await this.#frozen.resume;
+      }
+
       if (this.#state !== 'open') {
         return;
       }
 
+      this.#pollAbort = new AbortController();
       const failure = await this.#exchange(this.#pollUrl + this.#delivered, { method: 'GET' }, this.#pollTimeoutMs, 'A poll', async response => {
         if (response.status === 200) {
           await this.#readFrames(response);
@@ -409,9 +509,14 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
         }
 
         return response.status === 204 ? response.body?.cancel().catch(() => undefined) : errorFromResponse(response, `poll session ${this.id}`);
-      });
+      }, this.#pollAbort.signal);
       if (this.#state !== 'open') {
         return;
+      }
+
+      if (this.#frozen !== undefined) {
+        // Abandoned for the back-forward cache, not failed: poll again once the page is shown.
+        continue;
       }
 
       if (failure === undefined) {
@@ -440,6 +545,12 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
   }
 
   async #readFrames(response: Response): Promise<void> {
+    if (response.headers.get('Content-Type') === null) {
+      // The server always names the type: a 200 without one was cut inside its headers. The same poll again gets it.
+      await response.body?.cancel().catch(() => undefined);
+      throw new TypeError(`A poll response of session ${this.id} was cut inside its headers.`);
+    }
+
     if (!isMediaType(response.headers.get('Content-Type'), CONTENT_TYPES[this.encoding]) || response.body === null) {
       await response.body?.cancel().catch(() => undefined);
       throw duplexError('bad-response', `A poll of ${this.encoding} session ${this.id} was answered 200 with '${response.headers.get('Content-Type') ?? 'no content type'}', not ${CONTENT_TYPES[this.encoding]}.`, { status: 200 });
@@ -497,6 +608,7 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
     this.#schedulePersist();
     if (item.kind === 'gap') {
       this.dispatchEvent(new DuplexGapEvent(item.seq, item.missed));
+      this.dispatchEvent(new DuplexLossEvent('gap', this.id, item.seq - 1, item.missed, undefined));
     } else if (this.#messageListeners[0].size + this.#messageListeners[1].size > 0) {
       // An event object and its dispatch cost more than the rest of a message's reading: none for nobody.
       this.dispatchEvent(new DuplexMessageEvent(item.seq, item.data));
@@ -659,8 +771,8 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
    * One request of the session, bounded by `timeoutMs` and by the session's end: returns what `answer` makes of the
    * response (undefined for success, else the failure), or the error the request failed with. Never throws.
    */
-  async #exchange(url: string, request: Pick<DuplexRequest, 'method' | 'body' | 'contentType'>, timeoutMs: number, what: string, answer: (response: Response) => Promise<unknown>): Promise<unknown> {
-    const { signal, dispose } = linkSignals([this.#stop.signal], timeoutMs, `${what} on session ${this.id} got no answer within ${timeoutMs} ms.`);
+  async #exchange(url: string, request: Pick<DuplexRequest, 'method' | 'body' | 'contentType'>, timeoutMs: number, what: string, answer: (response: Response) => Promise<unknown>, abort?: AbortSignal): Promise<unknown> {
+    const { signal, dispose } = linkSignals([this.#stop.signal, abort], timeoutMs, `${what} on session ${this.id} got no answer within ${timeoutMs} ms.`);
     try {
       return await answer(await this.#settings.transport.request(url, { ...request, token: this.#token, signal }));
     } catch (error) {
@@ -704,6 +816,11 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
     this.#error = error;
     this.#end(error);
     this.dispatchEvent(new DuplexErrorEvent(error));
+    if (isLoss(error)) {
+      // Whatever the server held for this session after the last message handed over is gone with it.
+      this.dispatchEvent(new DuplexLossEvent(error.code, this.id, this.#delivered, undefined, error));
+    }
+
     this.dispatchEvent(new DuplexEndEvent(error));
     this.#endedResolve(error);
   }
@@ -711,6 +828,9 @@ export class DuplexSession<E extends DuplexEncoding = DuplexEncoding> extends Ev
   /** Stops every request, settles every send, forgets the saved state and lets go of the session's lock. */
   #end(error: DuplexError): void {
     this.#stop.abort(error);
+    this.#unhookPage?.();
+    this.#frozen?.wake();
+    this.#frozen = undefined;
     for (const item of [...this.#inFlight, ...this.#outbox.splice(0)]) {
       settle(item, error);
     }
@@ -778,6 +898,11 @@ function settle(item: Outgoing, error?: unknown): void {
   }
 }
 
+
+/** Whether a session that failed with `error` may have lost messages: any end but a client bug or refusal of a request. */
+function isLoss(error: DuplexError): boolean {
+  return error instanceof SessionEndedError || error.code === 'connection-lost' || error.code === 'session-shared' || error.code === 'sequence-gap';
+}
 
 /** EventTarget tells listeners apart by the listener and its capture flag. */
 function isCapture(options: boolean | EventListenerOptions | undefined): boolean {

@@ -15,6 +15,8 @@ export interface DuplexRequest {
   readonly body?: Uint8Array | string | undefined;
   readonly contentType?: string | undefined;
   readonly signal: AbortSignal;
+  /** Whether the request outlives the page (the away request on `pagehide`). */
+  readonly keepalive?: boolean;
 }
 
 /** Sends the protocol's requests to one endpoint, with the page's cookies and the application's headers. */
@@ -58,6 +60,7 @@ export class Transport {
       body: (request.body ?? null) as BodyInit | null,
       credentials: this.#options.credentials,
       signal: request.signal,
+      ...(request.keepalive === true ? { keepalive: true } : {}),
     });
   }
 }

@@ -8,6 +8,7 @@ import { Host } from './support/host.js';
 
 interface Recorded {
   kind: string;
+  reason?: string;
   session?: string;
   resumed?: boolean;
   resumeFailure?: string;
@@ -123,6 +124,8 @@ describe('resuming across page reloads in Chromium', { skip: noChromium, timeout
     assert.deepEqual(numbers(records.get(first)!), range(1, 20));
     assert.deepEqual(numbers(records.get(second)!), range(1, 20));
     assert.ok([...records.values()].flat().every(r => r.kind !== 'error'));
+    assert.deepEqual(records.get(second)!.filter(r => r.kind === 'loss').map(r => r.reason), ['session-shared'], 'the duplicated tab says it did not get the first tab\'s session');
+    assert.deepEqual(records.get(first)!.filter(r => r.kind === 'loss'), []);
   });
 
   for (const policy of ['FaultSession', 'GapMarker'] as const) {
@@ -165,12 +168,17 @@ describe('resuming across page reloads in Chromium', { skip: noChromium, timeout
           assert.equal(back.resumeFailure, 'session-faulted');
           assert.match(back.resumeFailureDetail!, /overflow/);
           assert.ok(stream.length < 60, 'what was published while no session existed is lost, as documented');
+          // ...and said: one loss event on the page, naming the saved session and where it stopped.
+          const losses = logged.filter(r => r.kind === 'loss');
+          assert.deepEqual(losses.map(r => r.reason), ['session-faulted']);
         } else {
           assert.equal(back.resumed, true);
           const gaps = logged.filter(r => r.kind === 'gap');
           assert.ok(gaps.length >= 1, 'the time away left a gap');
           // Every message is either received or counted in a gap: loss is never silent.
           assert.equal(stream.length + gaps.reduce((sum, gap) => sum + gap.missed!, 0), 60, JSON.stringify(gaps));
+          const losses = logged.filter(r => r.kind === 'loss');
+          assert.deepEqual(losses.map(r => [r.reason, r.missed]), gaps.map(gap => ['gap', gap.missed]), 'each gap is a loss event too');
         }
       } finally {
         await small.stop();

@@ -14,12 +14,12 @@ namespace ChannelPool.PollingDuplex.Redis;
 /// pb (bytes held), uo (frames queued directly while no poll was outstanding), pn (poll number), pu (the outstanding
 /// poll ends by, Unix ms), fpd (first-poll deadline; 0 once polled), wins (the last 16 stretches without a poll, as
 /// 'from,to,counted;...': what a session may fall behind by is counted in them), mr (memberships renewed at), rc (a
-/// handler's claim on a message).
+/// handler's claim on a message), aw (its page went away: see RedisAwayScripts).
 /// Queue entries: 'j' + JSON, 'b' + bytes, or 'g' + how many messages a gap stands for. Cursors: source → 'epoch:id'.
 /// </remarks>
 internal static class RedisSessionScripts
 {
-    private const string Prelude = """
+    internal const string Prelude = """
         local sk, qk, ck, xk = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
         local id, th, uid = ARGV[1], ARGV[2], ARGV[3]
         local now, inact, wake = tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6]
@@ -55,6 +55,8 @@ internal static class RedisSessionScripts
           end
           if fpd > 0 then redis.call('PEXPIREAT', ck, fpd + inact) else redis.call('PEXPIRE', ck, inact * 2) end
           redis.call('PEXPIRE', xk, inact * 2)
+          -- A request came: whatever page sent 'away' came back (RedisSessionStore.Away.cs).
+          redis.call('HDEL', sk, 'aw')
         end
 
         -- A key this script created outside touch() expires with the session, without renewing it.
@@ -473,7 +475,8 @@ internal static class RedisSessionScripts
     public const string EndPoll = Prelude + """
         if redis.call('HGET', sk, 'pn') == ARGV[7] then
           redis.call('HSET', sk, 'pu', ARGV[4])
-          touch()
+          -- The poll of a page that went away ends when that page unloads: that is not the page coming back.
+          if redis.call('HEXISTS', sk, 'aw') == 0 then touch() end
         end
         return {0}
         """;

@@ -8,7 +8,9 @@ namespace ChannelPool.PollingDuplex.BrowserClient;
 
 /// <summary>
 /// The browser client's ES modules, compiled from clients/polling-duplex at build time and embedded in this assembly
-/// (BrowserClient.targets). Each is served as it is, with an ETag, so a page revalidates it instead of downloading it.
+/// (BrowserClient.targets): the <c>.js</c> modules, their <c>.d.ts</c> types and <c>.js.map</c> source maps. Each is
+/// served as it is, with an ETag (a hash of its content) and <c>Cache-Control: no-cache</c>, so a page revalidates it on
+/// every load and never runs a module older than the server it talks to, yet downloads it only when it changed.
 /// </summary>
 internal sealed class BrowserClientModule
 {
@@ -45,10 +47,16 @@ internal sealed class BrowserClientModule
             return Task.CompletedTask;
         }
 
-        response.ContentType = "text/javascript; charset=utf-8";
+        response.ContentType = ContentTypeOf(file);
         response.ContentLength = entry.Content.Length;
         return HttpMethods.IsHead(context.Request.Method) ? Task.CompletedTask : response.Body.WriteAsync(entry.Content, context.RequestAborted).AsTask();
     }
+
+    /// <summary>The module's files are JavaScript, TypeScript declarations and source maps.</summary>
+    private static string ContentTypeOf(string file) =>
+        file.EndsWith(".d.ts", StringComparison.Ordinal) ? "application/typescript; charset=utf-8"
+        : file.EndsWith(".map", StringComparison.Ordinal) ? "application/json; charset=utf-8"
+        : "text/javascript; charset=utf-8";
 
     private static BrowserClientModule Load(Assembly assembly)
     {

@@ -12,8 +12,10 @@ public static class PollingDuplexBrowserClientEndpointRouteBuilderExtensions
 
     /// <summary>
     /// Serves the browser client's ES modules under <paramref name="pattern"/>, so a page imports it from the app
-    /// itself: <c>import { PubSubClient } from '/_channelpool/polling-duplex/index.js'</c>. The modules are embedded in
-    /// this assembly; each is served with an ETag and revalidated on every page load (<c>Cache-Control: no-cache</c>).
+    /// itself: <c>import { PubSubClient } from '/_channelpool/polling-duplex/index.js'</c>. Their TypeScript types
+    /// (<c>index.d.ts</c>, ...) and source maps are served beside them. The files are embedded in this assembly; each is
+    /// served with an ETag and revalidated on every page load (<c>Cache-Control: no-cache</c>), so a page never runs a
+    /// stale module against a newer server.
     /// </summary>
     /// <param name="endpoints">The route builder.</param>
     /// <param name="pattern">The path prefix; <see cref="DefaultPattern"/> by default.</param>

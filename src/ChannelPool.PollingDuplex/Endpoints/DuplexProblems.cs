@@ -23,6 +23,10 @@ internal static class DuplexProblems
         _ => WriteProblemAsync(context, 404, DuplexWire.Codes.UnknownSession, "Unknown session", $"There is no session {id}. Open a new one."),
     };
 
+    /// <summary>Answers an open that is not <c>application/json</c>.</summary>
+    public static Task WriteOpenContentTypeAsync(HttpContext context) =>
+        WriteProblemAsync(context, 415, DuplexWire.Codes.OpenContentType, "Open must be JSON", $"Open a session with Content-Type: application/json and a JSON object body ({{}} will do), not '{context.Request.ContentType}'. A cross-site form cannot send that type, so no other page can open a session with this user's cookies.");
+
     /// <summary>Answers an open whose body is over <paramref name="limit"/> bytes.</summary>
     public static Task WriteOpenBodyTooLargeAsync(HttpContext context, int limit) =>
         WriteProblemAsync(context, 413, DuplexWire.Codes.MessageTooLarge, "Open body too large", $"The open body may be at most {limit} bytes.");
@@ -142,7 +146,7 @@ internal static class DuplexProblems
     {
         if (allow is null)
         {
-            return WriteProblemAsync(context, 404, DuplexWire.Codes.NotFound, "Not found", $"There is nothing at '{context.Request.Path}'. The endpoint serves POST sessions, POST sessions/{{id}}/messages, GET sessions/{{id}}/poll and DELETE sessions/{{id}}.");
+            return WriteProblemAsync(context, 404, DuplexWire.Codes.NotFound, "Not found", $"There is nothing at '{context.Request.Path}'. The endpoint serves POST sessions, POST sessions/{{id}}/messages, GET sessions/{{id}}/poll, POST sessions/{{id}}/away and DELETE sessions/{{id}}.");
         }
 
         context.Response.Headers.Allow = allow;

@@ -80,11 +80,22 @@ internal static class DuplexRequestReader
     public static bool TryReadAck(HttpContext context, out long ack) =>
         long.TryParse(context.Request.Query["ack"].ToString(), NumberStyles.None, CultureInfo.InvariantCulture, out ack);
 
-    /// <summary>Reads and checks the open body (an optional JSON object naming the encoding and mode), or answers what is wrong with it and returns null.</summary>
-    public static async Task<(DuplexEncoding Encoding, PollingDuplexMode Mode)?> ReadOpenRequestAsync(HttpContext context)
+    /// <summary>
+    /// Reads and checks the open: its content type (<c>application/json</c>, which a cross-site form cannot send) and its
+    /// body (an optional JSON object naming the encoding, the mode and the client's <c>openId</c>), or answers what is
+    /// wrong with it and returns null.
+    /// </summary>
+    public static async Task<DuplexOpenRequest?> ReadOpenRequestAsync(HttpContext context)
     {
+        if (!MediaTypeHeaderValue.TryParse(context.Request.ContentType, out var contentType) || !string.Equals(contentType.MediaType, "application/json", StringComparison.OrdinalIgnoreCase))
+        {
+            await DuplexProblems.WriteOpenContentTypeAsync(context);
+            return null;
+        }
+
         var encoding = DuplexEncoding.Text;
         var mode = PollingDuplexMode.MultipleMessagesPerPoll;
+        string? openId = null;
         var body = await ReadOpenBodyAsync(context);
         if (body is null)
         {
@@ -119,6 +130,12 @@ internal static class DuplexRequestReader
                     await DuplexProblems.WriteBadOpenRequestAsync(context, $"Unknown mode {m.GetRawText()}; use \"single\" or \"multiple\".");
                     return null;
                 }
+
+                if (document.RootElement.TryGetProperty("openId", out var o) && !DuplexOpenRequest.IsOpenId(openId = o.ValueKind == JsonValueKind.String ? o.GetString() : null))
+                {
+                    await DuplexProblems.WriteBadOpenRequestAsync(context, $"Bad openId {o.GetRawText()}: it must be a string of {DuplexOpenRequest.MinOpenIdLength} to {DuplexOpenRequest.MaxOpenIdLength} characters of A-Z, a-z, 0-9, '_' and '-', new for each open (and reused only by its retries).");
+                    return null;
+                }
             }
             catch (JsonException ex)
             {
@@ -127,7 +144,7 @@ internal static class DuplexRequestReader
             }
         }
 
-        return (encoding, mode);
+        return new DuplexOpenRequest(encoding, mode, openId);
     }
 
     /// <summary>

@@ -9,7 +9,7 @@ using Microsoft.Extensions.Logging;
 namespace ChannelPool.PollingDuplex;
 
 /// <summary>
-/// The four requests of the protocol (docs/polling-duplex-protocol.md), on any <see cref="DuplexSessionStore"/>: each
+/// The requests of the protocol (docs/polling-duplex-protocol.md), on any <see cref="DuplexSessionStore"/>: each
 /// handler reads the request, asks the store, and answers. What a request may do is decided here, once for every store.
 /// </summary>
 /// <param name="store">The endpoint's store.</param>
@@ -24,7 +24,7 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
     /// <summary><c>POST {base}/sessions</c>: opens a session.</summary>
     public async Task OpenAsync(HttpContext context)
     {
-        if (await DuplexRequestReader.ReadOpenRequestAsync(context) is not var (encoding, mode))
+        if (await DuplexRequestReader.ReadOpenRequestAsync(context) is not { } request)
         {
             return;
         }
@@ -34,8 +34,16 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
             return;
         }
 
+        var (encoding, mode, openId) = request;
         try
         {
+            if (openId is not null && await store.FindOpenAsync(openId, userId, context.RequestAborted) is { } earlier)
+            {
+                // A retry of an open whose answer was lost: the same session, not an orphan.
+                await WriteOpenedAsync(context, earlier.SessionId, earlier.Token, earlier.Encoding, earlier.Mode);
+                return;
+            }
+
             DuplexOpenResult opened;
             using (var activity = PollingDuplexTelemetry.ActivitySource.StartActivity("pollingduplex.session.open"))
             {
@@ -46,6 +54,10 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
 
             switch (opened.Status)
             {
+                case DuplexOpenStatus.Opened when openId is not null:
+                    var answer = await RememberOpenAsync(context, openId, userId, new DuplexRememberedOpen(opened.SessionId!, opened.Token!, encoding, mode));
+                    await WriteOpenedAsync(context, answer.SessionId, answer.Token, answer.Encoding, answer.Mode);
+                    return;
                 case DuplexOpenStatus.Opened:
                     await WriteOpenedAsync(context, opened.SessionId!, opened.Token!, encoding, mode);
                     return;
@@ -191,6 +203,35 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
         }
     }
 
+    /// <summary>
+    /// <c>POST {base}/sessions/{id}/away</c>: the client's page went away (closed, navigated, or reloading). The session
+    /// ends <see cref="PollingDuplexOptions.AwayGracePeriod"/> later unless a request on it comes back first.
+    /// </summary>
+    public async Task AwayAsync(HttpContext context, string id, string token)
+    {
+        if (await DuplexRequestReader.ReadUserAsync(context, Options) is not (true, var userId))
+        {
+            return;
+        }
+
+        try
+        {
+            var lookup = await store.AwayAsync(id, token, userId, context.RequestAborted);
+            if (lookup.Status == DuplexLookupStatus.Found || lookup.Status == DuplexLookupStatus.Ended)
+            {
+                // Repeating it, or sending it after the session ended, answers the same: the page is gone either way.
+                context.Response.StatusCode = StatusCodes.Status204NoContent;
+                return;
+            }
+
+            await DuplexProblems.WriteLookupFailureAsync(context, id, lookup);
+        }
+        catch (DuplexStoreUnavailableException ex)
+        {
+            await DuplexProblems.WriteStoreUnavailableAsync(context, ex);
+        }
+    }
+
     /// <summary>Any other request under the endpoint: <c>405</c> with <c>Allow</c> for a known path, else <c>404</c>; both with a problem body.</summary>
     public static Task NotFoundOrWrongMethodAsync(HttpContext context)
     {
@@ -201,6 +242,7 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
             ["sessions", { Length: > 0 }] => HttpMethods.Delete,
             ["sessions", { Length: > 0 }, "messages"] => HttpMethods.Post,
             ["sessions", { Length: > 0 }, "poll"] => HttpMethods.Get,
+            ["sessions", { Length: > 0 }, "away"] => HttpMethods.Post,
             _ => null,
         };
         return DuplexProblems.WriteNotFoundOrWrongMethodAsync(context, allow);
@@ -288,6 +330,21 @@ internal sealed class PollingDuplexEndpoints(DuplexSessionStore store, PubSubTop
         }
 
         await WriteReceivedAsync(context, received);
+    }
+
+    /// <summary>
+    /// Remembers a new session as the answer to its <c>openId</c>; when a concurrent open with the same id was remembered
+    /// first, this one's session is closed and that one's answer stands.
+    /// </summary>
+    private async Task<DuplexRememberedOpen> RememberOpenAsync(HttpContext context, string openId, string? userId, DuplexRememberedOpen opened)
+    {
+        var answer = await store.RememberOpenAsync(openId, userId, opened, context.RequestAborted);
+        if (!string.Equals(answer.SessionId, opened.SessionId, StringComparison.Ordinal))
+        {
+            await store.CloseSessionAsync(opened.SessionId, CancellationToken.None);
+        }
+
+        return answer;
     }
 
     /// <summary>Answers a successful open: <c>201</c> with the session's id, token and the endpoint's settings.</summary>

@@ -33,6 +33,7 @@ public sealed class DuplexSession
     private TaskCompletionSource? _room;
     private DuplexSessionEndReason? _endReason;
     private long _lastActivity;
+    private long _awayUntil;
     private long _received;
 
     /// <summary>What one held frame costs beyond its payload (its slot, sequence number and share of the message), in bytes.</summary>
@@ -265,7 +266,18 @@ public sealed class DuplexSession
 
     internal byte[] TokenHash => _tokenHash;
 
-    internal void Touch() => Volatile.Write(ref _lastActivity, _store.TimeProvider.GetTimestamp());
+    internal void Touch()
+    {
+        Volatile.Write(ref _lastActivity, _store.TimeProvider.GetTimestamp());
+        Volatile.Write(ref _awayUntil, 0);
+    }
+
+    /// <summary>Gets when the session ends because its page went away (a timestamp), or 0 while it is not away; a request on it sets it back to 0.</summary>
+    internal long AwayUntil
+    {
+        get => Volatile.Read(ref _awayUntil);
+        set => Volatile.Write(ref _awayUntil, value);
+    }
 
     /// <summary>
     /// Starts a poll: applies its acknowledgement, and makes it the session's one outstanding poll, superseding any
@@ -311,6 +323,7 @@ public sealed class DuplexSession
             firstPoll = !HasPolled;
             HasPolled = true;
             _lastActivity = _store.TimeProvider.GetTimestamp();
+            _awayUntil = 0;
         }
 
         room?.TrySetResult();

@@ -435,12 +435,13 @@ internal sealed partial class InMemorySessionStore : DuplexSessionStore
         var limit = (long)(Options.InactivityTimeout.TotalSeconds * TimeProvider.TimestampFrequency);
         foreach (var session in _sessions.Values)
         {
-            if (now - session.LastActivity > limit)
+            if (now - session.LastActivity > limit || IsAwayPast(session, now))
             {
                 End(session, DuplexSessionEndReason.Expired);
             }
         }
 
+        ForgetOpens(now);
         using (_tombstoneLock.EnterScope())
         {
             // Records are kept in the order sessions ended and live equally long, so the expired ones are at the head.

@@ -120,7 +120,7 @@ public class NoLockoutTests(DuplexStore store)
         var floodStatuses = new ConcurrentDictionary<HttpStatusCode, int>();
         var flood = Parallel.ForEachAsync(Enumerable.Range(0, FloodOpens), new ParallelOptions { MaxDegreeOfParallelism = Workers }, async (_, token) =>
         {
-            using var opened = await floodHttp.PostAsync(new Uri(server.Address + "/sessions"), null, token);
+            using var opened = await floodHttp.PostAsync(new Uri(server.Address + "/sessions"), RawSession.JsonContent("{}"), token);
             floodStatuses.AddOrUpdate(opened.StatusCode, 1, (_, n) => n + 1);
         });
         var floodTook = flood.ContinueWith(_ => clock.Elapsed, TaskScheduler.Default);

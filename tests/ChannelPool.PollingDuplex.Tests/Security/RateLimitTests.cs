@@ -64,11 +64,11 @@ public class RateLimitTests
         var statuses = new List<HttpStatusCode>();
         foreach (var http in new[] { first, second, first, second })
         {
-            using var opened = await http.PostAsync(new Uri(server.Address + "/sessions"), null);
+            using var opened = await http.PostAsync(new Uri(server.Address + "/sessions"), RawSession.JsonContent("{}"));
             statuses.Add(opened.StatusCode);
         }
 
-        using var alicesOpen = await alice.PostAsync(new Uri(server.Address + "/sessions"), null);
+        using var alicesOpen = await alice.PostAsync(new Uri(server.Address + "/sessions"), RawSession.JsonContent("{}"));
         Assert.That(statuses, Is.EqualTo(new[] { HttpStatusCode.Created, HttpStatusCode.Created, HttpStatusCode.Created, HttpStatusCode.TooManyRequests }), "both anonymous clients come from 127.0.0.1: one bucket of 3");
         Assert.That(alicesOpen.StatusCode, Is.EqualTo(HttpStatusCode.Created));
     }

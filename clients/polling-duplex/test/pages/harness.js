@@ -24,11 +24,14 @@ if (query.get('auto') === 'pubsub') {
     mode: query.get('mode') ?? 'multiple',
     resume: { lockWaitMs: Number(query.get('lockWaitMs') ?? 2000) },
     retry: { baseDelayMs: 100, maxDelayMs: 1000 },
+    requestTimeoutMs: Number(query.get('requestTimeoutMs') ?? 30000),
+    pollGraceMs: Number(query.get('pollGraceMs') ?? 10000),
   });
   window.pubsub = pubsub;
   const session = () => pubsub.session;
   pubsub.addEventListener('message', e => record({ kind: 'message', topic: e.topic, data: e.data, seq: e.seq, session: session().id }));
   pubsub.addEventListener('gap', e => record({ kind: 'gap', seq: e.seq, missed: e.missed }));
+  pubsub.addEventListener('loss', e => record({ kind: 'loss', reason: e.reason, lostSession: e.sessionId, afterSeq: e.afterSeq, missed: e.missed }));
   pubsub.addEventListener('reopened', e => record({ kind: 'reopened', previous: e.previousSessionId, session: e.sessionId, code: e.error.code }));
   pubsub.addEventListener('reconnecting', e => record({ kind: 'reconnecting', error: String(e.error) }));
   pubsub.addEventListener('error', e => record({ kind: 'error', code: e.error.code, message: e.error.message }));

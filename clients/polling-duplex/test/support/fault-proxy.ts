@@ -8,6 +8,10 @@ export type Fault =
   | { readonly kind: 'drop-request' }
   /** The server acts on the request; its response is lost (the connection is reset instead). */
   | { readonly kind: 'lose-response' }
+  /** The server acts on the request; the first `bytes` bytes of its response's head (status line, headers) get through, then the connection is reset. */
+  | { readonly kind: 'cut-headers'; readonly bytes: number }
+  /** The whole response gets through; then the connection is reset, so the next request on it fails before any answer. */
+  | { readonly kind: 'reset-after' }
   /** The response's status, headers and first `bytes` bytes of body get through; then the connection is reset. */
   | { readonly kind: 'cut-body'; readonly bytes: number }
   /** The proxy answers itself, as a balancer does (its own 502, or 503 with Retry-After), without asking the server. */
@@ -106,6 +110,19 @@ export class FaultProxy {
           }
         });
         return;
+      }
+
+      if (fault.kind === 'cut-headers') {
+        reply.resume();
+        reply.once('end', () => {
+          const head = `HTTP/1.1 ${reply.statusCode ?? 502} ${reply.statusMessage ?? ''}\r\n${Object.entries(reply.headers).filter(([name]) => !hopByHop.has(name)).map(([name, value]) => `${name}: ${String(value)}`).join('\r\n')}\r\n\r\n`;
+          req.socket.write(head.slice(0, fault.bytes), () => req.socket.destroy());
+        });
+        return;
+      }
+
+      if (fault.kind === 'reset-after') {
+        res.once('finish', () => setTimeout(() => req.socket.destroy(), 20));
       }
 
       res.writeHead(reply.statusCode ?? 502, Object.fromEntries(Object.entries(reply.headers).filter(([name]) => !hopByHop.has(name))));

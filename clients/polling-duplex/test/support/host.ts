@@ -29,6 +29,8 @@ export interface HostOptions {
   readonly overflowPolicy?: 'FaultSession' | 'GapMarker';
   /** How many frames one flood response may carry (the flood endpoint's MaxPendingMessagesPerSession). */
   readonly floodWindow?: number;
+  /** The endpoints' AwayGracePeriod, in milliseconds (10,000 by default, as the library's). */
+  readonly awayGraceMs?: number;
 }
 
 /** The browser test server (tests/ChannelPool.PollingDuplex.BrowserHost): real Kestrel on 127.0.0.1, started by the test. */
@@ -54,6 +56,7 @@ export class Host {
       `--PendingMessages=${options.pendingMessages ?? 64}`,
       `--OverflowPolicy=${options.overflowPolicy ?? 'FaultSession'}`,
       `--FloodWindow=${options.floodWindow ?? 256}`,
+      `--AwayGraceMs=${options.awayGraceMs ?? 10_000}`,
       `--Pages=${join(packageRoot, 'test', 'pages')}`,
     ];
     const child = spawn('dotnet', args, { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, DOTNET_NOLOGO: '1' } });
@@ -87,6 +90,11 @@ export class Host {
    */
   async publish(topic: string, count: number, intervalMs = 0, from = 1, untilDone = false): Promise<void> {
     await this.control(`publish?topic=${encodeURIComponent(topic)}&count=${count}&intervalMs=${intervalMs}&from=${from}&wait=${untilDone}`, { method: 'POST' });
+  }
+
+  /** How many sessions `endpoint` holds now, pending and active (from its sessions gauge). */
+  async sessions(endpoint = '/pubsub'): Promise<number> {
+    return ((await (await this.control(`sessions?endpoint=${encodeURIComponent(endpoint)}`)).json()) as { count: number }).count;
   }
 
   async subscribers(topic: string): Promise<number> {
