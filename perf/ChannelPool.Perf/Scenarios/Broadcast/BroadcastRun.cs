@@ -159,7 +159,7 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
     {
         var capacity = context.CapacityFor(transport.Protocol);
         var ceiling = Math.Min(settings.MaxClients, capacity);
-        var limit = capacity < settings.MaxClients ? $"capped at {capacity:N0} by this process's open-file limit" : null;
+        var capped = capacity < settings.MaxClients ? $"capped at {capacity:N0} by this process's open-file limit" : null;
         var probes = new List<BroadcastProbe>();
         await using var fleet = new ClientFleet(transport, Topic, settings.ConnectConcurrency);
         await using var publisher = await transport.ConnectAsync(static _ => { }, cancellationToken);
@@ -206,33 +206,34 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
             m = next;
         }
 
-        // Confirm with all K bursts, stepping down by the resolution until it holds, as far as half the scouts' M: on a
-        // shared machine a few seconds of someone else's load fail a K-burst probe, and four steps then read as no M at all.
+        // Confirm with all K bursts: step down by the resolution a few times, then halve, until an M holds. On a shared
+        // machine a few seconds of someone else's load fail a K-burst probe, so a search that gave up after a few steps
+        // read as no M at all; this one goes down to one client, and says so when even that failed.
         var confirmed = 0;
-        if (passed > 0)
+        var lowestTried = probes.Min(p => p.Clients);
+        m = passed > 0 ? passed : lowestTried / 2;
+        for (var step = 0; m >= 1; step++)
         {
-            m = passed;
-            for (var attempt = 0; m > 0 && m >= passed / 2 && attempt < 8; attempt++)
+            if (scout == settings.Bursts && probes.Any(p => p.Clients == m && p.Passed))
             {
-                if (scout == settings.Bursts && probes.Any(p => p.Clients == m && p.Passed))
-                {
-                    confirmed = m;
-                    break;
-                }
-
-                var probe = await ProbeAsync(run, fleet, publisher, transport, m, period, settings.Bursts, cancellationToken);
-                probes.Add(probe);
-                if (probe.Passed)
-                {
-                    confirmed = m;
-                    break;
-                }
-
-                m = (int)(m * (1 - settings.Resolution));
+                confirmed = m;
+                break;
             }
+
+            var probe = await ProbeAsync(run, fleet, publisher, transport, m, period, settings.Bursts, cancellationToken);
+            probes.Add(probe);
+            lowestTried = Math.Min(lowestTried, m);
+            if (probe.Passed)
+            {
+                confirmed = m;
+                break;
+            }
+
+            m = step < 4 ? Math.Min(m - 1, (int)(m * (1 - settings.Resolution))) : m / 2;
         }
 
         var reachedCeiling = confirmed >= ceiling;
+        var limit = reachedCeiling ? capped ?? $"reached the search's maximum of {settings.MaxClients:N0}" : null;
         return new BroadcastResult(
             transport.Name,
             transport.Protocol.Label(),
@@ -240,7 +241,7 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
             settings.Bursts,
             confirmed,
             reachedCeiling,
-            reachedCeiling ? limit ?? $"reached the search's maximum of {settings.MaxClients:N0}" : null,
+            confirmed == 0 ? $"no M held all {settings.Bursts:N0} bursts on time, down to {lowestTried:N0} client(s)" : limit,
             probes);
     }
 

@@ -69,7 +69,7 @@ internal sealed record BroadcastProbe(int Clients, int Bursts, bool Passed, int 
 /// <param name="Bursts">K.</param>
 /// <param name="LargestClients">The largest M confirmed with all K bursts on time (0 if none).</param>
 /// <param name="LimitReached">Whether the search stopped at its ceiling rather than at a failure.</param>
-/// <param name="Limit">What the ceiling was, when it was reached.</param>
+/// <param name="Limit">What the ceiling was, when it was reached; or, when no M held, that none did and down to what M the search went.</param>
 /// <param name="Probes">Every probe, in order.</param>
 internal sealed record BroadcastResult(string Transport, string Protocol, double PeriodSeconds, int Bursts, int LargestClients, bool LimitReached, string? Limit, IReadOnlyList<BroadcastProbe> Probes)
 {
