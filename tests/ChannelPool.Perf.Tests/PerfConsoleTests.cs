@@ -144,6 +144,29 @@ public class PerfConsoleTests
     }
 
     [Test]
+    public async Task Broadcast_SearchThatFailsItsFirstM_DescendsUntilAnMHolds_OrSaysNoneDidDownToOneClient()
+    {
+        // A 1 ms period: a burst to 20 clients cannot finish in time, so the first M fails.
+        var (exit, console) = await RunAsync("broadcast", "--quick", "--transport", "polling-duplex", "--periods", "0.001", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(Directory.GetDirectories(_output).Single(), "results.json")));
+        var result = json.RootElement.GetProperty("sections").EnumerateArray().Single().GetProperty("results").EnumerateArray().First();
+        var probes = result.GetProperty("probes").EnumerateArray().ToList();
+        Assert.That(probes[0].GetProperty("passed").GetBoolean(), Is.False, console);
+        if (result.GetProperty("largestClients").GetInt32() is var largest and > 0)
+        {
+            Assert.That(probes.Last().GetProperty("passed").GetBoolean(), Is.True, "the search stopped at the M that held");
+            Assert.That(probes.Last().GetProperty("clients").GetInt32(), Is.EqualTo(largest));
+        }
+        else
+        {
+            Assert.That(probes.Min(p => p.GetProperty("clients").GetInt32()), Is.EqualTo(1), "it went down to one client");
+            Assert.That(result.GetProperty("limit").GetString(), Is.EqualTo("no M held all 2 bursts on time, down to 1 client(s)"));
+        }
+    }
+
+    [Test]
     public async Task Broadcast_SideBySide_RunsEveryTransportAtOneM_InAlternatingRounds_BesideTheFloor()
     {
         var (exit, console) = await RunAsync("broadcast", "--quick", "--side-by-side", "20", "--rounds", "2", "--transport", "floor", "polling-duplex", "--http", "2", "--output", _output);

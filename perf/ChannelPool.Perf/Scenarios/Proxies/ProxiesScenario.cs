@@ -1,8 +1,16 @@
 using System.CommandLine;
+using System.Diagnostics;
+using System.Globalization;
+using System.ServiceModel;
 using ChannelPool.Perf.Clients;
 using ChannelPool.Perf.Reporting;
+using ChannelPool.Perf.Servers;
+using ChannelPool.Perf.Stats;
+using ChannelPool.ServiceModel;
 using ChannelPool.Testing.ServiceModel;
+using Spectre.Console;
 using static ChannelPool.Perf.Reporting.ReportFormat;
+using static ChannelPool.Perf.Scenarios.Proxies.ProxiesScenario;
 using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
 namespace ChannelPool.Perf.Scenarios.Proxies;
@@ -330,5 +338,662 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
 
         public string RatioText(string kind, string baseline) =>
             Paired(kind, baseline)?.ToString() ?? (Ratio(kind, baseline) is { } ratio ? ReportFormat.Ratio(ratio) : "—");
+    }
+}
+
+/// <summary>The proxies scenario's settings.</summary>
+internal sealed record ProxiesSettings
+{
+    /// <summary>Gets the calls per cell (the original: 20,000), split evenly over the rounds.</summary>
+    public int Calls { get; init; } = 20_000;
+
+    public IReadOnlyList<int> Concurrency { get; init; } = [1, 8, 32];
+
+    public IReadOnlyList<string> Bindings { get; init; } = WcfBinding.All;
+
+    public IReadOnlyList<string> Kinds { get; init; } = ProxiesScenario.AllKinds;
+
+    /// <summary>
+    /// Gets the service settings a binding with sessions runs against: a session's calls served at once, and one at a
+    /// time as a WCF service with its defaults serves them. A binding without sessions runs once, against the first.
+    /// </summary>
+    public IReadOnlyList<ServiceConcurrency> Services { get; init; } = [ServiceConcurrency.Multiple, ServiceConcurrency.Single];
+
+    /// <summary>Gets the <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of the shared pooled kind.</summary>
+    public int SharedLeasesPerChannel { get; init; } = ProxiesScenario.SharedLeasesPerChannel;
+
+    /// <summary>Gets how long the service spends on each call (<c>EchoAfter</c>); zero calls <c>Echo</c>, which answers at once.</summary>
+    public TimeSpan ServiceTime { get; init; } = TimeSpan.Zero;
+
+    /// <summary>
+    /// Gets how many rounds each cell runs: every kind takes one turn a round, in reverse order every other round, so
+    /// the kinds' turns pair up round by round (<see cref="Proxies.PairedRatio"/>); each cell's totals sum its turns.
+    /// </summary>
+    public int Rounds { get; init; } = 2;
+
+    /// <summary>Gets the longest one round of one cell may run before it stops early; <see langword="null"/> for no limit.</summary>
+    public TimeSpan? MaxRoundTime { get; init; }
+
+    /// <summary>
+    /// Gets the longest a round of the per-call kinds (plain and cached factory) may run, when shorter than
+    /// <see cref="MaxRoundTime"/>. They pay a connection and a handshake a call, 10 to 200 times slower than pooled reuse,
+    /// so a shorter round still holds enough calls for the ratios they are the denominator of.
+    /// </summary>
+    public TimeSpan? PerCallRoundTime { get; init; }
+
+    /// <summary>The longest one round of <paramref name="kind"/> may run: <see cref="PerCallRoundTime"/> for the per-call kinds when it is shorter.</summary>
+    public TimeSpan? RoundTimeOf(string kind) =>
+        kind is ProxiesScenario.PerCall or ProxiesScenario.PerCallCached && PerCallRoundTime is { } perCall && (MaxRoundTime is not { } max || perCall < max)
+            ? perCall
+            : MaxRoundTime;
+
+    /// <summary>
+    /// Gets the longest each kind's unreported warm-up pass may run, per binding. Long enough for the JIT to finish
+    /// tiering the call path up: with 100 calls, the kind that happened to run first paid for it in its first round
+    /// (docs/performance.md).
+    /// </summary>
+    public TimeSpan WarmUpTime { get; init; } = TimeSpan.FromSeconds(2);
+
+    /// <summary>
+    /// Gets passes to run after this one, each with settings of its own (the suite's second pass has a service time);
+    /// their cells join this pass's in one report.
+    /// </summary>
+    public IReadOnlyList<ProxiesSettings> MorePasses { get; init; } = [];
+
+    /// <summary>Gets this pass and the ones after it, in the order they run.</summary>
+    public IEnumerable<ProxiesSettings> Passes => [this, .. MorePasses.SelectMany(p => p.Passes)];
+
+    /// <summary>Gets the most calls each kind's warm-up pass makes, per binding (20,000 was enough for tier-up on net.tcp).</summary>
+    public int WarmUpCalls { get; init; } = 20_000;
+
+    /// <summary>Gets the most calls of each kind's unrecorded turn at a cell's concurrency, after its set-up and before the first round.</summary>
+    public int CellWarmUpCalls { get; init; } = 5_000;
+
+    /// <summary>Gets the longest each kind's unrecorded turn at a cell's concurrency may run.</summary>
+    public TimeSpan CellWarmUpTime { get; init; } = TimeSpan.FromSeconds(0.3);
+}
+
+/// <summary>
+/// One cell: a kind of proxy, on one binding against one service setting (<c>Service</c>: how the service served a
+/// session's calls, <see cref="WcfBinding.ServiceLabel"/>, or <see cref="WcfBinding.NoSession"/>) with a service time
+/// (<c>ServiceTimeMs</c>, 0 when the service answers at once), at one concurrency. CPU is the client process's
+/// (<c>CpuMicrosPerCall</c>) and the server process's (<c>ServerCpuMicrosPerCall</c>, NaN when unknown).
+/// </summary>
+internal sealed record ProxiesResult(
+    string Binding, string Service, double ServiceTimeMs, string Kind, int Concurrency, int Calls, double Seconds, double CallsPerSecond, LatencySummary Latency, double CpuMicrosPerCall,
+    double AllocatedBytesPerCall, ServerCountsSnapshot WarmUp, ServerCountsSnapshot DuringCalls, double ServerCpuMicrosPerCall = double.NaN, IReadOnlyList<double>? RoundCallsPerSecond = null)
+{
+    /// <summary>Gets the calls per second of each round's turn, in round order; the other kinds of the cell ran their turns beside these.</summary>
+    public IReadOnlyList<double> RoundCallsPerSecond { get; init; } = RoundCallsPerSecond ?? [];
+}
+
+/// <summary>The options of the proxies and original commands: calls and bindings for both; the service's settings, concurrency, rounds and kinds for proxies.</summary>
+internal sealed class ProxiesOptions
+{
+    private readonly Option<string[]> _binding = new("--binding")
+    {
+        Description = $"Bindings to run: {string.Join(", ", WcfBinding.All)}, or all (default).",
+        DefaultValueFactory = _ => ["all"],
+        AllowMultipleArgumentsPerToken = true,
+    };
+
+    private readonly Option<string[]> _service = new("--service")
+    {
+        Description = $"How the service serves one session's calls, for the bindings with sessions (nettcp, wshttp-sct): {Concurrent} (ConcurrencyMode.Multiple), {Single} (one at a time, WCF's defaults: PerSession and ConcurrencyMode.Single), or both (default). Bindings without sessions run once.",
+        DefaultValueFactory = _ => ["both"],
+        AllowMultipleArgumentsPerToken = true,
+    };
+
+    private readonly Option<int> _serviceTime = new("--service-time")
+    {
+        Description = $"Milliseconds the service spends on each call, waiting as on a database (0 to {TestContract.MaxServiceTimeMilliseconds}). 0 answers at once. Default: 0.",
+        DefaultValueFactory = _ => 0,
+    };
+
+    private readonly Option<string[]> _kind = new("--kind")
+    {
+        Description = $"Kinds of proxy to run: {string.Join(", ", ProxiesScenario.SelectableKinds.Select(k => $"'{k}'"))}. Default: all but the last, which measures the other idle order.",
+        AllowMultipleArgumentsPerToken = true,
+    };
+
+    private readonly Option<double?> _roundTime = new("--round-time")
+    {
+        Description = $"Seconds each kind's turn in a round may run at most (0.01 to {MaxRoundSeconds}); a turn also ends after its share of --calls. Short turns in many --rounds pair up best. Default: no limit.",
+    };
+
+    public const int MaxRoundSeconds = 600;
+
+    /// <summary>Gets the option that runs the main job's proxies cells alone, to time or check them without the other scenarios.</summary>
+    public Option<bool> Suite { get; } = new("--suite") { Description = "Run the main job's proxies cells, with its settings (every other option but --quick is ignored), to time or check them alone." };
+
+    public const string Concurrent = "concurrent";
+    public const string Single = "single";
+
+    /// <summary>Initializes a new instance of the <see cref="ProxiesOptions"/> class.</summary>
+    public ProxiesOptions()
+    {
+        _service.AcceptOnlyFromAmong(Concurrent, Single, "both");
+        _serviceTime.Validators.Add(r =>
+        {
+            var value = r.GetValueOrDefault<int>();
+            if (value is < 0 or > TestContract.MaxServiceTimeMilliseconds)
+            {
+                r.AddError($"--service-time must be from 0 to {TestContract.MaxServiceTimeMilliseconds} milliseconds; got {value}.");
+            }
+        });
+        _kind.AcceptOnlyFromAmong(ProxiesScenario.SelectableKinds);
+        _roundTime.Validators.Add(r =>
+        {
+            if (r.GetValueOrDefault<double?>() is { } value && !(value is >= 0.01 and <= MaxRoundSeconds))
+            {
+                r.AddError($"--round-time must be from 0.01 to {MaxRoundSeconds} seconds; got {value.ToString(System.Globalization.CultureInfo.InvariantCulture)}.");
+            }
+        });
+        Concurrency.Validators.Add(r =>
+        {
+            foreach (var value in r.GetValueOrDefault<int[]>() ?? [])
+            {
+                if (value is < 1 or > 1024)
+                {
+                    r.AddError($"--concurrency values must be from 1 to 1024; got {value}.");
+                }
+            }
+        });
+        _binding.Validators.Add(r =>
+        {
+            foreach (var name in r.GetValueOrDefault<string[]>() ?? [])
+            {
+                if (name != "all" && !WcfBinding.All.Contains(name))
+                {
+                    r.AddError($"Unknown --binding '{name}'; use {string.Join(", ", WcfBinding.All)} or all.");
+                }
+            }
+        });
+    }
+
+    public Option<int> Calls { get; } = PositiveInt("--calls", "Calls per cell.", 20_000);
+
+    public Option<int> SharedLeasesPerChannel { get; } = PositiveInt(
+        "--leases-per-channel", $"MaxLeasesPerChannel of the '{ProxiesScenario.PooledReuseShared}' and '{ProxiesScenario.PooledReuseAdaptive}' kinds: how many proxies may share one channel.", ProxiesScenario.SharedLeasesPerChannel, max: 64);
+
+    public Option<int> Rounds { get; } = PositiveInt("--rounds", "Paired rounds each cell's calls are split into: every kind takes a turn each round, in reverse order every other round, and a ratio is the median of the rounds' ratios.", 2, max: 200);
+
+    public Option<int[]> Concurrency { get; } = new("--concurrency") { Description = "Concurrent callers; one cell per value. Default: 1 8 32.", DefaultValueFactory = _ => [1, 8, 32], AllowMultipleArgumentsPerToken = true };
+
+    public void AddTo(Command command, bool withConcurrency)
+    {
+        command.Add(Calls);
+        command.Add(_binding);
+        if (withConcurrency)
+        {
+            command.Add(_service);
+            command.Add(_serviceTime);
+            command.Add(SharedLeasesPerChannel);
+            command.Add(Concurrency);
+            command.Add(Rounds);
+            command.Add(_roundTime);
+            command.Add(_kind);
+            command.Add(Suite);
+        }
+    }
+
+    /// <summary>The service settings asked for, concurrent first.</summary>
+    public ServiceConcurrency[] Services(ParseResult parse)
+    {
+        var names = parse.GetValue(_service)!;
+        var both = names.Contains("both");
+        return [.. new[] { (Concurrent, ServiceConcurrency.Multiple), (Single, ServiceConcurrency.Single) }
+            .Where(s => both || names.Contains(s.Item1)).Select(s => s.Item2)];
+    }
+
+    /// <summary>The longest a turn may run, or <see langword="null"/> for no limit.</summary>
+    public TimeSpan? RoundTime(ParseResult parse) => parse.GetValue(_roundTime) is { } seconds ? TimeSpan.FromSeconds(seconds) : null;
+
+    public TimeSpan ServiceTime(ParseResult parse) => TimeSpan.FromMilliseconds(parse.GetValue(_serviceTime));
+
+    public string[] Kinds(ParseResult parse) =>
+        parse.GetValue(_kind) is { Length: > 0 } kinds ? [.. ProxiesScenario.SelectableKinds.Where(kinds.Contains)] : ProxiesScenario.AllKinds;
+
+    public string[] Bindings(ParseResult parse)
+    {
+        var names = parse.GetValue(_binding)!;
+        return names.Contains("all") ? WcfBinding.All : [.. WcfBinding.All.Where(names.Contains)];
+    }
+
+    /// <summary>A warm-up of seconds is the point of a real run and a waste in a quick one.</summary>
+    /// <param name="settings">The settings to shrink.</param>
+    /// <returns>The settings with a 40-call, half-second warm-up.</returns>
+    public static ProxiesSettings QuickWarmUp(ProxiesSettings settings) => settings with { WarmUpCalls = 40, WarmUpTime = TimeSpan.FromSeconds(0.5) };
+}
+
+/// <summary>
+/// Per-call, per-call with the WCF factory cache, pooled single-use, pooled reuse and singleton WCF proxies, making
+/// the same echo calls on each binding the WCF test services serve, at several concurrencies; a binding with sessions
+/// runs against each service setting (a session's calls at once, or one at a time as WCF's defaults serve them). The
+/// test services run in the server process and count connections, TLS handshakes and sessions, so each cell shows
+/// where its opens happened.
+/// </summary>
+internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
+{
+    public async Task<IReadOnlyList<ProxiesResult>> RunAsync(CancellationToken cancellationToken)
+    {
+        var endpoints = context.Server.Endpoints.Wcf
+            ?? throw new InvalidOperationException("The proxies scenario needs the WCF test services; run it against the embedded servers.");
+        var results = new List<ProxiesResult>();
+        foreach (var name in settings.Bindings)
+        {
+            // A binding without sessions is served at once under either setting, so it runs once. Each target keeps
+            // one address object: WCF's factory cache (the cached-factory kind) cannot compare two equal addresses with
+            // a DNS identity (EndpointIdentity.GetHashCode is not supported), only the same one.
+            var targets = (WcfBinding.HasSessions(name) ? settings.Services : settings.Services.Take(1))
+                .Select(service => new WcfBinding(name, service, endpoints)).ToList();
+
+            // An unreported pass of every kind first, long enough for tier-up, so JIT and start-up costs land on no kind
+            // in particular. Once per binding: the client's code path is the same whichever way the service serves it.
+            foreach (var kind in settings.Kinds)
+            {
+                await WarmUpAsync(targets[0], kind, settings.WarmUpCalls, settings.WarmUpTime, cancellationToken);
+            }
+
+            foreach (var binding in targets)
+            {
+                // A session that carries one call is served alike under either setting: those kinds run under the first.
+                var kinds = binding == targets[0] ? settings.Kinds : [.. settings.Kinds.Where(k => !OneCallPerSession(k))];
+                foreach (var concurrency in settings.Concurrency)
+                {
+                    results.AddRange(await RunCellsAsync(binding, kinds, concurrency, cancellationToken));
+                }
+            }
+        }
+
+        return results;
+    }
+
+    /// <summary>
+    /// Runs every kind on one binding, service setting and concurrency in paired rounds: every kind's proxy is set up
+    /// and warmed at this concurrency first, then each round gives every kind one turn, in reverse order every other
+    /// round (A B, B A, A B, …), so each round's turns ran next to each other under the same load and pair up.
+    /// </summary>
+    private async Task<IEnumerable<ProxiesResult>> RunCellsAsync(WcfBinding binding, IReadOnlyList<string> kinds, int concurrency, CancellationToken cancellationToken)
+    {
+        var cells = kinds.ToDictionary(kind => kind, _ => new Cell());
+        var proxies = new Dictionary<string, ProxyKind>();
+        var label = $"proxies: {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}";
+        try
+        {
+            await context.Console.Status().StartAsync(Markup.Escape(label), async status =>
+            {
+                foreach (var kind in kinds)
+                {
+                    status.Status(Markup.Escape($"{label}, {kind}: setting up"));
+                    var before = await context.Server.GetStatsAsync(cancellationToken);
+                    proxies[kind] = await ProxyKind.StartAsync(kind, binding, concurrency, (int)settings.ServiceTime.TotalMilliseconds, settings.SharedLeasesPerChannel, cancellationToken);
+
+                    // An unrecorded turn at this concurrency: the proxy's first calls, the thread pool's growth to this
+                    // many callers and the tier-up of what this concurrency runs land outside every round.
+                    var calls = Math.Min(CallsPerRound(0), settings.CellWarmUpCalls);
+                    await RunCallsAsync(proxies[kind], concurrency, calls, Deadline(Shortest(settings.RoundTimeOf(kind), settings.CellWarmUpTime)), latency: null, cancellationToken);
+                    await proxies[kind].QuiesceAsync(cancellationToken);
+                    cells[kind].WarmUp = Add(cells[kind].WarmUp, binding.CountersOf(await context.Server.GetStatsAsync(cancellationToken)) - binding.CountersOf(before));
+                }
+
+                // Set-up garbage (a pool's 50 handshakes against a singleton's one) is collected before the first
+                // round, on both sides, so no kind pays inside its turns for what it did before them.
+                await context.Server.SettleAsync(cancellationToken);
+                PerfServer.Settle();
+
+                var previous = string.Empty;
+                for (var round = 0; round < settings.Rounds; round++)
+                {
+                    var order = round % 2 == 0 ? kinds : kinds.Reverse();
+                    foreach (var kind in order)
+                    {
+                        // A turn of a kind with a session a call leaves hundreds of closed connections' garbage and
+                        // teardown in both processes, which the kind after it would pay inside its turn (suspected in
+                        // the suite of 15:00 UTC, 2026-11-24: pooled reuse, right after single-use, read 0.90x of the
+                        // singleton on WSHttp SecureConversation where the exclusive kind, the same settings there,
+                        // read 0.99x; one-caller cells stay noisy with it). Both sides settle before the first turn
+                        // after such a block.
+                        if (OneCallPerSession(previous) && !OneCallPerSession(kind))
+                        {
+                            await context.Server.SettleAsync(cancellationToken);
+                            PerfServer.Settle();
+                        }
+
+                        previous = kind;
+                        status.Status(Markup.Escape($"{label}, {kind} (round {round + 1} of {settings.Rounds})"));
+                        await RunTurnAsync(binding, proxies[kind], concurrency, CallsPerRound(round), cells[kind], settings.RoundTimeOf(kind), cancellationToken);
+                    }
+                }
+
+                status.Status(Markup.Escape($"{label}: closing"));
+            });
+        }
+        finally
+        {
+            foreach (var proxy in proxies.Values)
+            {
+                await proxy.DisposeAsync();
+            }
+        }
+
+        var results = kinds.Select(kind => cells[kind].ToResult(binding.Description, binding.Service, settings.ServiceTime.TotalMilliseconds, kind, concurrency)).ToList();
+        foreach (var result in results)
+        {
+            context.Console.MarkupLine(Markup.Escape(
+                $"  {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}, {result.Kind}: {result.CallsPerSecond:N0} calls/s, p50 {result.Latency.P50Ms:0.000} ms, " +
+                $"p99 {result.Latency.P99Ms:0.000} ms, {result.CpuMicrosPerCall:N0} µs CPU/call ({result.ServerCpuMicrosPerCall:N0} server), {result.AllocatedBytesPerCall:N0} B/call, " +
+                $"{result.DuringCalls.TlsHandshakes:N0} handshakes during calls ({result.WarmUp.TlsHandshakes:N0} in warm-up)" +
+                (result.WarmUp.Negotiations + result.DuringCalls.Negotiations > 0
+                    ? $", {result.DuringCalls.Negotiations:N0} negotiations during calls ({result.WarmUp.Negotiations:N0} in warm-up)"
+                    : string.Empty) +
+                $"; rounds {string.Join(" ", result.RoundCallsPerSecond.Select(rate => rate.ToString("N0", CultureInfo.InvariantCulture)))}"));
+        }
+
+        foreach (var (kind, baseline) in results.Select(r => r.Kind).Where(k => k != Singleton).Select(k => (k, Singleton)))
+        {
+            if (cells.TryGetValue(baseline, out var b) && PairedRatio.Of(cells[kind].RoundRates, b.RoundRates) is { } ratio)
+            {
+                context.Console.MarkupLine(Markup.Escape($"  {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}, {kind} / {baseline}: {ratio} over {ratio.Rounds} rounds"));
+            }
+        }
+
+        return results;
+    }
+
+    private int CallsPerRound(int round) => (settings.Calls / settings.Rounds) + (round < settings.Calls % settings.Rounds ? 1 : 0);
+
+    private static TimeSpan? Shortest(TimeSpan? a, TimeSpan b) => a is { } limit && limit < b ? limit : b;
+
+    private static long Deadline(TimeSpan? maxTime) => maxTime is { } limit ? Stopwatch.GetTimestamp() + (long)(limit.TotalSeconds * Stopwatch.Frequency) : long.MaxValue;
+
+    /// <summary>One kind's turn in a round, timed; what the pool does after it (a single-use pool's refill) is left out of every turn.</summary>
+    private async Task RunTurnAsync(WcfBinding binding, ProxyKind proxies, int concurrency, int calls, Cell cell, TimeSpan? maxTime, CancellationToken cancellationToken)
+    {
+        var serverBefore = await context.Server.GetStatsAsync(cancellationToken);
+        var cpuBefore = Environment.CpuUsage.TotalTime;
+        var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);
+        var started = Stopwatch.GetTimestamp();
+        var done = await RunCallsAsync(proxies, concurrency, calls, Deadline(maxTime), cell.Latency, cancellationToken);
+        var seconds = Stopwatch.GetElapsedTime(started).TotalSeconds;
+        cell.Seconds += seconds;
+        cell.CpuSeconds += (Environment.CpuUsage.TotalTime - cpuBefore).TotalSeconds;
+        cell.AllocatedBytes += GC.GetTotalAllocatedBytes(precise: true) - allocatedBefore;
+        cell.Calls += done;
+        cell.RoundRates.Add(done / seconds);
+        var after = await context.Server.GetStatsAsync(cancellationToken);
+        cell.ServerCpuSeconds += after.CpuSeconds - serverBefore.CpuSeconds;
+        cell.DuringCalls = Add(cell.DuringCalls, binding.CountersOf(after) - binding.CountersOf(serverBefore));
+
+        if (await proxies.QuiesceAsync(cancellationToken))
+        {
+            cell.WarmUp = Add(cell.WarmUp, binding.CountersOf(await context.Server.GetStatsAsync(cancellationToken)) - binding.CountersOf(after));
+        }
+    }
+
+    /// <returns>The calls made.</returns>
+    private static async Task<int> RunCallsAsync(ProxyKind proxies, int concurrency, int calls, long deadline, LatencyRecorder? latency, CancellationToken cancellationToken)
+    {
+        var done = 0;
+        var next = -1;
+        var workers = Enumerable.Range(0, concurrency).Select(_ => Task.Run(
+            async () =>
+            {
+                for (var i = Interlocked.Increment(ref next); i < calls && Stopwatch.GetTimestamp() < deadline; i = Interlocked.Increment(ref next))
+                {
+                    var callStarted = Stopwatch.GetTimestamp();
+                    await proxies.CallAsync("ping " + i.ToString(CultureInfo.InvariantCulture), cancellationToken);
+                    latency?.RecordSince(callStarted);
+                    Interlocked.Increment(ref done);
+                }
+            },
+            cancellationToken));
+        await Task.WhenAll(workers);
+        return done;
+    }
+
+    private async Task WarmUpAsync(WcfBinding binding, string kind, int calls, TimeSpan maxTime, CancellationToken cancellationToken)
+    {
+        const int Concurrency = 2;
+        var label = $"proxies: {binding.Description}, {binding.Service}{ServiceTime()}, {kind} (warm-up)";
+        await context.Console.Status().StartAsync(Markup.Escape(label), async status =>
+        {
+            await using var proxies = await ProxyKind.StartAsync(kind, binding, Concurrency, (int)settings.ServiceTime.TotalMilliseconds, settings.SharedLeasesPerChannel, cancellationToken);
+            await RunCallsAsync(proxies, Concurrency, calls, Deadline(maxTime), latency: null, cancellationToken);
+            status.Status(Markup.Escape($"{label}: closing"));
+        });
+    }
+
+    private string ServiceTime() => settings.ServiceTime > TimeSpan.Zero ? $", {settings.ServiceTime.TotalMilliseconds:0} ms a call" : string.Empty;
+
+    private static ServerCountsSnapshot Add(ServerCountsSnapshot a, ServerCountsSnapshot b) => new(
+        a.Connections + b.Connections, a.TlsHandshakes + b.TlsHandshakes, a.SessionsStarted + b.SessionsStarted, a.SessionsEnded + b.SessionsEnded, a.Calls + b.Calls, a.EndRecords + b.EndRecords,
+        a.Negotiations + b.Negotiations);
+
+    /// <summary>One cell's totals over its rounds.</summary>
+    private sealed class Cell
+    {
+        public LatencyRecorder Latency { get; } = new();
+
+        public int Calls { get; set; }
+
+        public double Seconds { get; set; }
+
+        public double CpuSeconds { get; set; }
+
+        /// <summary>Gets or sets the server process's CPU time during the rounds; NaN for a remote server.</summary>
+        public double ServerCpuSeconds { get; set; }
+
+        public long AllocatedBytes { get; set; }
+
+        public ServerCountsSnapshot WarmUp { get; set; }
+
+        public ServerCountsSnapshot DuringCalls { get; set; }
+
+        /// <summary>Gets the calls per second of each round's turn, in round order, which pair with the other kinds' turns.</summary>
+        public List<double> RoundRates { get; } = [];
+
+        public ProxiesResult ToResult(string binding, string service, double serviceTimeMs, string kind, int concurrency) => new(
+            binding, service, serviceTimeMs, kind, concurrency, Calls, Seconds, Calls / Seconds, Latency.Summarize(), CpuSeconds * 1e6 / Calls, (double)AllocatedBytes / Calls, WarmUp, DuringCalls, ServerCpuSeconds * 1e6 / Calls, RoundRates);
+    }
+
+    /// <summary>How one kind of proxy is set up, called and torn down.</summary>
+    private sealed class ProxyKind(Func<string, CancellationToken, Task> call, Func<ValueTask> stop, ServiceChannelPool<IEchoClient>? pool = null) : IAsyncDisposable
+    {
+        private long _openedWhenQuiet = -1;
+
+        /// <param name="serviceTime">Milliseconds the service spends on each call; 0 calls <c>Echo</c>, which answers at once.</param>
+        /// <param name="sharedLeasesPerChannel">The <see cref="ChannelPoolOptions.MaxLeasesPerChannel"/> of the shared kind.</param>
+        public static async Task<ProxyKind> StartAsync(string kind, WcfBinding binding, int concurrency, int serviceTime, int sharedLeasesPerChannel, CancellationToken cancellationToken)
+        {
+            Task<string> Call(IEchoClient client, string message) => serviceTime > 0 ? client.EchoAfterAsync(message, serviceTime) : client.EchoAsync(message);
+
+            var wcfBinding = binding.CreateBinding();
+            switch (kind)
+            {
+                case PerCall:
+                    return new ProxyKind(
+                        async (message, _) =>
+                        {
+                            var client = new EchoClient(wcfBinding, binding.Address);
+                            binding.Configure(client.ClientCredentials);
+                            await CallAndCloseAsync(client, Call(client, message));
+                        },
+                        () => ValueTask.CompletedTask);
+                case PerCallCached:
+                {
+                    // AlwaysOn makes every proxy built with this binding object and address share one cached, opened
+                    // ChannelFactory, whose credentials are then read-only: only the first proxy can set them.
+                    var first = new CachedEchoClient(wcfBinding, binding.Address);
+                    binding.Configure(first.ClientCredentials);
+                    await Task.Factory.FromAsync(((ICommunicationObject)first).BeginOpen, ((ICommunicationObject)first).EndOpen, state: null);
+                    await CloseAsync(first);
+                    return new ProxyKind(
+                        async (message, _) =>
+                        {
+                            var client = new CachedEchoClient(wcfBinding, binding.Address);
+                            if (client.ChannelFactory.State == CommunicationState.Created)
+                            {
+                                binding.Configure(client.ClientCredentials);
+                            }
+
+                            await CallAndCloseAsync(client, serviceTime > 0 ? client.EchoAfterAsync(message, serviceTime) : client.EchoAsync(message));
+                        },
+                        () => ValueTask.CompletedTask);
+                }
+
+                case Singleton:
+                {
+                    var client = new EchoClient(wcfBinding, binding.Address);
+                    binding.Configure(client.ClientCredentials);
+                    ICommunicationObject communication = client;
+                    await Task.Factory.FromAsync(communication.BeginOpen, communication.EndOpen, state: null);
+                    return new ProxyKind((message, _) => Call(client, message), () => new ValueTask(CloseAsync(client)));
+                }
+
+                default:
+                {
+                    // Library defaults, as an application that swapped its proxy's base class would run: pooled reuse
+                    // and single-use as they are, the other pooled kinds with one setting changed.
+                    var options = new ChannelPoolOptions
+                    {
+                        Name = $"perf-{binding.Name}-{kind.Replace(' ', '-')}-{concurrency}",
+                        LeaseMode = kind == PooledSingleUse ? LeaseMode.SingleUse : LeaseMode.Reuse,
+                        IdleOrder = kind == PooledReuseLeastRecentlyUsed ? IdleOrder.LeastRecentlyUsed : IdleOrder.MostRecentlyUsed,
+                    };
+                    switch (kind)
+                    {
+                        case PooledReuseExclusive:
+                            options.MaxLeasesPerChannel = 1;
+                            break;
+                        case PooledReuseShared:
+                            (options.MaxLeasesPerChannel, options.LeaseSharing) = (sharedLeasesPerChannel, LeaseSharing.Always);
+                            break;
+                        case PooledReuseAdaptive:
+                            options.MaxLeasesPerChannel = sharedLeasesPerChannel;
+                            break;
+                    }
+
+                    var pool = new ServiceChannelPool<IEchoClient>(wcfBinding, binding.Address, options, factory => binding.Configure(factory.Credentials));
+                    await pool.WarmUpAsync(pool.PoolSize, cancellationToken);
+                    Func<string, CancellationToken, Task> call = async (message, token) =>
+                    {
+                        var proxy = new PooledEchoClient(pool);
+                        try
+                        {
+                            await proxy.OpenAsync(token);
+                            await Call(proxy, message);
+                        }
+                        finally
+                        {
+                            proxy.Close();
+                        }
+                    };
+                    if (options.LeaseMode == LeaseMode.Reuse)
+                    {
+                        await GrowToLoadAsync(pool, concurrency, call, cancellationToken);
+                    }
+
+                    return new ProxyKind(call, pool.DisposeAsync, pool);
+                }
+            }
+        }
+
+        public Task CallAsync(string message, CancellationToken cancellationToken) => call(message, cancellationToken);
+
+        /// <summary>
+        /// Waits until the pool has stopped opening and closing channels (at most 10 s): a single-use pool refills after
+        /// its turn, and left running, its handshakes would land in the next kind's turn.
+        /// </summary>
+        /// <returns>Whether the pool had anything to finish.</returns>
+        public async Task<bool> QuiesceAsync(CancellationToken cancellationToken)
+        {
+            if (pool is null)
+            {
+                return false;
+            }
+
+            // A pool that opened and closed nothing since it was last quiet (a reuse pool at its load) costs no wait.
+            var snapshot = pool.GetSnapshot();
+            if (snapshot.Opening == 0 && snapshot.Closing == 0 && snapshot.TotalOpened == _openedWhenQuiet)
+            {
+                return false;
+            }
+
+            var giveUp = Stopwatch.GetTimestamp() + (10 * Stopwatch.Frequency);
+            var opened = -1L;
+            var quietPolls = 0;
+            while (quietPolls < 3 && Stopwatch.GetTimestamp() < giveUp)
+            {
+                snapshot = pool.GetSnapshot();
+                quietPolls = snapshot.Opening == 0 && snapshot.Closing == 0 && snapshot.TotalOpened == opened ? quietPolls + 1 : 0;
+                opened = snapshot.TotalOpened;
+                await Task.Delay(10, cancellationToken);
+            }
+
+            _openedWhenQuiet = opened;
+            return true;
+        }
+
+        /// <summary>
+        /// Lets a reuse pool grow to the size its load asks for before the clock starts: with <paramref name="concurrency"/>
+        /// channels leased, fewer than the refill threshold may be idle, and the pool opens more in the background, as
+        /// an app's pool does once, in its first second at that load. Left in, a cell of a second or two paid those
+        /// handshakes (48 in the 2026-11-24 suite's net.tcp cell at 32 callers), which a pool at steady state does not.
+        /// </summary>
+        private static async Task GrowToLoadAsync(ServiceChannelPool<IEchoClient> pool, int concurrency, Func<string, CancellationToken, Task> call, CancellationToken cancellationToken)
+        {
+            // The pool opens only while channels are leased, so the load stays on until it has stopped opening.
+            using var grown = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
+            grown.CancelAfter(TimeSpan.FromSeconds(10));
+            var callers = Enumerable.Range(0, concurrency).Select(caller => Task.Run(
+                async () =>
+                {
+                    while (!grown.IsCancellationRequested)
+                    {
+                        await call("grow " + caller.ToString(CultureInfo.InvariantCulture), cancellationToken);
+                    }
+                },
+                cancellationToken)).ToList();
+            var opened = -1L;
+            var quietSince = Stopwatch.GetTimestamp();
+            while (!grown.IsCancellationRequested && !callers.Any(c => c.IsFaulted))
+            {
+                var snapshot = pool.GetSnapshot();
+                if (snapshot.TotalOpened != opened || snapshot.Opening > 0)
+                {
+                    opened = snapshot.TotalOpened;
+                    quietSince = Stopwatch.GetTimestamp();
+                }
+                else if (Stopwatch.GetElapsedTime(quietSince) > TimeSpan.FromMilliseconds(200))
+                {
+                    break;
+                }
+
+                await Task.Delay(20, CancellationToken.None);
+            }
+
+            await grown.CancelAsync();
+            await Task.WhenAll(callers);
+        }
+
+        public ValueTask DisposeAsync() => stop();
+
+        private static async Task CallAndCloseAsync(ICommunicationObject client, Task call)
+        {
+            try
+            {
+                await call;
+            }
+            catch
+            {
+                client.Abort();
+                throw;
+            }
+
+            await CloseAsync(client);
+        }
+
+        private static Task CloseAsync(ICommunicationObject client) => Task.Factory.FromAsync(client.BeginClose, client.EndClose, state: null);
     }
 }
