@@ -225,9 +225,9 @@ internal sealed class PooledChannel<TChannel>
     /// <summary>
     /// Gets or sets where the channel is in the pool: opening (not counted yet), idle (or parked), leased, or evicted
     /// (being closed). Written under the gate by every transition that moves the channel, and summed by the invariant
-    /// check against the pool's counts, as HikariCP's <c>ConcurrentBag</c> entries carry their state. The lease path
-    /// already writes this object (the broken flag, the idle stamp, the slot's version), so the store shares their
-    /// cache line.
+    /// check against the pool's counts, as HikariCP's <c>ConcurrentBag</c> entries carry their state. Idle and leased
+    /// are written only where the invariant is checked (<see cref="PoolInvariant"/>), so the lease and release fast
+    /// paths pay nothing for them otherwise; evicted is written always.
     /// </summary>
     public ChannelPlace Place { get; set; }
 

@@ -31,7 +31,7 @@ internal sealed partial class PoolState<TChannel>
         }
 
         _leasedCount++;
-        entry.Place = ChannelPlace.Leased;
+        Place_NoLock(entry, ChannelPlace.Leased);
 
         // A new peak above an adaptive target raises it now, not at the next tick: demand is growing.
         var risen = false;
@@ -83,7 +83,7 @@ internal sealed partial class PoolState<TChannel>
             _leasedCount--;
             _idle.Enqueue(entry);
             entry.IdleSince = now;
-            entry.Place = ChannelPlace.Idle;
+            Place_NoLock(entry, ChannelPlace.Idle);
             _fatalWave = false;
             Exit(nameof(Release));
             return new ReleaseOutcome(ReleaseKind.Kept, waiter: null, opens: 0, reason: default);

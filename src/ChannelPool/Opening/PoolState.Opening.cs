@@ -91,7 +91,7 @@ internal sealed partial class PoolState<TChannel>
         else
         {
             _leasedCount++;
-            entry.Place = ChannelPlace.Leased;
+            Place_NoLock(entry, ChannelPlace.Leased);
             if (entry.Shared is { } shared)
             {
                 shared.LeaseFromIdle(sharing: ShareLimit_NoLock() > 1);

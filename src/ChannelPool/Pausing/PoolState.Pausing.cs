@@ -75,7 +75,7 @@ internal sealed partial class PoolState<TChannel>
         while (_waiters.Count > 0 && _idle.TryTake(settings.IdleOrder, out var entry))
         {
             _leasedCount++;
-            entry.Place = ChannelPlace.Leased;
+            Place_NoLock(entry, ChannelPlace.Leased);
             handed.Add((_waiters.Dequeue()!, entry, 0));
             if (entry.Shared is { } shared)
             {
