@@ -205,10 +205,13 @@ public sealed class SharedChannelTests
             var mine = new List<(object Channel, TimeSpan Start, TimeSpan End)>();
             while (clock.Elapsed < until)
             {
+                // Reading InnerChannel first makes the proxy hold its channel, so the call runs on the channel recorded;
+                // read after the call, it would lease a channel of its own, perhaps another.
                 var proxy = new EchoProxy(pool);
                 var start = clock.Elapsed;
+                var channel = proxy.InnerChannel;
                 Assert.That(await proxy.EchoAfterAsync($"{caller}", serviceTime), Is.EqualTo($"{caller}"));
-                mine.Add((proxy.InnerChannel, start, clock.Elapsed));
+                mine.Add((channel, start, clock.Elapsed));
                 await proxy.CloseAsync();
             }
 
