@@ -3,7 +3,7 @@ using System.CommandLine;
 using System.Diagnostics;
 using ChannelPool.Perf.Clients;
 using ChannelPool.Perf.Reporting;
-using ChannelPool.Perf.ServiceReference;
+using ServiceReference;
 using ChannelPool.ServiceModel;
 using Spectre.Console;
 using ServiceConcurrency = ChannelPool.Testing.ServiceModel.ServiceConcurrency;
