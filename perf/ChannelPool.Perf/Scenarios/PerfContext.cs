@@ -1,5 +1,6 @@
 using System.Net;
 using ChannelPool.Perf.Clients;
+using ChannelPool.Perf.Peers;
 using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Servers;
 using Spectre.Console;
@@ -20,8 +21,10 @@ internal sealed class PerfContext : IAsyncDisposable
     /// <param name="report">The run's report.</param>
     /// <param name="loopbackAddresses">Local addresses clients connect from.</param>
     /// <param name="quick">Whether this is a <c>--quick</c> run.</param>
-    public PerfContext(IPerfServer? server, PerfServerSettings serverSettings, IAnsiConsole console, PerfReport report, int loopbackAddresses, bool quick)
+    /// <param name="peers">The peer transports the pub/sub scenarios may name.</param>
+    public PerfContext(IPerfServer? server, PerfServerSettings serverSettings, IAnsiConsole console, PerfReport report, int loopbackAddresses, bool quick, PerfPeers peers)
     {
+        Peers = peers;
         _server = server;
         ServerSettings = serverSettings;
         Console = console;
@@ -76,6 +79,8 @@ internal sealed class PerfContext : IAsyncDisposable
     public PerfServerSettings ServerSettings { get; }
 
     public IAnsiConsole Console { get; }
+
+    public PerfPeers Peers { get; }
 
     public PerfReport Report { get; }
 

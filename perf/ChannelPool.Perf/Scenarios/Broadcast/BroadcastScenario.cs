@@ -117,7 +117,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     public override BroadcastSettings SuiteSettings(bool quick) =>
         (quick ? Quick : new BroadcastSettings { Periods = [TimeSpan.FromSeconds(1)], Bursts = 10, ScoutBursts = 3, StartClients = 2_000 }) with
         {
-            Transports = PubSubTransportChoice.All with { Protocols = [ClientProtocol.Http2, ClientProtocol.Http11] },
+            Transports = _transports.All with { Protocols = [ClientProtocol.Http2, ClientProtocol.Http11] },
         };
 
     public override BroadcastSettings ReadSettings(ParseResult parse, bool quick)

@@ -85,7 +85,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     /// publishes (100×5 runs 10), every D at a tenth, ours beside both SignalR peers.
     /// </summary>
     public override CollaborationSettings SuiteSettings(bool quick) =>
-        (quick ? Quick : new CollaborationSettings { Rows = CollaborationRow.Original7, Iterations = 3, DelayScale = 0.1, EnoughForP99 = true }) with { Transports = PubSubTransportChoice.All };
+        (quick ? Quick : new CollaborationSettings { Rows = CollaborationRow.Original7, Iterations = 3, DelayScale = 0.1, EnoughForP99 = true }) with { Transports = _transports.All };
 
     public override CollaborationSettings ReadSettings(ParseResult parse, bool quick)
     {
@@ -354,7 +354,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
             return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, limit);
         }
 
-        if (transport is FloorTransport)
+        if (transport.Name.StartsWith(PubSubTransportChoice.Floor, StringComparison.Ordinal))
         {
             const string Floor = "skipped: the floor answers a publisher's own poll too, so it has no collaboration row; it runs in broadcast";
             context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Floor}[/]");

@@ -9,7 +9,7 @@ using Spectre.Console;
 using static ChannelPool.Perf.Reporting.ReportFormat;
 using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
-namespace ChannelPool.Perf.Scenarios.Floor;
+namespace ChannelPool.Perf.Peers.Floor;
 
 /// <summary>
 /// The <c>floor</c> command: the CPU one long-poll delivery costs the server and the client, ours and SignalR long
