@@ -315,7 +315,7 @@ public class PerfConsoleTests
     [TestCase("floor --clients 0", "--clients must be from 1 to 5000; got 0.")]
     [TestCase("poll-modes --size 8", "--size must be from 16 to 61440 bytes; got 8.")]
     [TestCase("poll-modes --streams 1000", "--streams must be from 1 to 256; got 1000.")]
-    [TestCase("redis --subscribers 0", "--subscribers must be from 1 to 100000; got 0.")]
+    [TestCase("redis --subscribers 0", "--subscribers values must be from 1 to 100000; got 0.")]
     [TestCase("redis --rows 8", "--rows are the original's rows 1 to 7, or 0 for none; got 8.")]
     [TestCase("redis --stores carrier-pigeon", "carrier-pigeon")]
     [TestCase("--server somewhere", "somewhere")]

@@ -168,18 +168,7 @@ internal sealed class PerfContext : IAsyncDisposable
         Console.Write(new Rule($"[bold]{Markup.Escape(section.Title)}[/]").LeftJustified());
         foreach (var table in tables)
         {
-            var grid = new Table().Title(Markup.Escape(table.Title)).Border(TableBorder.Rounded);
-            foreach (var column in table.Columns)
-            {
-                grid.AddColumn(Markup.Escape(column));
-            }
-
-            foreach (var row in table.Rows)
-            {
-                grid.AddRow([.. row.Select(Markup.Escape)]);
-            }
-
-            Console.Write(grid);
+            Console.Write(table.ToConsole());
         }
 
         if (Quick && section.Targets.Count > 0)
@@ -189,13 +178,8 @@ internal sealed class PerfContext : IAsyncDisposable
 
         foreach (var target in section.Targets)
         {
-            var (colour, verdict) = target.Met switch
-            {
-                _ when Quick => ("grey", "not judged (quick)"),
-                true => ("green", "met"),
-                false => ("red", "missed"),
-                null => ("yellow", "not measured"),
-            };
+            var colour = Quick ? "grey" : target.Met switch { true => "green", false => "red", null => "yellow" };
+            var verdict = Quick ? "not judged (quick)" : target.Verdict;
             Console.MarkupLine($"[{colour}]{verdict}[/] {Markup.Escape(target.Target)}: {Markup.Escape(target.Measured)}{(target.Shortfall is null ? string.Empty : " — " + Markup.Escape(target.Shortfall))}");
         }
 

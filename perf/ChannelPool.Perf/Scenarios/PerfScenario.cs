@@ -55,13 +55,21 @@ internal abstract class PerfScenario<TSettings, TResults> : IPerfScenario
 
     public bool InSuite => SuiteSettings(quick: false) is not null;
 
-    public abstract void AddOptions(Command command);
+    /// <summary>Gets the scenario's options, each declared once with the setting it sets.</summary>
+    protected SettingsBinder<TSettings> Options { get; } = new();
 
-    /// <summary>Reads the scenario's options into settings.</summary>
+    public virtual void AddOptions(Command command) => Options.AddTo(command);
+
+    /// <summary>Reads the scenario's options into settings: what the command line set, over <see cref="Basis"/>.</summary>
     /// <param name="parse">The command line, already validated.</param>
-    /// <param name="quick">Whether <c>--quick</c> was given: shrink whatever the command line did not set, to seconds.</param>
+    /// <param name="quick">Whether <c>--quick</c> was given: whatever the command line did not set keeps its quick size.</param>
     /// <returns>The settings to run.</returns>
-    public abstract TSettings ReadSettings(ParseResult parse, bool quick);
+    public virtual TSettings ReadSettings(ParseResult parse, bool quick) => Options.Read(parse, Basis(quick));
+
+    /// <summary>Gets the settings a command's run starts from before its options apply: the defaults, or the quick sizes.</summary>
+    /// <param name="quick">Whether <c>--quick</c> was given.</param>
+    /// <returns>The basis.</returns>
+    protected abstract TSettings Basis(bool quick);
 
     /// <summary>Gets the settings the suite runs this scenario with, or <see langword="null"/> when the suite leaves it out.</summary>
     /// <param name="quick">Whether the suite runs with <c>--quick</c>.</param>
