@@ -211,7 +211,6 @@ internal static class PerfCli
     }
 
     /// <summary>The command as a reader would retype it: arguments with spaces quoted, and where the reports went left out.</summary>
-    /// <param name="parse">The command line.</param>
     /// <param name="notRecorded">Options left out, with their values.</param>
     /// <returns>For example <c>ChannelPool.Perf proxies --kind singleton "pooled reuse"</c>.</returns>
     internal static string CommandLine(ParseResult parse, IReadOnlyList<Option> notRecorded)

@@ -90,7 +90,6 @@ internal sealed class PerfReport(RunInfo info)
     /// </summary>
     /// <param name="root">The folder that holds one folder per scenario (the repository's <c>docs/perf</c>).</param>
     /// <param name="rendered">The charts <see cref="WriteAsync"/> drew, which are copied from the run's folder.</param>
-    /// <param name="cancellationToken">Stops the writing.</param>
     /// <returns>The folders written, one per section.</returns>
     public async Task<IReadOnlyList<string>> PublishAsync(string root, ChartRenderResult rendered, CancellationToken cancellationToken)
     {
@@ -119,7 +118,6 @@ internal sealed class PerfReport(RunInfo info)
     /// <summary>The report of <paramref name="sections"/> as markdown: the run, the targets those sections checked, then each section.</summary>
     /// <param name="sections">The sections to write: all of them, or one scenario's when published.</param>
     /// <param name="rendered">The charts drawn, or <see langword="null"/> when none were.</param>
-    /// <returns>The markdown.</returns>
     public string ToMarkdown(IReadOnlyList<ReportSection> sections, ChartRenderResult? rendered)
     {
         var md = new StringBuilder();

@@ -18,7 +18,6 @@ internal sealed class PerfContext : IAsyncDisposable
     /// <param name="server">The embedded or remote servers, or <see langword="null"/> when the scenarios start their own.</param>
     /// <param name="serverSettings">What the servers were started with.</param>
     /// <param name="console">Where progress and tables go.</param>
-    /// <param name="report">The run's report.</param>
     /// <param name="loopbackAddresses">Local addresses clients connect from.</param>
     /// <param name="quick">Whether this is a <c>--quick</c> run.</param>
     /// <param name="peers">The peer transports the pub/sub scenarios may name.</param>
@@ -100,17 +99,14 @@ internal sealed class PerfContext : IAsyncDisposable
     public HttpClient Http2 { get; private set; }
 
     /// <summary>Gets the client for <paramref name="protocol"/>.</summary>
-    /// <param name="protocol">The protocol.</param>
     /// <returns><see cref="Http"/> or <see cref="Http2"/>.</returns>
     public HttpClient HttpFor(ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? Http2 : Http;
 
     /// <summary>Gets the handler for <paramref name="protocol"/>.</summary>
-    /// <param name="protocol">The protocol.</param>
     /// <returns><see cref="Handler"/> or <see cref="Http2Handler"/>.</returns>
     public HttpMessageHandler HandlerFor(ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? _http2Handler : _handler;
 
     /// <summary>Gets the servers' base address for <paramref name="protocol"/>.</summary>
-    /// <param name="protocol">The protocol.</param>
     /// <returns>The base address, ending in <c>/</c>.</returns>
     /// <exception cref="InvalidOperationException">HTTP/2 was asked of a server that gives no HTTP/2 address (a remote one).</exception>
     public Uri BaseAddress(ClientProtocol protocol) => protocol == ClientProtocol.Http2

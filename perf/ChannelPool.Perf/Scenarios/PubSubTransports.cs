@@ -29,8 +29,6 @@ internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, Pollin
 
     /// <summary>Creates the transports against the run's servers, runs <paramref name="body"/> with them, and disposes them.</summary>
     /// <typeparam name="T">What the body measures.</typeparam>
-    /// <param name="context">The run.</param>
-    /// <param name="body">The measurement.</param>
     /// <returns>What <paramref name="body"/> returned.</returns>
     public async Task<T> UseAsync<T>(PerfContext context, Func<IReadOnlyList<IPubSubTransport>, Task<T>> body)
     {
@@ -103,7 +101,6 @@ internal sealed class PubSubTransportOptions
     public PubSubTransportChoice All => PubSubTransportChoice.Ours with { Names = AllNames };
 
     /// <summary>Adds the three options to <paramref name="command"/>, unless another scenario of the same command already did.</summary>
-    /// <param name="command">The command.</param>
     public void AddTo(Command command)
     {
         foreach (var option in new Option[] { _transport, _mode, _encoding }.Where(o => !command.Options.Contains(o)))

@@ -171,13 +171,10 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     }
 
     /// <summary>Whether a kind's sessions carry one call each, so how the service serves a session's calls cannot change it.</summary>
-    /// <param name="kind">The kind of proxy.</param>
     /// <returns>True for per-call proxies (a session each) and single-use pooled channels (closed after their call).</returns>
     public static bool OneCallPerSession(string kind) => kind is PerCall or PerCallCached or PooledSingleUse;
 
     /// <summary>What the proxies measured and how, for the section's paragraph.</summary>
-    /// <param name="settings">The run's settings.</param>
-    /// <returns>The paragraph.</returns>
     internal static string Describe(ProxiesSettings settings) =>
         $"Echo calls through real WCF proxies (System.ServiceModel 10.1.0), up to {settings.Calls:N0} per cell in {settings.Rounds} paired round(s): each round gives every kind one turn" +
         (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.##} s" : string.Empty) +
@@ -234,9 +231,6 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     };
 
     /// <summary>Adds the proxies' tables, charts, target checks and notes to <paramref name="section"/>; the original command adds its own table to the same.</summary>
-    /// <param name="section">The section.</param>
-    /// <param name="results">Every cell.</param>
-    /// <param name="settings">The run's settings.</param>
     /// <param name="serverKind">How the servers ran, which decides what the CPU figures include.</param>
     internal static void AddFigures(ReportSection section, IReadOnlyList<ProxiesResult> results, ProxiesSettings settings, string serverKind)
     {
@@ -321,7 +315,6 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     /// The cells grouped by binding, service setting, service time and concurrency, in the order they ran; a group
     /// whose one-call-per-session kinds ran under another setting borrows them from that setting's group.
     /// </summary>
-    /// <param name="results">Every cell.</param>
     /// <returns>One group per binding, service setting, service time and concurrency.</returns>
     internal static IEnumerable<CellGroup> Groups(IReadOnlyList<ProxiesResult> results)
     {
