@@ -18,7 +18,7 @@ internal static class PeerConsole
                 new Uri(context.BaseAddress(p), "signalr"), SignalRTransportKind.LongPolling, context.HandlerFor(p), p.RequestVersion()))),
 
             // Its clients hold a connection each on either protocol, so it runs once, on HTTP/1.1.
-            new(PubSubTransportChoice.SignalRWebSockets, InAll: true, (context, _) => [new SignalRTransport(context.Server.Endpoints.SignalR, SignalRTransportKind.WebSockets, context.Handler)]),
+            new(PubSubTransportChoice.SignalRWebSockets, InAll: true, (context, _) => [new SignalRTransport(new Uri(context.Server.Endpoints.Http, "signalr"), SignalRTransportKind.WebSockets, context.Handler)]),
             new(PubSubTransportChoice.Floor, InAll: false, (context, protocols) => protocols.Select(p => (IPubSubTransport)new FloorTransport(
                 context.HttpFor(p), new Uri(context.BaseAddress(p), "floor"), p == ClientProtocol.Http2 ? "floor (HTTP/2)" : PubSubTransportChoice.Floor, p))),
         ],

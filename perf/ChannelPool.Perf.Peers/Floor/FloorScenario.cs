@@ -189,12 +189,12 @@ internal sealed class FloorRun(PerfContext context, FloorSettings settings)
 
         var fleets = new List<Fleet>
         {
-            new("floor", FloorName, Http11, new FloorTransport(context.Http, endpoints.Floor, FloorName), Ours: false),
+            new("floor", FloorName, Http11, new FloorTransport(context.Http, new Uri(endpoints.Http, "floor"), FloorName), Ours: false),
             new("floor-h2", FloorName, Http2, new FloorTransport(http2, new Uri(http2Base, "floor"), FloorName, ClientProtocol.Http2), Ours: false),
             new("single", "ours, single", Http11, new DuplexPubSubTransport(context.Http, endpoints.PubSub, DuplexEncoding.Binary, PollingDuplexMode.SingleMessagePerPoll), Ours: true),
             new("multiple", "ours, multiple", Http11, new DuplexPubSubTransport(context.Http, endpoints.PubSub, DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), Ours: true),
             new("multiple-h2", "ours, multiple", Http2, new DuplexPubSubTransport(http2, new Uri(http2Base, "pubsub"), DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), Ours: true),
-            new("signalr", "SignalR long polling", Http11, new SignalRTransport(endpoints.SignalR, SignalRTransportKind.LongPolling, context.Handler), Ours: false),
+            new("signalr", "SignalR long polling", Http11, new SignalRTransport(new Uri(endpoints.Http, "signalr"), SignalRTransportKind.LongPolling, context.Handler), Ours: false),
         };
         Cell[] all =
         [
