@@ -78,10 +78,10 @@ run() {
 }
 run QuickStart "quick start: sent 4 bytes"
 run PollingDuplex "polling duplex: opened pooled session"
-run Regeneration "the twin has Echo, EchoAsync, Fail, FailAsync$"
+run Regeneration "the twin has Echo, EchoAfter, EchoAfterAsync, EchoAsync, Fail, FailAsync$"
 run Regeneration "endpoint BasicHttpsBinding_IEchoService, ConfigureEndpoint ran 1 time(s), the call reached 127.0.0.1:9"
 
 # The service gained WhoAmI: the tool rewrites Reference.cs, the app rebuilds, and the twin has the operation.
 cp "$fixture/Regenerated/Reference.cs" "$regeneration"
 step dotnet build "$apps/Regeneration/Regeneration.csproj" -c Release
-run Regeneration "the twin has Echo, EchoAsync, Fail, FailAsync, WhoAmI, WhoAmIAsync$"
+run Regeneration "the twin has Echo, EchoAfter, EchoAfterAsync, EchoAsync, Fail, FailAsync, WhoAmI, WhoAmIAsync$"

@@ -1,4 +1,5 @@
 using ChannelPool.Perf.Clients;
+using ChannelPool.Perf.Peers;
 using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Scenarios;
 using ChannelPool.Perf.Servers;
@@ -13,7 +14,7 @@ internal sealed class ClientCapacityTests
     public async Task Http2Clients_ShareSockets_SoTheOpenFileLimitAllowsAHundredTimesMoreOfThem()
     {
         await using var context = new PerfContext(
-            null, new PerfServerSettings(), AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(TextWriter.Null) }), new PerfReport(RunInfo.Capture("ChannelPool.Perf", "none", new Dictionary<string, string>())), 4, quick: false);
+            null, new PerfServerSettings(), AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(TextWriter.Null) }), new PerfReport(RunInfo.Capture("ChannelPool.Perf", "none", new Dictionary<string, string>())), 4, quick: false, PerfPeers.None);
         var limit = ClientHttp.OpenFileLimit();
 
         var http11 = context.CapacityFor(ClientProtocol.Http11);

@@ -1,10 +1,14 @@
 using System.CommandLine;
 using System.Text.Json;
 using ChannelPool.Perf.Cli;
+using ChannelPool.Perf.Peers;
 
 namespace ChannelPool.Perf.Tests;
 
-/// <summary>The perf console, run as a newcomer runs it but shrunk with --quick, so it cannot rot.</summary>
+/// <summary>
+/// The perf console, run as a newcomer runs it but shrunk with --quick, so it cannot rot: as the peers console builds it,
+/// which has every command of the main one and the peers besides.
+/// </summary>
 public class PerfConsoleTests
 {
     private string _output = null!;
@@ -311,7 +315,7 @@ public class PerfConsoleTests
     [TestCase("floor --clients 0", "--clients must be from 1 to 5000; got 0.")]
     [TestCase("poll-modes --size 8", "--size must be from 16 to 61440 bytes; got 8.")]
     [TestCase("poll-modes --streams 1000", "--streams must be from 1 to 256; got 1000.")]
-    [TestCase("redis --subscribers 0", "--subscribers must be from 1 to 100000; got 0.")]
+    [TestCase("redis --subscribers 0", "--subscribers values must be from 1 to 100000; got 0.")]
     [TestCase("redis --rows 8", "--rows are the original's rows 1 to 7, or 0 for none; got 8.")]
     [TestCase("redis --stores carrier-pigeon", "carrier-pigeon")]
     [TestCase("--server somewhere", "somewhere")]
@@ -337,15 +341,30 @@ public class PerfConsoleTests
     [TestCase("collaboration --warmup 100")]
     public void GoodInput_Parses_WithoutAnError(string arguments)
     {
-        var parse = PerfCli.Build().Parse(arguments.Split(' '));
+        var parse = PerfCli.Build(PeerConsole.Peers).Parse(arguments.Split(' '));
 
         Assert.That(parse.Errors.Select(e => e.Message), Is.Empty);
     }
 
-    private static async Task<(int Exit, string Console)> RunAsync(params string[] arguments)
+    [TestCase("broadcast --transport signalr-longpolling", "Unknown --transport 'signalr-longpolling'; use polling-duplex or all (SignalR and the floor's bare long poll run in the peers console, perf/ChannelPool.Perf.Peers).")]
+    [TestCase("collaboration --transport floor", "Unknown --transport 'floor'; use polling-duplex or all")]
+    [TestCase("floor", "'floor'")]
+    [TestCase("peer", "'peer'")]
+    public async Task TheMainConsole_LeavesThePeersToThePeersConsole(string arguments, string expected)
+    {
+        var (exit, console) = await RunAsync(PerfPeers.None, [.. arguments.Split(' '), "--output", _output]);
+
+        Assert.That(exit, Is.Not.EqualTo(0));
+        Assert.That(console, Does.Contain(expected));
+        Assert.That(Directory.GetDirectories(_output), Is.Empty, "nothing ran, so no report was written");
+    }
+
+    private static Task<(int Exit, string Console)> RunAsync(params string[] arguments) => RunAsync(PeerConsole.Peers, arguments);
+
+    private static async Task<(int Exit, string Console)> RunAsync(PerfPeers peers, params string[] arguments)
     {
         using var output = new StringWriter();
-        var exit = await PerfCli.Build().Parse(arguments).InvokeAsync(new InvocationConfiguration { Output = output, Error = output });
+        var exit = await PerfCli.Build(peers).Parse(arguments).InvokeAsync(new InvocationConfiguration { Output = output, Error = output });
         return (exit, output.ToString());
     }
 }

@@ -2,11 +2,11 @@ using System.CommandLine;
 using System.CommandLine.Parsing;
 using System.Globalization;
 using ChannelPool.Perf.Clients;
+using ChannelPool.Perf.Peers;
 using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Scenarios;
 using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.Perf.Scenarios.Collaboration;
-using ChannelPool.Perf.Scenarios.Floor;
 using ChannelPool.Perf.Scenarios.Headroom;
 using ChannelPool.Perf.Scenarios.OrdinaryUse;
 using ChannelPool.Perf.Scenarios.PollModes;
@@ -18,48 +18,54 @@ using Spectre.Console;
 namespace ChannelPool.Perf.Cli;
 
 /// <summary>
-/// The perf console's commands: one per scenario, <c>peer</c> (broadcast and collaboration against the SignalR peers),
-/// and, with no command, the suite: about ten minutes of every scenario the suite runs, against embedded servers,
-/// with a report under <c>artifacts/perf/&lt;timestamp&gt;/</c>.
+/// The perf console's commands: one per scenario and, with no command, the suite: every scenario the suite runs, against
+/// embedded servers, with a report under <c>artifacts/perf/&lt;timestamp&gt;/</c>. The peers console builds the same
+/// commands with its peers, which adds the floor scenario, the SignalR transports and the <c>peer</c> command.
 /// </summary>
 internal static class PerfCli
 {
-    public static RootCommand Build()
+    /// <param name="peers">What the peers console adds; none here.</param>
+    public static RootCommand Build(PerfPeers? peers = null)
     {
+        peers ??= PerfPeers.None;
         var common = new CommonOptions();
-        IReadOnlyList<IPerfScenario> scenarios = Scenarios(new PubSubTransportOptions([PubSubTransportChoice.PollingDuplex]));
+        IReadOnlyList<IPerfScenario> scenarios = Scenarios(new PubSubTransportOptions(peers), peers);
         var suite = scenarios.Where(s => s.InSuite).ToList();
         var root = new RootCommand(
-            $"ChannelPool perf console. With no command, runs the suite: {string.Join(", ", suite.Select(s => s.Name))}, against ours and SignalR's where there is a peer, " +
-            "about ten minutes in all on two cores, against servers it starts on 127.0.0.1, and writes a report (markdown, JSON, charts) under --output.");
+            $"ChannelPool perf console{(peers.Any ? " with its peers" : string.Empty)}. With no command, runs the suite: {string.Join(", ", suite.Select(s => s.Name))}, " +
+            (peers.Any ? "against ours and SignalR's where there is a peer, " : "ChannelPool alone (the peers console, perf/ChannelPool.Perf.Peers, runs SignalR and the floor beside it), ") +
+            "against servers it starts on 127.0.0.1, and writes a report (markdown, JSON, charts) under --output.");
         common.AddTo(root);
-        root.SetAction((parse, token) => RunAsync(parse, common, "suite", suite, (scenario, context) => scenario.RunInSuiteAsync(context, token), token));
+        root.SetAction((parse, token) => RunAsync(parse, common, peers, "suite", suite, (scenario, context) => scenario.RunInSuiteAsync(context, token), token));
 
         foreach (var scenario in scenarios)
         {
-            root.Add(BuildCommand(common, scenario.Name, scenario.Description, [scenario]));
+            root.Add(BuildCommand(common, peers, scenario.Name, scenario.Description, [scenario]));
         }
 
-        var peerTransports = new PubSubTransportOptions(PubSubTransportChoice.AllNames);
-        root.Add(BuildCommand(
-            common,
-            "peer",
-            "The broadcast and collaboration scripts against ours and ASP.NET Core SignalR (long polling and WebSockets), side by side in one run.",
-            [new BroadcastScenario(peerTransports), new CollaborationScenario(peerTransports)]));
-        root.Add(BuildServe());
+        if (peers.Any)
+        {
+            var peerTransports = new PubSubTransportOptions(peers, allByDefault: true);
+            root.Add(BuildCommand(
+                common,
+                peers,
+                "peer",
+                "The broadcast and collaboration scripts against ours and ASP.NET Core SignalR (long polling and WebSockets), side by side in one run.",
+                [new BroadcastScenario(peerTransports), new CollaborationScenario(peerTransports)]));
+        }
+
+        root.Add(BuildServe(peers));
         return root;
     }
 
     /// <summary>Every scenario with a command of its own; the suite runs those it runs in this order.</summary>
-    /// <param name="transports">The pub/sub transport options of the broadcast and collaboration commands (ours alone by default).</param>
-    /// <returns>The scenarios.</returns>
-    private static IPerfScenario[] Scenarios(PubSubTransportOptions transports) =>
+    private static IPerfScenario[] Scenarios(PubSubTransportOptions transports, PerfPeers peers) =>
     [
         new ProxiesScenario(),
         new HeadroomScenario(),
         new OriginalScenario(),
         new PollModesScenario(),
-        new FloorScenario(),
+        .. peers.Scenarios,
         new BroadcastScenario(transports),
         new CollaborationScenario(transports),
         new RedisScenario(),
@@ -67,7 +73,7 @@ internal static class PerfCli
         new OneCallerScenario(),
     ];
 
-    private static Command BuildCommand(CommonOptions common, string name, string description, IReadOnlyList<IPerfScenario> scenarios)
+    private static Command BuildCommand(CommonOptions common, PerfPeers peers, string name, string description, IReadOnlyList<IPerfScenario> scenarios)
     {
         var command = new Command(name, description);
         foreach (var scenario in scenarios)
@@ -75,11 +81,11 @@ internal static class PerfCli
             scenario.AddOptions(command);
         }
 
-        command.SetAction((parse, token) => RunAsync(parse, common, name, scenarios, (scenario, context) => scenario.RunAsync(context, parse, token), token));
+        command.SetAction((parse, token) => RunAsync(parse, common, peers, name, scenarios, (scenario, context) => scenario.RunAsync(context, parse, token), token));
         return command;
     }
 
-    private static Command BuildServe()
+    private static Command BuildServe(PerfPeers peers)
     {
         var pollTimeout = ScenarioOptions.PositiveDouble("--poll-timeout", "Seconds a long poll is held.", 15);
         var floodWindow = ScenarioOptions.PositiveInt("--flood-window", "The flood endpoint's MaxPendingMessagesPerSession.", 256);
@@ -88,6 +94,7 @@ internal static class PerfCli
         command.Hidden = true;
         command.SetAction((parse, _) => ServerProcess.ServeAsync(
             new PerfServerSettings { PollTimeout = TimeSpan.FromSeconds(parse.GetValue(pollTimeout)), FloodWindow = parse.GetValue(floodWindow), Wcf = parse.GetValue(wcf) },
+            peers,
             Console.In,
             Console.Out));
         return command;
@@ -97,6 +104,7 @@ internal static class PerfCli
     private static async Task<int> RunAsync(
         ParseResult parse,
         CommonOptions common,
+        PerfPeers peers,
         string name,
         IReadOnlyList<IPerfScenario> scenarios,
         Func<IPerfScenario, PerfContext, Task<ReportSection>> run,
@@ -106,7 +114,7 @@ internal static class PerfCli
         var quick = parse.GetValue(common.Quick);
         ClientHttp.RaiseOpenFileLimit();
         var serverSettings = new PerfServerSettings { FloodWindow = parse.GetValue(common.FloodWindow), PollTimeout = TimeSpan.FromSeconds(parse.GetValue(common.PollTimeout)) };
-        var server = scenarios.Any(s => s.UsesEmbeddedServers) ? await StartServerAsync(parse, common, serverSettings, console, cancellationToken) : null;
+        var server = scenarios.Any(s => s.UsesEmbeddedServers) ? await StartServerAsync(parse, common, peers, serverSettings, console, cancellationToken) : null;
         var settings = new Dictionary<string, string>
         {
             ["Mode"] = quick ? "quick (every scenario shrunk to check the console works; the figures mean little)" : name,
@@ -122,7 +130,7 @@ internal static class PerfCli
         };
         var report = new PerfReport(RunInfo.Capture(CommandLine(parse, common.NotRecorded), servers, settings));
         var directory = PerfReport.NewDirectory(parse.GetValue(common.Output)!.FullName);
-        await using (var context = new PerfContext(server, serverSettings, console, report, parse.GetValue(common.LoopbackAddresses), quick))
+        await using (var context = new PerfContext(server, serverSettings, console, report, parse.GetValue(common.LoopbackAddresses), quick, peers))
         {
             try
             {
@@ -172,7 +180,7 @@ internal static class PerfCli
         return 0;
     }
 
-    private static async Task<IPerfServer> StartServerAsync(ParseResult parse, CommonOptions common, PerfServerSettings settings, IAnsiConsole console, CancellationToken cancellationToken)
+    private static async Task<IPerfServer> StartServerAsync(ParseResult parse, CommonOptions common, PerfPeers peers, PerfServerSettings settings, IAnsiConsole console, CancellationToken cancellationToken)
     {
         if (parse.GetValue(common.Endpoint) is { } remote)
         {
@@ -182,8 +190,8 @@ internal static class PerfCli
         var where = parse.GetValue(common.Server)!;
         console.MarkupLine($"Starting the embedded servers ({Markup.Escape(where)}) on 127.0.0.1…");
         return where == "in-process"
-            ? await PerfServer.StartAsync(settings, cancellationToken)
-            : await ServerProcess.StartAsync(settings, cancellationToken);
+            ? await PerfServer.StartAsync(settings, peers, cancellationToken)
+            : await ServerProcess.StartAsync(settings, peers, cancellationToken);
     }
 
     private static IAnsiConsole CreateConsole(TextWriter output)
@@ -203,7 +211,6 @@ internal static class PerfCli
     }
 
     /// <summary>The command as a reader would retype it: arguments with spaces quoted, and where the reports went left out.</summary>
-    /// <param name="parse">The command line.</param>
     /// <param name="notRecorded">Options left out, with their values.</param>
     /// <returns>For example <c>ChannelPool.Perf proxies --kind singleton "pooled reuse"</c>.</returns>
     internal static string CommandLine(ParseResult parse, IReadOnlyList<Option> notRecorded)

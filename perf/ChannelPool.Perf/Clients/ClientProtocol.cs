@@ -23,12 +23,9 @@ internal static class ClientProtocols
     public static IReadOnlyList<string> OptionValues { get; } = ["1.1", "2"];
 
     /// <summary>Gets the name a report shows, <c>HTTP/1.1</c> or <c>HTTP/2</c>.</summary>
-    /// <param name="protocol">The protocol.</param>
-    /// <returns>Its name.</returns>
     public static string Label(this ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? "HTTP/2" : "HTTP/1.1";
 
     /// <summary>Gets the request version for <paramref name="protocol"/>.</summary>
-    /// <param name="protocol">The protocol.</param>
     /// <returns><see cref="HttpVersion.Version11"/> or <see cref="HttpVersion.Version20"/>.</returns>
     public static Version RequestVersion(this ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? HttpVersion.Version20 : HttpVersion.Version11;
 

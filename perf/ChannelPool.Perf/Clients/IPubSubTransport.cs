@@ -21,8 +21,6 @@ internal interface IPubSubTransport : IAsyncDisposable
     /// Called once per notification, in order, on a thread-pool thread; it must be quick and must not block. It is never
     /// called for the client's own publishes.
     /// </param>
-    /// <param name="cancellationToken">Cancels the connect.</param>
-    /// <returns>The connected client.</returns>
     Task<IPubSubClient> ConnectAsync(NotificationHandler onNotification, CancellationToken cancellationToken);
 }
 
@@ -30,22 +28,16 @@ internal interface IPubSubTransport : IAsyncDisposable
 internal interface IPubSubClient : IAsyncDisposable
 {
     /// <summary>Subscribes to <paramref name="topic"/>; completes once the server has taken the subscription.</summary>
-    /// <param name="topic">The topic.</param>
-    /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>A task that completes when the server has the subscription.</returns>
     Task SubscribeAsync(string topic, CancellationToken cancellationToken);
 
     /// <summary>Publishes <paramref name="data"/> to every other subscriber of <paramref name="topic"/> (not back to this client).</summary>
-    /// <param name="topic">The topic.</param>
     /// <param name="data">One UTF-8 JSON value.</param>
-    /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>A task that completes when the server has taken the publish.</returns>
     Task PublishAsync(string topic, ReadOnlyMemory<byte> data, CancellationToken cancellationToken);
 
     /// <summary>Publishes several values to <paramref name="topic"/>, in order; in one request where the transport can.</summary>
-    /// <param name="topic">The topic.</param>
     /// <param name="batch">The values, each one UTF-8 JSON value.</param>
-    /// <param name="cancellationToken">Cancels the call.</param>
     /// <returns>A task that completes when the server has taken every publish.</returns>
     async Task PublishAsync(string topic, IReadOnlyList<ReadOnlyMemory<byte>> batch, CancellationToken cancellationToken)
     {

@@ -7,11 +7,7 @@ namespace ChannelPool.Perf.Reporting;
 /// <summary>What <see cref="ChartRenderer.RenderAsync"/> wrote.</summary>
 /// <param name="Written">The PNG of every chart drawn (<c>&lt;Name&gt;.png</c>, with <c>&lt;Name&gt;.svg</c> beside it), in chart order.</param>
 /// <param name="Problem">Why some or all charts were not drawn, or <see langword="null"/> when every chart was.</param>
-internal sealed record ChartRenderResult(IReadOnlyList<string> Written, string? Problem)
-{
-    /// <summary>Whether every chart has its PNG.</summary>
-    public bool AllDrawn => Problem is null;
-}
+internal sealed record ChartRenderResult(IReadOnlyList<string> Written, string? Problem);
 
 /// <summary>Draws <see cref="Chart"/>s in-process with ScottPlot, as PNG and SVG.</summary>
 internal static class ChartRenderer

@@ -6,16 +6,6 @@ using System.Text.Json.Serialization;
 
 namespace ChannelPool.Perf.Reporting;
 
-/// <summary>A table of figures, already formatted, as both the console and the markdown report show it.</summary>
-internal sealed record ReportTable(string Title, IReadOnlyList<string> Columns, IReadOnlyList<IReadOnlyList<string>> Rows);
-
-/// <summary>One of the issue's targets, checked against what this run measured.</summary>
-/// <param name="Target">The goal, for example <c>pooled reuse ≥ 0.95× singleton at concurrency 8</c>.</param>
-/// <param name="Measured">What was measured, for example <c>0.97×</c>.</param>
-/// <param name="Met">Whether the goal was met; null when this run could not tell (for example a peer was missing).</param>
-/// <param name="Shortfall">When missed: by how much, in words.</param>
-internal sealed record TargetCheck(string Target, string Measured, bool? Met, string? Shortfall = null);
-
 /// <summary>One scenario's part of the report.</summary>
 internal sealed class ReportSection(string id, string title, string description)
 {
@@ -100,7 +90,6 @@ internal sealed class PerfReport(RunInfo info)
     /// </summary>
     /// <param name="root">The folder that holds one folder per scenario (the repository's <c>docs/perf</c>).</param>
     /// <param name="rendered">The charts <see cref="WriteAsync"/> drew, which are copied from the run's folder.</param>
-    /// <param name="cancellationToken">Stops the writing.</param>
     /// <returns>The folders written, one per section.</returns>
     public async Task<IReadOnlyList<string>> PublishAsync(string root, ChartRenderResult rendered, CancellationToken cancellationToken)
     {
@@ -129,7 +118,6 @@ internal sealed class PerfReport(RunInfo info)
     /// <summary>The report of <paramref name="sections"/> as markdown: the run, the targets those sections checked, then each section.</summary>
     /// <param name="sections">The sections to write: all of them, or one scenario's when published.</param>
     /// <param name="rendered">The charts drawn, or <see langword="null"/> when none were.</param>
-    /// <returns>The markdown.</returns>
     public string ToMarkdown(IReadOnlyList<ReportSection> sections, ChartRenderResult? rendered)
     {
         var md = new StringBuilder();
@@ -147,20 +135,7 @@ internal sealed class PerfReport(RunInfo info)
         var targets = sections.SelectMany(s => s.Targets).ToList();
         if (targets.Count > 0)
         {
-            md.AppendLine("## Targets").AppendLine();
-            md.AppendLine("| Target | Measured | Verdict |").AppendLine("|---|---|---|");
-            foreach (var t in targets)
-            {
-                var verdict = t.Met switch
-                {
-                    true => "met",
-                    false => "missed" + (t.Shortfall is null ? string.Empty : $": {t.Shortfall}"),
-                    null => "not measured" + (t.Shortfall is null ? string.Empty : $": {t.Shortfall}"),
-                };
-                md.AppendLine(CultureInfo.InvariantCulture, $"| {Escape(t.Target)} | {Escape(t.Measured)} | {Escape(verdict)} |");
-            }
-
-            md.AppendLine();
+            TargetCheck.Table(targets).WriteMarkdown(md, "##");
         }
 
         foreach (var section in sections)
@@ -169,15 +144,7 @@ internal sealed class PerfReport(RunInfo info)
             md.AppendLine(section.Description).AppendLine();
             foreach (var table in section.Tables)
             {
-                md.AppendLine(CultureInfo.InvariantCulture, $"### {table.Title}").AppendLine();
-                md.AppendLine("| " + string.Join(" | ", table.Columns.Select(Escape)) + " |");
-                md.AppendLine("|" + string.Concat(table.Columns.Select(_ => "---|")));
-                foreach (var row in table.Rows)
-                {
-                    md.AppendLine("| " + string.Join(" | ", row.Select(Escape)) + " |");
-                }
-
-                md.AppendLine();
+                table.WriteMarkdown(md);
             }
 
             foreach (var chart in section.Charts)
@@ -202,6 +169,4 @@ internal sealed class PerfReport(RunInfo info)
 
         return md.ToString();
     }
-
-    private static string Escape(string text) => text.Replace("|", "\\|", StringComparison.Ordinal);
 }

@@ -16,7 +16,4 @@ internal static class ReportFormat
 
     /// <summary>A share of a baseline: <c>97 %</c>.</summary>
     public static string Percent(double value) => value.ToString("P0", CultureInfo.InvariantCulture);
-
-    /// <summary>A figure, or <c>missed</c> where the scenario could not measure it (a burst that never completed).</summary>
-    public static string NumOrMissed(double value, string format) => double.IsInfinity(value) ? "missed" : Num(value, format);
 }

@@ -1,5 +1,6 @@
 using System.Net;
 using ChannelPool.Perf.Clients;
+using ChannelPool.Perf.Peers;
 using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Servers;
 using Spectre.Console;
@@ -17,11 +18,12 @@ internal sealed class PerfContext : IAsyncDisposable
     /// <param name="server">The embedded or remote servers, or <see langword="null"/> when the scenarios start their own.</param>
     /// <param name="serverSettings">What the servers were started with.</param>
     /// <param name="console">Where progress and tables go.</param>
-    /// <param name="report">The run's report.</param>
     /// <param name="loopbackAddresses">Local addresses clients connect from.</param>
     /// <param name="quick">Whether this is a <c>--quick</c> run.</param>
-    public PerfContext(IPerfServer? server, PerfServerSettings serverSettings, IAnsiConsole console, PerfReport report, int loopbackAddresses, bool quick)
+    /// <param name="peers">The peer transports the pub/sub scenarios may name.</param>
+    public PerfContext(IPerfServer? server, PerfServerSettings serverSettings, IAnsiConsole console, PerfReport report, int loopbackAddresses, bool quick, PerfPeers peers)
     {
+        Peers = peers;
         _server = server;
         ServerSettings = serverSettings;
         Console = console;
@@ -77,6 +79,8 @@ internal sealed class PerfContext : IAsyncDisposable
 
     public IAnsiConsole Console { get; }
 
+    public PerfPeers Peers { get; }
+
     public PerfReport Report { get; }
 
     public bool Quick { get; }
@@ -95,17 +99,14 @@ internal sealed class PerfContext : IAsyncDisposable
     public HttpClient Http2 { get; private set; }
 
     /// <summary>Gets the client for <paramref name="protocol"/>.</summary>
-    /// <param name="protocol">The protocol.</param>
     /// <returns><see cref="Http"/> or <see cref="Http2"/>.</returns>
     public HttpClient HttpFor(ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? Http2 : Http;
 
     /// <summary>Gets the handler for <paramref name="protocol"/>.</summary>
-    /// <param name="protocol">The protocol.</param>
     /// <returns><see cref="Handler"/> or <see cref="Http2Handler"/>.</returns>
     public HttpMessageHandler HandlerFor(ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? _http2Handler : _handler;
 
     /// <summary>Gets the servers' base address for <paramref name="protocol"/>.</summary>
-    /// <param name="protocol">The protocol.</param>
     /// <returns>The base address, ending in <c>/</c>.</returns>
     /// <exception cref="InvalidOperationException">HTTP/2 was asked of a server that gives no HTTP/2 address (a remote one).</exception>
     public Uri BaseAddress(ClientProtocol protocol) => protocol == ClientProtocol.Http2
@@ -163,18 +164,7 @@ internal sealed class PerfContext : IAsyncDisposable
         Console.Write(new Rule($"[bold]{Markup.Escape(section.Title)}[/]").LeftJustified());
         foreach (var table in tables)
         {
-            var grid = new Table().Title(Markup.Escape(table.Title)).Border(TableBorder.Rounded);
-            foreach (var column in table.Columns)
-            {
-                grid.AddColumn(Markup.Escape(column));
-            }
-
-            foreach (var row in table.Rows)
-            {
-                grid.AddRow([.. row.Select(Markup.Escape)]);
-            }
-
-            Console.Write(grid);
+            Console.Write(table.ToConsole());
         }
 
         if (Quick && section.Targets.Count > 0)
@@ -184,13 +174,8 @@ internal sealed class PerfContext : IAsyncDisposable
 
         foreach (var target in section.Targets)
         {
-            var (colour, verdict) = target.Met switch
-            {
-                _ when Quick => ("grey", "not judged (quick)"),
-                true => ("green", "met"),
-                false => ("red", "missed"),
-                null => ("yellow", "not measured"),
-            };
+            var colour = Quick ? "grey" : target.Met switch { true => "green", false => "red", null => "yellow" };
+            var verdict = Quick ? "not judged (quick)" : target.Verdict;
             Console.MarkupLine($"[{colour}]{verdict}[/] {Markup.Escape(target.Target)}: {Markup.Escape(target.Measured)}{(target.Shortfall is null ? string.Empty : " — " + Markup.Escape(target.Shortfall))}");
         }
 

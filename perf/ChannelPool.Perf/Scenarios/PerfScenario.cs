@@ -23,16 +23,10 @@ internal interface IPerfScenario
     void AddOptions(Command command);
 
     /// <summary>Runs the scenario with the settings its options say, and returns its report section.</summary>
-    /// <param name="context">The run's servers, console and report.</param>
-    /// <param name="parse">The command line.</param>
-    /// <param name="cancellationToken">Stops the run.</param>
     /// <returns>The section, with its tables, charts, targets and results.</returns>
     Task<ReportSection> RunAsync(PerfContext context, ParseResult parse, CancellationToken cancellationToken);
 
     /// <summary>Runs the scenario as the suite sizes it, and returns its report section.</summary>
-    /// <param name="context">The run's servers, console and report.</param>
-    /// <param name="cancellationToken">Stops the run.</param>
-    /// <returns>The section.</returns>
     Task<ReportSection> RunInSuiteAsync(PerfContext context, CancellationToken cancellationToken);
 }
 
@@ -55,29 +49,29 @@ internal abstract class PerfScenario<TSettings, TResults> : IPerfScenario
 
     public bool InSuite => SuiteSettings(quick: false) is not null;
 
-    public abstract void AddOptions(Command command);
+    /// <summary>Gets the scenario's options, each declared once with the setting it sets.</summary>
+    protected SettingsBinder<TSettings> Options { get; } = new();
 
-    /// <summary>Reads the scenario's options into settings.</summary>
-    /// <param name="parse">The command line, already validated.</param>
-    /// <param name="quick">Whether <c>--quick</c> was given: shrink whatever the command line did not set, to seconds.</param>
-    /// <returns>The settings to run.</returns>
-    public abstract TSettings ReadSettings(ParseResult parse, bool quick);
+    public virtual void AddOptions(Command command) => Options.AddTo(command);
+
+    /// <summary>Reads the scenario's options into settings: what the command line set, over <see cref="Basis"/>.</summary>
+    /// <param name="quick">Whether <c>--quick</c> was given: whatever the command line did not set keeps its quick size.</param>
+    public virtual TSettings ReadSettings(ParseResult parse, bool quick) => Options.Read(parse, Basis(quick));
+
+    /// <summary>Gets the settings a command's run starts from before its options apply: the defaults, or the quick sizes.</summary>
+    /// <param name="quick">Whether <c>--quick</c> was given.</param>
+    protected abstract TSettings Basis(bool quick);
 
     /// <summary>Gets the settings the suite runs this scenario with, or <see langword="null"/> when the suite leaves it out.</summary>
     /// <param name="quick">Whether the suite runs with <c>--quick</c>.</param>
-    /// <returns>The suite's settings, or <see langword="null"/>.</returns>
     public virtual TSettings? SuiteSettings(bool quick) => null;
 
     /// <summary>Measures. Progress goes to <see cref="PerfContext.Console"/> as it happens; figures come back as results.</summary>
     /// <param name="context">The run's servers, console and clients' HTTP handler.</param>
-    /// <param name="settings">What to measure.</param>
-    /// <param name="cancellationToken">Stops the run.</param>
-    /// <returns>What was measured.</returns>
     public abstract Task<TResults> RunAsync(PerfContext context, TSettings settings, CancellationToken cancellationToken);
 
     /// <summary>Turns results into the report section: formatted tables, charts, target checks and notes.</summary>
     /// <param name="results">What <see cref="RunAsync(PerfContext, TSettings, CancellationToken)"/> measured.</param>
-    /// <param name="settings">The settings it ran with.</param>
     /// <param name="context">The run, for how its servers ran.</param>
     /// <returns>The section; start it with <see cref="NewSection"/>.</returns>
     public abstract ReportSection Report(TResults results, TSettings settings, PerfContext context);
@@ -89,9 +83,7 @@ internal abstract class PerfScenario<TSettings, TResults> : IPerfScenario
         RunAndReportAsync(context, SuiteSettings(context.Quick) ?? throw new InvalidOperationException($"The suite does not run the {Name} scenario."), cancellationToken);
 
     /// <summary>Starts this scenario's section, under its <see cref="Name"/>, holding <paramref name="results"/> for results.json.</summary>
-    /// <param name="title">The section's heading.</param>
     /// <param name="description">What was measured and how, in a paragraph.</param>
-    /// <param name="results">The typed results.</param>
     /// <returns>An empty section to add tables, charts, targets and notes to.</returns>
     protected ReportSection NewSection(string title, string description, TResults results) =>
         new(Name, title, description) { Results = results };

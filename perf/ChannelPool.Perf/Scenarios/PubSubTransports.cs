@@ -1,6 +1,6 @@
 using System.CommandLine;
 using ChannelPool.Perf.Clients;
-using ChannelPool.Perf.Peers.SignalR;
+using ChannelPool.Perf.Peers;
 using ChannelPool.PollingDuplex;
 
 namespace ChannelPool.Perf.Scenarios;
@@ -21,24 +21,14 @@ internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, Pollin
     public const string SignalRLongPolling = "signalr-longpolling";
     public const string SignalRWebSockets = "signalr-websockets";
 
-    /// <summary>The bare Kestrel long poll (<see cref="Servers.FloorEndpoint"/>): what a delivery costs with nothing of ours in it. Broadcast only.</summary>
+    /// <summary>The bare Kestrel long poll of the peers console's floor scenario: what a delivery costs with nothing of ours in it. Broadcast only.</summary>
     public const string Floor = "floor";
-
-    public static IReadOnlyList<string> AllNames { get; } = [PollingDuplex, SignalRLongPolling, SignalRWebSockets];
-
-    /// <summary>Gets every name <c>--transport</c> takes: <see cref="AllNames"/> (what <c>all</c> means) and the floor.</summary>
-    public static IReadOnlyList<string> KnownNames { get; } = [.. AllNames, Floor];
 
     /// <summary>Gets ours alone, in the mode and encoding the targets are about (multiple, binary).</summary>
     public static PubSubTransportChoice Ours { get; } = new([PollingDuplex], PollingDuplexMode.MultipleMessagesPerPoll, DuplexEncoding.Binary);
 
-    /// <summary>Gets ours beside both SignalR peers, as the suite runs them.</summary>
-    public static PubSubTransportChoice All { get; } = Ours with { Names = AllNames };
-
     /// <summary>Creates the transports against the run's servers, runs <paramref name="body"/> with them, and disposes them.</summary>
     /// <typeparam name="T">What the body measures.</typeparam>
-    /// <param name="context">The run.</param>
-    /// <param name="body">The measurement.</param>
     /// <returns>What <paramref name="body"/> returned.</returns>
     public async Task<T> UseAsync<T>(PerfContext context, Func<IReadOnlyList<IPubSubTransport>, Task<T>> body)
     {
@@ -46,12 +36,8 @@ internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, Pollin
         IReadOnlyList<IPubSubTransport> transports = [.. Names.Distinct().SelectMany(name => name switch
         {
             PollingDuplex => protocols.Select(p => (IPubSubTransport)new DuplexPubSubTransport(context.HttpFor(p), new Uri(context.BaseAddress(p), "pubsub"), Encoding, Mode)),
-            SignalRLongPolling => protocols.Select(p => (IPubSubTransport)new SignalRTransport(
-                new Uri(context.BaseAddress(p), "signalr"), SignalRTransportKind.LongPolling, context.HandlerFor(p), p.RequestVersion())),
-            SignalRWebSockets => [new SignalRTransport(context.Server.Endpoints.SignalR, SignalRTransportKind.WebSockets, context.Handler)],
-            Floor => protocols.Select(p => (IPubSubTransport)new FloorTransport(
-                context.HttpFor(p), new Uri(context.BaseAddress(p), "floor"), p == ClientProtocol.Http2 ? "floor (HTTP/2)" : Floor, p)),
-            _ => throw new ArgumentException($"Unknown transport '{name}'; use {string.Join(", ", KnownNames)}."),
+            _ => context.Peers.Transports.FirstOrDefault(t => t.Name == name)?.Create(context, protocols)
+                ?? throw new ArgumentException($"Unknown transport '{name}': this console runs {PollingDuplex} alone; the peers run in perf/ChannelPool.Perf.Peers."),
         })];
         try
         {
@@ -77,11 +63,17 @@ internal sealed class PubSubTransportOptions
     private readonly Option<string> _mode = new("--mode") { Description = "Our clients' poll mode: multiple (default) or single.", DefaultValueFactory = _ => "multiple" };
     private readonly Option<string> _encoding = new("--encoding") { Description = "Our clients' encoding: binary (default) or text.", DefaultValueFactory = _ => "binary" };
 
-    public PubSubTransportOptions(IReadOnlyList<string> defaults)
+    /// <param name="peers">The peer transports besides ours.</param>
+    /// <param name="allByDefault">Whether the command runs every transport unless told (the peer command) or ours alone.</param>
+    public PubSubTransportOptions(PerfPeers peers, bool allByDefault = false)
     {
+        AllNames = [PubSubTransportChoice.PollingDuplex, .. peers.Transports.Where(t => t.InAll).Select(t => t.Name)];
+        KnownNames = [PubSubTransportChoice.PollingDuplex, .. peers.Transports.Select(t => t.Name)];
+        IReadOnlyList<string> defaults = allByDefault ? AllNames : [PubSubTransportChoice.PollingDuplex];
+        var peersElsewhere = peers.Any ? string.Empty : " (SignalR and the floor's bare long poll run in the peers console, perf/ChannelPool.Perf.Peers)";
         _transport = new("--transport")
         {
-            Description = $"Transports to run: {string.Join(", ", PubSubTransportChoice.KnownNames)} (the bare Kestrel long poll, broadcast only), or all (all but the floor). Default: {string.Join(' ', defaults)}.",
+            Description = $"Transports to run: {string.Join(", ", KnownNames)}, or all{peersElsewhere}. Default: {string.Join(' ', defaults)}.",
             DefaultValueFactory = _ => [.. defaults],
             AllowMultipleArgumentsPerToken = true,
         };
@@ -89,9 +81,9 @@ internal sealed class PubSubTransportOptions
         {
             foreach (var name in r.GetValueOrDefault<string[]>() ?? [])
             {
-                if (name != "all" && !PubSubTransportChoice.KnownNames.Contains(name))
+                if (name != "all" && !KnownNames.Contains(name))
                 {
-                    r.AddError($"Unknown --transport '{name}'; use {string.Join(", ", PubSubTransportChoice.KnownNames)} or all.");
+                    r.AddError($"Unknown --transport '{name}'; use {string.Join(", ", KnownNames)} or all{peersElsewhere}.");
                 }
             }
         });
@@ -99,8 +91,16 @@ internal sealed class PubSubTransportOptions
         _encoding.AcceptOnlyFromAmong("binary", "text");
     }
 
+    /// <summary>Gets what <c>--transport all</c> runs: ours and every peer but the floor.</summary>
+    public IReadOnlyList<string> AllNames { get; }
+
+    /// <summary>Gets every name <c>--transport</c> takes.</summary>
+    public IReadOnlyList<string> KnownNames { get; }
+
+    /// <summary>Gets ours beside every peer, as the suite runs them (ours alone in this console).</summary>
+    public PubSubTransportChoice All => PubSubTransportChoice.Ours with { Names = AllNames };
+
     /// <summary>Adds the three options to <paramref name="command"/>, unless another scenario of the same command already did.</summary>
-    /// <param name="command">The command.</param>
     public void AddTo(Command command)
     {
         foreach (var option in new Option[] { _transport, _mode, _encoding }.Where(o => !command.Options.Contains(o)))
@@ -113,7 +113,7 @@ internal sealed class PubSubTransportOptions
     {
         var names = parse.GetValue(_transport)!;
         return new PubSubTransportChoice(
-            names.Contains("all") ? PubSubTransportChoice.AllNames : names,
+            names.Contains("all") ? AllNames : names,
             parse.GetValue(_mode) == "single" ? PollingDuplexMode.SingleMessagePerPoll : PollingDuplexMode.MultipleMessagesPerPoll,
             parse.GetValue(_encoding) == "text" ? DuplexEncoding.Text : DuplexEncoding.Binary);
     }

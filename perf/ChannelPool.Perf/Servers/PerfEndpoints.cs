@@ -3,7 +3,7 @@ using ChannelPool.Testing.ServiceModel;
 
 namespace ChannelPool.Perf.Servers;
 
-/// <summary>Where a perf server listens: one HTTP base address for the duplex, SignalR and WebSocket endpoints, and the WCF test services.</summary>
+/// <summary>Where a perf server listens: one HTTP base address for the duplex and WebSocket endpoints (and the peers'), and the WCF test services.</summary>
 /// <param name="Http">The HTTP base address, ending in <c>/</c>.</param>
 /// <param name="Wcf">The WCF test services, or <see langword="null"/> when there are none.</param>
 internal sealed record PerfEndpoints(Uri Http, WcfEndpoints? Wcf)
@@ -12,12 +12,8 @@ internal sealed record PerfEndpoints(Uri Http, WcfEndpoints? Wcf)
 
     public Uri Flood => new(Http, "flood");
 
-    public Uri SignalR => new(Http, "signalr");
-
     /// <summary>Gets the same endpoints' HTTP/2 base address (cleartext, prior knowledge), or <see langword="null"/> where there is none.</summary>
     public Uri? Http2 { get; init; }
-
-    public Uri Floor => new(Http, "floor");
 
     public Uri WebSocketFlood => new(Http.Scheme == "https" ? "wss" + Http.AbsoluteUri[5..] + "ws/flood" : "ws" + Http.AbsoluteUri[4..] + "ws/flood");
 }

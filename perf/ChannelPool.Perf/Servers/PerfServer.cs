@@ -2,7 +2,7 @@ using System.Collections.Concurrent;
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
 using System.Net;
-using ChannelPool.Perf.Peers.SignalR;
+using ChannelPool.Perf.Peers;
 using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.PollingDuplex;
 using ChannelPool.Testing;
@@ -41,8 +41,8 @@ internal sealed record PerfServerSettings
 
 /// <summary>
 /// The embedded servers, on 127.0.0.1: Kestrel (HTTP/1.1, and HTTP/2 on a second port) with the polling duplex pub/sub
-/// service at <c>/pubsub</c>, the flood at <c>/flood</c>, SignalR at <c>/signalr</c>, the WebSocket flood at
-/// <c>/ws/flood</c> and the bare long poll the floor scenario compares with at <c>/floor</c>; and the WCF
+/// service at <c>/pubsub</c>, the flood at <c>/flood</c>, the WebSocket flood at <c>/ws/flood</c>, and the peers'
+/// endpoints when the peers console runs it (SignalR at <c>/signalr</c>, the floor at <c>/floor</c>); and the WCF
 /// test services the proxies scenario calls: the [MC-NMF] net.tcp TLS host and SoapCore over HTTPS, each started twice,
 /// serving a session's calls at once and one at a time (WCF's defaults), with one <see cref="ServerCounters"/> a kind.
 /// </summary>
@@ -88,7 +88,7 @@ internal sealed class PerfServer : IPerfServer
 
     public string Kind => "in-process";
 
-    public static async Task<PerfServer> StartAsync(PerfServerSettings settings, CancellationToken cancellationToken)
+    public static async Task<PerfServer> StartAsync(PerfServerSettings settings, PerfPeers peers, CancellationToken cancellationToken)
     {
         var builder = WebApplication.CreateSlimBuilder();
         builder.Logging.ClearProviders();
@@ -107,7 +107,7 @@ internal sealed class PerfServer : IPerfServer
             kestrel.Limits.Http2.MaxStreamsPerConnection = Http2StreamsPerConnection;
         });
         builder.Services.AddSingleton<FloodHandler>();
-        builder.Services.AddSignalRPubSub();
+        peers.AddServices?.Invoke(builder, settings);
         var app = builder.Build();
         app.UseWebSockets();
 
@@ -137,9 +137,8 @@ internal sealed class PerfServer : IPerfServer
             o.ServerPollTimeout = settings.PollTimeout;
             o.MaxPendingMessagesPerSession = settings.FloodWindow;
         });
-        app.MapSignalRPubSub("/signalr", settings.PollTimeout);
         app.MapWebSocketFlood("/ws/flood");
-        app.MapFloor("/floor", settings.PollTimeout);
+        peers.MapEndpoints?.Invoke(app, settings);
         await app.StartAsync(cancellationToken);
         var addresses = app.Services.GetRequiredService<IServer>().Features.Get<IServerAddressesFeature>()!.Addresses.Select(a => new Uri(a.TrimEnd('/') + "/")).ToList();
 

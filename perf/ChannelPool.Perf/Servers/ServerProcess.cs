@@ -1,11 +1,12 @@
 using System.Diagnostics;
 using System.Runtime.InteropServices;
 using System.Text.Json;
+using ChannelPool.Perf.Peers;
 
 namespace ChannelPool.Perf.Servers;
 
 /// <summary>
-/// A perf server in a child process (this same program, <c>serve</c> command). Clients and server then have a process
+/// A perf server in a child process (this same program, <c>serve</c> command, or the peers console when it runs). Clients and server then have a process
 /// each: their own file-descriptor limit (thousands of clients need thousands of sockets on each side), their own
 /// heap, and separate CPU and allocation figures. The two talk over the child's standard input and output: one line
 /// <c>READY {json}</c> when it listens, <c>STATS {json}</c> in answer to <c>stats</c>, <c>SETTLED</c> after a full
@@ -30,7 +31,7 @@ internal sealed class ServerProcess : IPerfServer
 
     public string Kind => "child process";
 
-    public static async Task<ServerProcess> StartAsync(PerfServerSettings settings, CancellationToken cancellationToken)
+    public static async Task<ServerProcess> StartAsync(PerfServerSettings settings, PerfPeers peers, CancellationToken cancellationToken)
     {
         var start = new ProcessStartInfo(DotnetHost())
         {
@@ -40,7 +41,7 @@ internal sealed class ServerProcess : IPerfServer
             UseShellExecute = false,
         };
         start.ArgumentList.Add("exec");
-        start.ArgumentList.Add(typeof(ServerProcess).Assembly.Location);
+        start.ArgumentList.Add(peers.Program.Location);
         start.ArgumentList.Add("serve");
         foreach (var argument in settings.ToArguments())
         {
@@ -121,9 +122,9 @@ internal sealed class ServerProcess : IPerfServer
     }
 
     /// <summary>Runs the child's side: serves until told to exit or until the console's end of the pipe closes.</summary>
-    public static async Task<int> ServeAsync(PerfServerSettings settings, TextReader input, TextWriter output)
+    public static async Task<int> ServeAsync(PerfServerSettings settings, PerfPeers peers, TextReader input, TextWriter output)
     {
-        await using var server = await PerfServer.StartAsync(settings, CancellationToken.None);
+        await using var server = await PerfServer.StartAsync(settings, peers, CancellationToken.None);
         await output.WriteLineAsync(ReadyPrefix + JsonSerializer.Serialize(ReadyMessage.From(server.Endpoints), Wire.Json));
         await output.FlushAsync();
         while (await input.ReadLineAsync() is { } command)

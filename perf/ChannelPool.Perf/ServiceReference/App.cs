@@ -3,10 +3,10 @@ using System.ServiceModel.Description;
 using ChannelPool.ServiceModel;
 using ChannelPool.Testing;
 
-namespace ChannelPool.Perf.ServiceReference;
+namespace ServiceReference;
 
 /// <summary>
-/// The app's half of the generated client, beside the tool's unchanged <c>Reference.cs</c>: the <c>ConfigureEndpoint</c>
+/// The app's half of the generated client, beside the tool's unchanged <c>Reference.cs</c> (the generator tests' dotnet-svcutil fixture, linked): the <c>ConfigureEndpoint</c>
 /// partial method, which trusts the embedded server's in-memory certificate as an app sets its credentials there.
 /// </summary>
 public partial class EchoServiceClient

@@ -28,6 +28,12 @@ namespace ServiceReference
         [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/Fail", ReplyAction="urn:channelpool:tests/IEchoService/FailResponse")]
         System.Threading.Tasks.Task<string> FailAsync(string reason);
         
+        [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/EchoAfter", ReplyAction="urn:channelpool:tests/IEchoService/EchoAfterResponse")]
+        string EchoAfter(string text, int milliseconds);
+        
+        [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/EchoAfter", ReplyAction="urn:channelpool:tests/IEchoService/EchoAfterResponse")]
+        System.Threading.Tasks.Task<string> EchoAfterAsync(string text, int milliseconds);
+        
         [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/WhoAmI", ReplyAction="urn:channelpool:tests/IEchoService/WhoAmIResponse")]
         string WhoAmI();
         
@@ -103,6 +109,16 @@ namespace ServiceReference
         public System.Threading.Tasks.Task<string> FailAsync(string reason)
         {
             return base.Channel.FailAsync(reason);
+        }
+        
+        public string EchoAfter(string text, int milliseconds)
+        {
+            return base.Channel.EchoAfter(text, milliseconds);
+        }
+        
+        public System.Threading.Tasks.Task<string> EchoAfterAsync(string text, int milliseconds)
+        {
+            return base.Channel.EchoAfterAsync(text, milliseconds);
         }
         
         public string WhoAmI()

@@ -27,6 +27,12 @@ namespace ServiceReference
         
         [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/Fail", ReplyAction="urn:channelpool:tests/IEchoService/FailResponse")]
         System.Threading.Tasks.Task<string> FailAsync(string reason);
+        
+        [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/EchoAfter", ReplyAction="urn:channelpool:tests/IEchoService/EchoAfterResponse")]
+        string EchoAfter(string text, int milliseconds);
+        
+        [System.ServiceModel.OperationContractAttribute(Action="urn:channelpool:tests/IEchoService/EchoAfter", ReplyAction="urn:channelpool:tests/IEchoService/EchoAfterResponse")]
+        System.Threading.Tasks.Task<string> EchoAfterAsync(string text, int milliseconds);
     }
     
     [System.CodeDom.Compiler.GeneratedCodeAttribute("Microsoft.Tools.ServiceModel.Svcutil", "8.0.0")]
@@ -97,6 +103,16 @@ namespace ServiceReference
         public System.Threading.Tasks.Task<string> FailAsync(string reason)
         {
             return base.Channel.FailAsync(reason);
+        }
+        
+        public string EchoAfter(string text, int milliseconds)
+        {
+            return base.Channel.EchoAfter(text, milliseconds);
+        }
+        
+        public System.Threading.Tasks.Task<string> EchoAfterAsync(string text, int milliseconds)
+        {
+            return base.Channel.EchoAfterAsync(text, milliseconds);
         }
         
         public virtual System.Threading.Tasks.Task OpenAsync()

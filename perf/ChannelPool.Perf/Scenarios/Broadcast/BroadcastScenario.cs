@@ -18,12 +18,6 @@ namespace ChannelPool.Perf.Scenarios.Broadcast;
 internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadOnlyList<BroadcastResult>>
 {
     private readonly PubSubTransportOptions _transports;
-    private readonly Option<double[]> _periods = new("--periods") { Description = "Burst periods P in seconds. Default: 1 2 5 10.", DefaultValueFactory = _ => [1, 2, 5, 10], AllowMultipleArgumentsPerToken = true };
-    private readonly Option<int> _bursts = PositiveInt("--bursts", "K: consecutive bursts that must each arrive before the next is due.", 100);
-    private readonly Option<int> _scoutBursts = PositiveInt("--scout-bursts", "Bursts per scouting probe, before K confirms.", 5);
-    private readonly Option<int> _startClients = PositiveInt("--start-clients", "The first M tried.", 1000);
-    private readonly Option<int> _maxClients = PositiveInt(
-        "--max-clients", "The largest M tried (the open-file limit may cap it lower: over HTTP/1.1 every client is a socket in each process).", 100_000);
     private readonly Option<string[]> _http = new("--http")
     {
         Description = "HTTP versions ours and SignalR long polling run on, each a search of its own: 1.1 (a connection per client, so the open-file limit caps M), " +
@@ -32,21 +26,30 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
         AllowMultipleArgumentsPerToken = true,
     };
 
-    private readonly Option<int> _sideBySide = new("--side-by-side")
-    {
-        Description = "Instead of searching, run every transport at this M, each fleet connected throughout, in --rounds alternating K-burst probes: CPU per delivery at one scale, side by side.",
-    };
-
-    private readonly Option<int> _rounds = PositiveInt("--rounds", "Alternating K-burst probes per transport, side by side or for --topic-rule compare.", 4, max: 50);
-
-    private readonly Option<double> _resolution = PositiveDouble("--resolution", "The search stops when the pass/fail gap is at most this fraction of M (0.02 resolves a 5% difference).", 0.1);
-
     /// <summary>Initializes a new instance of the <see cref="BroadcastScenario"/> class.</summary>
     /// <param name="transports">The transport options, shared with collaboration in the peer command.</param>
     public BroadcastScenario(PubSubTransportOptions transports)
     {
         _transports = transports;
-        _periods.Validators.Add(r =>
+        var periods = Options.Add(
+            new Option<double[]>("--periods") { Description = "Burst periods P in seconds. Default: 1 2 5 10.", DefaultValueFactory = _ => [1, 2, 5, 10], AllowMultipleArgumentsPerToken = true },
+            (s, v) => s with { Periods = [.. v.Select(TimeSpan.FromSeconds)] });
+        Options.Add(PositiveInt("--bursts", "K: consecutive bursts that must each arrive before the next is due.", 100), (s, v) => s with { Bursts = v });
+        Options.Add(PositiveInt("--scout-bursts", "Bursts per scouting probe, before K confirms.", 5), (s, v) => s with { ScoutBursts = v });
+        var startClients = Options.Add(PositiveInt("--start-clients", "The first M tried.", 1000), (s, v) => s with { StartClients = v });
+        var maxClients = Options.Add(
+            PositiveInt("--max-clients", "The largest M tried (the open-file limit may cap it lower: over HTTP/1.1 every client is a socket in each process).", 100_000), (s, v) => s with { MaxClients = v });
+        Options.Add(
+            PositiveDouble("--resolution", "The search stops when the pass/fail gap is at most this fraction of M (0.02 resolves a 5% difference).", 0.1), (s, v) => s with { Resolution = v });
+        Options.Add(_http);
+        var sideBySide = Options.Add(
+            new Option<int>("--side-by-side")
+            {
+                Description = "Instead of searching, run every transport at this M, each fleet connected throughout, in --rounds alternating K-burst probes: CPU per delivery at one scale, side by side.",
+            },
+            (s, v) => s with { SideBySide = v });
+        Options.Add(PositiveInt("--rounds", "Alternating K-burst probes per transport, side by side or for --topic-rule compare.", 4, max: 50), (s, v) => s with { CompareRounds = v });
+        periods.Validators.Add(r =>
         {
             foreach (var p in r.GetValueOrDefault<double[]>() ?? [])
             {
@@ -66,19 +69,19 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
                 }
             }
         });
-        _sideBySide.Validators.Add(r =>
+        sideBySide.Validators.Add(r =>
         {
             if (r.GetValueOrDefault<int>() is < 1 or > 100_000)
             {
                 r.AddError($"--side-by-side must be from 1 to 100000 clients; got {r.GetValueOrDefault<int>()}.");
             }
         });
-        _startClients.Validators.Add(r =>
+        startClients.Validators.Add(r =>
         {
             // An option the command line left out reads 0 from here, not its default: compare only with a given maximum.
-            if (!r.Implicit && r.GetResult(_maxClients) is { Implicit: false } max && r.GetValue(_startClients) > max.GetValueOrDefault<int>())
+            if (!r.Implicit && r.GetResult(maxClients) is { Implicit: false } max && r.GetValue(startClients) > max.GetValueOrDefault<int>())
             {
-                r.AddError($"--start-clients ({r.GetValue(_startClients)}) must not exceed --max-clients ({max.GetValueOrDefault<int>()}).");
+                r.AddError($"--start-clients ({r.GetValue(startClients)}) must not exceed --max-clients ({max.GetValueOrDefault<int>()}).");
             }
         });
     }
@@ -96,15 +99,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     public override void AddOptions(Command command)
     {
         _transports.AddTo(command);
-        command.Add(_periods);
-        command.Add(_bursts);
-        command.Add(_scoutBursts);
-        command.Add(_startClients);
-        command.Add(_maxClients);
-        command.Add(_resolution);
-        command.Add(_http);
-        command.Add(_sideBySide);
-        command.Add(_rounds);
+        base.AddOptions(command);
         TopicRuleEndpoint.AddTo(command);
     }
 
@@ -117,27 +112,20 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     public override BroadcastSettings SuiteSettings(bool quick) =>
         (quick ? Quick : new BroadcastSettings { Periods = [TimeSpan.FromSeconds(1)], Bursts = 10, ScoutBursts = 3, StartClients = 2_000 }) with
         {
-            Transports = PubSubTransportChoice.All with { Protocols = [ClientProtocol.Http2, ClientProtocol.Http11] },
+            Transports = _transports.All with { Protocols = [ClientProtocol.Http2, ClientProtocol.Http11] },
         };
 
     public override BroadcastSettings ReadSettings(ParseResult parse, bool quick)
     {
-        var basis = quick ? Quick : new BroadcastSettings();
-        var settings = basis with
+        var settings = base.ReadSettings(parse, quick) with
         {
-            Periods = IsExplicit(parse, _periods) ? [.. parse.GetValue(_periods)!.Select(TimeSpan.FromSeconds)] : basis.Periods,
-            Bursts = Explicit(parse, _bursts) ?? basis.Bursts,
-            ScoutBursts = Explicit(parse, _scoutBursts) ?? basis.ScoutBursts,
-            StartClients = Explicit(parse, _startClients) ?? basis.StartClients,
-            MaxClients = Explicit(parse, _maxClients) ?? basis.MaxClients,
-            Resolution = Math.Min(Explicit(parse, _resolution) ?? basis.Resolution, 0.5),
             Transports = _transports.Read(parse) with { Protocols = [.. parse.GetValue(_http)!.Select(v => ClientProtocols.Parse(v)!.Value).Distinct()] },
             CompareTopicRule = TopicRuleEndpoint.Compare(parse),
-            CompareRounds = Explicit(parse, _rounds) ?? basis.CompareRounds,
-            SideBySide = IsExplicit(parse, _sideBySide) ? parse.GetValue(_sideBySide) : null,
         };
-        return settings with { StartClients = Math.Min(settings.StartClients, settings.MaxClients) };
+        return settings with { Resolution = Math.Min(settings.Resolution, 0.5), StartClients = Math.Min(settings.StartClients, settings.MaxClients) };
     }
+
+    protected override BroadcastSettings Basis(bool quick) => quick ? Quick : new();
 
     public override Task<IReadOnlyList<BroadcastResult>> RunAsync(PerfContext context, BroadcastSettings settings, CancellationToken cancellationToken) =>
         TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new BroadcastRun(context, settings).RunAsync(list, cancellationToken));

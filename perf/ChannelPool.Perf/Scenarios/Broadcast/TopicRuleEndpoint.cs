@@ -20,7 +20,6 @@ internal static class TopicRuleEndpoint
     private static Option<string> Choice { get; } = CreateOption();
 
     /// <summary>Maps <c>/pubsub-rule</c> with <paramref name="configure"/> (the options <c>/pubsub</c> has) and the trivial rule.</summary>
-    /// <param name="app">The perf server.</param>
     /// <param name="configure">The no-rule endpoint's options, applied first.</param>
     public static void MapTopicRuleEndpoint(this WebApplication app, Action<PollingDuplexOptions> configure) =>
         app.MapPollingDuplexPubSub("/" + Path, o =>
@@ -30,7 +29,6 @@ internal static class TopicRuleEndpoint
         });
 
     /// <summary>Adds <c>--topic-rule</c> to <paramref name="command"/>, unless the other scenario of the command already did.</summary>
-    /// <param name="command">The command.</param>
     public static void AddTo(Command command)
     {
         if (!command.Options.Contains(Choice))
@@ -40,7 +38,6 @@ internal static class TopicRuleEndpoint
     }
 
     /// <summary>Reads whether the run compares the rule against no rule.</summary>
-    /// <param name="parse">The command line.</param>
     /// <returns>Whether <c>--topic-rule compare</c> was given.</returns>
     public static bool Compare(ParseResult parse) => parse.GetValue(Choice) == "compare";
 
@@ -51,8 +48,6 @@ internal static class TopicRuleEndpoint
     /// <typeparam name="T">What the body measures.</typeparam>
     /// <param name="choice">The transports the command chose.</param>
     /// <param name="compare">Whether to add the rule endpoint's clients.</param>
-    /// <param name="context">The run.</param>
-    /// <param name="body">The measurement.</param>
     /// <returns>What <paramref name="body"/> returned.</returns>
     public static Task<T> UseAsync<T>(PubSubTransportChoice choice, bool compare, PerfContext context, Func<IReadOnlyList<IPubSubTransport>, Task<T>> body) =>
         choice.UseAsync(context, transports =>

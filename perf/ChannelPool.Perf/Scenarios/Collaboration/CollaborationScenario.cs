@@ -18,34 +18,33 @@ namespace ChannelPool.Perf.Scenarios.Collaboration;
 internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings, IReadOnlyList<CollaborationResult>>
 {
     private readonly PubSubTransportOptions _transports;
-    private readonly Option<int> _iterations = PositiveInt("--iterations", "Publishes per topic (the original: at least 100).", 100);
-    private readonly Option<int> _warmup = new("--warmup")
-    {
-        Description = "Iterations every topic runs before the clock, unrecorded, then a full collection in both processes; 0 for none. Default: 2.",
-        DefaultValueFactory = _ => 2,
-    };
-
-    private readonly Option<double> _delayScale = PositiveDouble("--delay-scale", "A factor on every D, to shorten a run (1 keeps the original's delays).", 1);
-    private readonly Option<string> _rows = new("--rows") { Description = "Which rows: original (the seven of the 2009 table), stretch, or all (default).", DefaultValueFactory = _ => "all" };
-    private readonly Option<string> _phase = new("--phase") { Description = "spread (default): topics publish out of step, evenly over D, as independent clients would; aligned: every topic publishes at the same instant (the worst case).", DefaultValueFactory = _ => "spread" };
-    private readonly Option<string[]> _row = new("--row") { Description = "A custom row T,N,D (D in seconds), instead of --rows; repeatable.", AllowMultipleArgumentsPerToken = false };
 
     /// <summary>Initializes a new instance of the <see cref="CollaborationScenario"/> class.</summary>
     /// <param name="transports">The transport options, shared with broadcast in the peer command.</param>
     public CollaborationScenario(PubSubTransportOptions transports)
     {
         _transports = transports;
-        _rows.AcceptOnlyFromAmong("original", "stretch", "all");
-        _warmup.Validators.Add(r =>
-        {
-            var value = r.GetValueOrDefault<int>();
-            if (value is < 0 or > 100)
+        Options.Add(PositiveInt("--iterations", "Publishes per topic (the original: at least 100).", 100), (s, v) => s with { Iterations = v });
+        Options.Add(
+            PositiveInt("--warmup", "Iterations every topic runs before the clock, unrecorded, then a full collection in both processes; 0 for none.", 2, min: 0, max: 100, unit: "iterations"),
+            (s, v) => s with { WarmupIterations = v });
+        Options.Add(PositiveDouble("--delay-scale", "A factor on every D, to shorten a run (1 keeps the original's delays).", 1), (s, v) => s with { DelayScale = v });
+        var rows = Options.Add(
+            new Option<string>("--rows") { Description = "Which rows: original (the seven of the 2009 table), stretch, or all (default).", DefaultValueFactory = _ => "all" },
+            (s, v) => s with
             {
-                r.AddError($"--warmup must be from 0 to 100 iterations; got {value}.");
-            }
-        });
-        _phase.AcceptOnlyFromAmong("spread", "aligned");
-        _row.Validators.Add(r =>
+                Rows = v switch
+                {
+                    "original" => CollaborationRow.Original7,
+                    "stretch" => CollaborationRow.Stretch,
+                    _ => [.. CollaborationRow.Original7, .. CollaborationRow.Stretch],
+                },
+            });
+        rows.AcceptOnlyFromAmong("original", "stretch", "all");
+        var row = Options.Add(
+            new Option<string[]>("--row") { Description = "A custom row T,N,D (D in seconds), instead of --rows; repeatable.", AllowMultipleArgumentsPerToken = false },
+            (s, v) => v.Length == 0 ? s : s with { Rows = [.. v.Select(text => TryParseRow(text, out var parsed) ? parsed : throw new ArgumentException($"Bad --row '{text}'."))] });
+        row.Validators.Add(r =>
         {
             foreach (var value in r.GetValueOrDefault<string[]>() ?? [])
             {
@@ -55,6 +54,10 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
                 }
             }
         });
+        var phase = Options.Add(
+            new Option<string>("--phase") { Description = "spread (default): topics publish out of step, evenly over D, as independent clients would; aligned: every topic publishes at the same instant (the worst case).", DefaultValueFactory = _ => "spread" },
+            (s, v) => s with { Phase = v == "aligned" ? CollaborationPhase.Aligned : CollaborationPhase.Spread });
+        phase.AcceptOnlyFromAmong("spread", "aligned");
     }
 
     public override string Name => "collaboration";
@@ -71,12 +74,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     public override void AddOptions(Command command)
     {
         _transports.AddTo(command);
-        command.Add(_iterations);
-        command.Add(_warmup);
-        command.Add(_delayScale);
-        command.Add(_rows);
-        command.Add(_row);
-        command.Add(_phase);
+        base.AddOptions(command);
         Broadcast.TopicRuleEndpoint.AddTo(command);
     }
 
@@ -85,32 +83,12 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     /// publishes (100×5 runs 10), every D at a tenth, ours beside both SignalR peers.
     /// </summary>
     public override CollaborationSettings SuiteSettings(bool quick) =>
-        (quick ? Quick : new CollaborationSettings { Rows = CollaborationRow.Original7, Iterations = 3, DelayScale = 0.1, EnoughForP99 = true }) with { Transports = PubSubTransportChoice.All };
+        (quick ? Quick : new CollaborationSettings { Rows = CollaborationRow.Original7, Iterations = 3, DelayScale = 0.1, EnoughForP99 = true }) with { Transports = _transports.All };
 
-    public override CollaborationSettings ReadSettings(ParseResult parse, bool quick)
-    {
-        var basis = quick ? Quick : new CollaborationSettings();
-        IReadOnlyList<CollaborationRow> rows = parse.GetValue(_row) is { Length: > 0 } custom
-            ? [.. custom.Select(v => TryParseRow(v, out var row) ? row : throw new ArgumentException($"Bad --row '{v}'."))]
-            : IsExplicit(parse, _rows)
-                ? parse.GetValue(_rows) switch
-                {
-                    "original" => CollaborationRow.Original7,
-                    "stretch" => CollaborationRow.Stretch,
-                    _ => [.. CollaborationRow.Original7, .. CollaborationRow.Stretch],
-                }
-                : basis.Rows;
-        return basis with
-        {
-            Rows = rows,
-            Iterations = Explicit(parse, _iterations) ?? basis.Iterations,
-            WarmupIterations = Explicit(parse, _warmup) ?? basis.WarmupIterations,
-            DelayScale = Explicit(parse, _delayScale) ?? basis.DelayScale,
-            Phase = parse.GetValue(_phase) == "aligned" ? CollaborationPhase.Aligned : CollaborationPhase.Spread,
-            Transports = _transports.Read(parse),
-            CompareTopicRule = Broadcast.TopicRuleEndpoint.Compare(parse),
-        };
-    }
+    public override CollaborationSettings ReadSettings(ParseResult parse, bool quick) =>
+        base.ReadSettings(parse, quick) with { Transports = _transports.Read(parse), CompareTopicRule = Broadcast.TopicRuleEndpoint.Compare(parse) };
+
+    protected override CollaborationSettings Basis(bool quick) => quick ? Quick : new();
 
     public override Task<IReadOnlyList<CollaborationResult>> RunAsync(PerfContext context, CollaborationSettings settings, CancellationToken cancellationToken)
     {
@@ -354,7 +332,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
             return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, limit);
         }
 
-        if (transport is FloorTransport)
+        if (transport.Name.StartsWith(PubSubTransportChoice.Floor, StringComparison.Ordinal))
         {
             const string Floor = "skipped: the floor answers a publisher's own poll too, so it has no collaboration row; it runs in broadcast";
             context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Floor}[/]");

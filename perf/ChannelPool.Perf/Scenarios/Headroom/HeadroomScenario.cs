@@ -24,46 +24,31 @@ namespace ChannelPool.Perf.Scenarios.Headroom;
 /// </summary>
 internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnlyList<HeadroomResult>>
 {
-    private readonly Option<string[]> _binding = new("--binding")
-    {
-        Description = $"Bindings to run: {string.Join(", ", HeadroomSettings.AllBindings)}, or all (default).",
-        DefaultValueFactory = _ => ["all"],
-        AllowMultipleArgumentsPerToken = true,
-    };
-
-    private readonly Option<int> _peak = PositiveInt("--peak", "The most concurrent callers; the ramp doubles from 1 up to it.", 64, max: ChannelPoolOptions.DefaultMaxChannels);
-    private readonly Option<double> _lifetime = PositiveDouble("--lifetime", "Seconds of ChannelLifetime for both pools; the adaptive window and half-life follow it.", 10);
-    private readonly Option<double> _step = PositiveDouble("--step", "Seconds each step of the ramp lasts.", 2);
-    private readonly Option<double> _lowStep = PositiveDouble("--low-step", "Seconds the low step after the peak lasts, its quiet tail included.", 35);
-    private readonly Option<double> _quiet = PositiveDouble("--quiet", "Seconds at the end of the low step over which the quiet figures are measured.", 10);
-    private readonly Option<double> _jump = PositiveDouble("--jump", "Seconds of the sudden return to the peak after the low step.", 2);
-    private readonly Option<int> _rounds = PositiveInt("--rounds", "Times each pool runs the whole load; they take turns, in reverse order every other round.", 2, max: 20);
-
-    /// <summary>Initializes a new instance of the <see cref="HeadroomScenario"/> class.</summary>
     public HeadroomScenario()
     {
-        _binding.Validators.Add(r =>
-        {
-            foreach (var name in r.GetValueOrDefault<string[]>() ?? [])
-            {
-                if (name != "all" && !HeadroomSettings.AllBindings.Contains(name))
-                {
-                    r.AddError($"Unknown --binding '{name}'; use {string.Join(", ", HeadroomSettings.AllBindings)} or all.");
-                }
-            }
-        });
-        _lifetime.Validators.Add(r =>
+        Options.Add(Names("--binding", "Bindings to run", HeadroomSettings.AllBindings), (s, v) => s with { Bindings = Chosen(v, HeadroomSettings.AllBindings) });
+        Options.Add(PositiveInt("--peak", "The most concurrent callers; the ramp doubles from 1 up to it.", 64, max: ChannelPoolOptions.DefaultMaxChannels), (s, v) => s with { Peak = v });
+        var lifetime = Options.Add(
+            PositiveDouble("--lifetime", "Seconds of ChannelLifetime for both pools; the adaptive window and half-life follow it.", 10), (s, v) => s with { ChannelLifetime = TimeSpan.FromSeconds(v) });
+        Options.Add(PositiveDouble("--step", "Seconds each step of the ramp lasts.", 2), (s, v) => s with { StepTime = TimeSpan.FromSeconds(v) });
+        var lowStep = Options.Add(
+            PositiveDouble("--low-step", "Seconds the low step after the peak lasts, its quiet tail included.", 35), (s, v) => s with { LowStepTime = TimeSpan.FromSeconds(v) });
+        var quiet = Options.Add(
+            PositiveDouble("--quiet", "Seconds at the end of the low step over which the quiet figures are measured.", 10), (s, v) => s with { QuietTime = TimeSpan.FromSeconds(v) });
+        Options.Add(PositiveDouble("--jump", "Seconds of the sudden return to the peak after the low step.", 2), (s, v) => s with { JumpTime = TimeSpan.FromSeconds(v) });
+        Options.Add(PositiveInt("--rounds", "Times each pool runs the whole load; they take turns, in reverse order every other round.", 2, max: 20), (s, v) => s with { Rounds = v });
+        lifetime.Validators.Add(r =>
         {
             if (r.GetValueOrDefault<double>() is var seconds && (seconds < 1 || seconds > 86_400))
             {
                 r.AddError($"--lifetime must be from 1 to 86400 seconds, as ChannelLifetime; got {seconds.ToString(CultureInfo.InvariantCulture)}.");
             }
         });
-        _quiet.Validators.Add(r =>
+        quiet.Validators.Add(r =>
         {
-            if (r.GetValue(_quiet) >= r.GetValue(_lowStep))
+            if (r.GetValue(quiet) >= r.GetValue(lowStep))
             {
-                r.AddError($"--quiet ({r.GetValue(_quiet).ToString(CultureInfo.InvariantCulture)} s) must be shorter than --low-step ({r.GetValue(_lowStep).ToString(CultureInfo.InvariantCulture)} s): the low step settles first.");
+                r.AddError($"--quiet ({r.GetValue(quiet).ToString(CultureInfo.InvariantCulture)} s) must be shorter than --low-step ({r.GetValue(lowStep).ToString(CultureInfo.InvariantCulture)} s): the low step settles first.");
             }
         });
     }
@@ -81,18 +66,6 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
         QuietTime = TimeSpan.FromSeconds(1), JumpTime = TimeSpan.FromSeconds(0.3), Rounds = 1,
     };
 
-    public override void AddOptions(Command command)
-    {
-        command.Add(_binding);
-        command.Add(_peak);
-        command.Add(_lifetime);
-        command.Add(_step);
-        command.Add(_lowStep);
-        command.Add(_quiet);
-        command.Add(_jump);
-        command.Add(_rounds);
-    }
-
     /// <summary>
     /// The suite's headroom: both bindings, one round each (the pools' order flips between the bindings), a 3 s
     /// lifetime, 1 s steps and a 12 s low step (a window and four half-lives to settle, then 5 s of quiet figures):
@@ -108,21 +81,11 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
 
     public override HeadroomSettings ReadSettings(ParseResult parse, bool quick)
     {
-        var names = parse.GetValue(_binding)!;
-        var bindings = names.Contains("all") ? HeadroomSettings.AllBindings : [.. HeadroomSettings.AllBindings.Where(names.Contains)];
-        var lowStep = Pick(parse, _lowStep, quick, QuickSettings.LowStepTime.TotalSeconds);
-        return new()
-        {
-            Bindings = bindings,
-            Peak = Pick(parse, _peak, quick, QuickSettings.Peak),
-            ChannelLifetime = TimeSpan.FromSeconds(Pick(parse, _lifetime, quick, QuickSettings.ChannelLifetime.TotalSeconds)),
-            StepTime = TimeSpan.FromSeconds(Pick(parse, _step, quick, QuickSettings.StepTime.TotalSeconds)),
-            LowStepTime = TimeSpan.FromSeconds(lowStep),
-            QuietTime = TimeSpan.FromSeconds(Math.Min(Pick(parse, _quiet, quick, QuickSettings.QuietTime.TotalSeconds), lowStep / 2)),
-            JumpTime = TimeSpan.FromSeconds(Pick(parse, _jump, quick, QuickSettings.JumpTime.TotalSeconds)),
-            Rounds = Pick(parse, _rounds, quick, 1),
-        };
+        var settings = base.ReadSettings(parse, quick);
+        return settings with { QuietTime = TimeSpan.FromTicks(Math.Min(settings.QuietTime.Ticks, settings.LowStepTime.Ticks / 2)) };
     }
+
+    protected override HeadroomSettings Basis(bool quick) => quick ? QuickSettings : new();
 
     public override Task<IReadOnlyList<HeadroomResult>> RunAsync(PerfContext context, HeadroomSettings settings, CancellationToken cancellationToken) =>
         new HeadroomRun(context, settings).RunAsync(cancellationToken);

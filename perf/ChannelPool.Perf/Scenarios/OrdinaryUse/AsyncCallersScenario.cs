@@ -3,7 +3,7 @@ using System.CommandLine;
 using System.Diagnostics;
 using ChannelPool.Perf.Clients;
 using ChannelPool.Perf.Reporting;
-using ChannelPool.Perf.ServiceReference;
+using ServiceReference;
 using ChannelPool.ServiceModel;
 using Spectre.Console;
 using ServiceConcurrency = ChannelPool.Testing.ServiceModel.ServiceConcurrency;
@@ -53,28 +53,22 @@ internal sealed class AsyncCallersScenario : PerfScenario<AsyncCallersSettings, 
     // Those that cannot block run first, so a thread pool a blocking variant grew does not carry into them.
     private static readonly string[] RunOrder = [TwinOpenAsync, Generated, HandWritten, Twin];
 
-    private readonly Option<int> _calls = PositiveInt("--calls", "Calls in all.", 1000);
-    private readonly Option<int> _callers = PositiveInt("--callers", "Concurrent tasks making them.", 300, max: 10_000);
-    private readonly Option<int> _serviceTime = new("--service-time") { Description = "Milliseconds the service spends on each call. Default: 200.", DefaultValueFactory = _ => 200 };
-    private readonly Option<int> _maxChannels = PositiveInt("--max-channels", "The pools' MaxChannels.", ChannelPoolOptions.DefaultMaxChannels);
-    private readonly Option<string[]> _variants = new("--variant")
-    {
-        Description = $"The proxies to compare: {string.Join(", ", Described.Keys)}. Default: all, side by side.",
-        DefaultValueFactory = _ => [.. Described.Keys],
-        AllowMultipleArgumentsPerToken = true,
-    };
-
     public AsyncCallersScenario()
     {
-        _variants.AcceptOnlyFromAmong([.. Described.Keys]);
-        _serviceTime.Validators.Add(r =>
-        {
-            var value = r.GetValueOrDefault<int>();
-            if (value is < 0 or > TestContract.MaxServiceTimeMilliseconds)
+        Options.Add(PositiveInt("--calls", "Calls in all.", 1000), (s, v) => s with { Calls = v });
+        Options.Add(PositiveInt("--callers", "Concurrent tasks making them.", 300, max: 10_000), (s, v) => s with { Callers = v });
+        Options.Add(
+            PositiveInt("--service-time", "Milliseconds the service spends on each call.", 200, min: 0, max: TestContract.MaxServiceTimeMilliseconds, unit: "milliseconds"), (s, v) => s with { ServiceTimeMs = v });
+        Options.Add(PositiveInt("--max-channels", "The pools' MaxChannels.", ChannelPoolOptions.DefaultMaxChannels), (s, v) => s with { MaxChannels = v });
+        var variants = Options.Add(
+            new Option<string[]>("--variant")
             {
-                r.AddError($"--service-time must be from 0 to {TestContract.MaxServiceTimeMilliseconds} milliseconds; got {value}.");
-            }
-        });
+                Description = $"The proxies to compare: {string.Join(", ", Described.Keys)}. Default: all, side by side.",
+                DefaultValueFactory = _ => [.. Described.Keys],
+                AllowMultipleArgumentsPerToken = true,
+            },
+            (s, v) => s with { Variants = [.. v.Distinct()] });
+        variants.AcceptOnlyFromAmong([.. Described.Keys]);
     }
 
     public override string Name => "async-callers";
@@ -83,21 +77,8 @@ internal sealed class AsyncCallersScenario : PerfScenario<AsyncCallersSettings, 
         "Issue 36: 1,000 calls of a 200 ms operation from 300 tasks, MaxChannels 126, over BasicHttps: the pooled twin as generated, the plain generated client, " +
         "a hand-written pooled proxy and the twin with OpenAsync first, side by side: time, errors, thread-pool threads.";
 
-    public override void AddOptions(Command command)
-    {
-        command.Add(_calls);
-        command.Add(_callers);
-        command.Add(_serviceTime);
-        command.Add(_maxChannels);
-        command.Add(_variants);
-    }
-
-    public override AsyncCallersSettings ReadSettings(ParseResult parse, bool quick) => new(
-        Pick(parse, _calls, quick, 60),
-        Pick(parse, _callers, quick, 20),
-        Pick(parse, _serviceTime, quick, 20),
-        Pick(parse, _maxChannels, quick, 8),
-        [.. parse.GetValue(_variants)!.Distinct()]);
+    protected override AsyncCallersSettings Basis(bool quick) =>
+        quick ? new(60, 20, 20, 8, [.. Described.Keys]) : new(1000, 300, 200, ChannelPoolOptions.DefaultMaxChannels, [.. Described.Keys]);
 
     public override async Task<IReadOnlyList<AsyncCallersResult>> RunAsync(PerfContext context, AsyncCallersSettings settings, CancellationToken cancellationToken)
     {

@@ -30,12 +30,14 @@ internal sealed record OneCallerResult(string Binding, double Seconds, long Call
 /// </summary>
 internal sealed class OneCallerScenario : PerfScenario<OneCallerSettings, OneCallerResult>
 {
-    private readonly Option<string> _binding = new("--binding") { Description = "nettcp or basichttps. Default: nettcp.", DefaultValueFactory = _ => WcfBinding.NetTcp };
-    private readonly Option<double> _lifetime = PositiveDouble("--lifetime", "ChannelLifetime, in seconds.", 90);
-    private readonly Option<double> _duration = PositiveDouble("--duration", "How long the caller calls, in seconds (ten 90 s lifetimes by default).", 900);
-    private readonly Option<int> _poolSize = PositiveInt("--pool-size", "PoolSize.", ChannelPoolOptions.DefaultPoolSize, max: ChannelPoolOptions.DefaultMaxChannels);
-
-    public OneCallerScenario() => _binding.AcceptOnlyFromAmong(WcfBinding.NetTcp, WcfBinding.BasicHttps);
+    public OneCallerScenario()
+    {
+        var binding = Options.Add(new Option<string>("--binding") { Description = "nettcp or basichttps. Default: nettcp.", DefaultValueFactory = _ => WcfBinding.NetTcp }, (s, v) => s with { Binding = v });
+        binding.AcceptOnlyFromAmong(WcfBinding.NetTcp, WcfBinding.BasicHttps);
+        Options.Add(PositiveDouble("--lifetime", "ChannelLifetime, in seconds.", 90), (s, v) => s with { LifetimeSeconds = v });
+        Options.Add(PositiveDouble("--duration", "How long the caller calls, in seconds (ten 90 s lifetimes by default).", 900), (s, v) => s with { DurationSeconds = v });
+        Options.Add(PositiveInt("--pool-size", "PoolSize.", ChannelPoolOptions.DefaultPoolSize, max: ChannelPoolOptions.DefaultMaxChannels), (s, v) => s with { PoolSize = v });
+    }
 
     public override string Name => "one-caller";
 
@@ -43,16 +45,7 @@ internal sealed class OneCallerScenario : PerfScenario<OneCallerSettings, OneCal
         "Issue 36: one caller's back-to-back calls on a warm pool over many channel lifetimes (90 s by default): awaited opens per hour, opens per lifetime, " +
         "and the most opens in one second as a share of the pool.";
 
-    public override void AddOptions(Command command)
-    {
-        command.Add(_binding);
-        command.Add(_lifetime);
-        command.Add(_duration);
-        command.Add(_poolSize);
-    }
-
-    public override OneCallerSettings ReadSettings(ParseResult parse, bool quick) => new(
-        parse.GetValue(_binding)!, Pick(parse, _lifetime, quick, 2), Pick(parse, _duration, quick, 6), Pick(parse, _poolSize, quick, 8));
+    protected override OneCallerSettings Basis(bool quick) => quick ? new(WcfBinding.NetTcp, 2, 6, 8) : new(WcfBinding.NetTcp, 90, 900, ChannelPoolOptions.DefaultPoolSize);
 
     public override async Task<OneCallerResult> RunAsync(PerfContext context, OneCallerSettings settings, CancellationToken cancellationToken)
     {

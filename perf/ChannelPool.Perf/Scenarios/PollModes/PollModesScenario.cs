@@ -18,32 +18,17 @@ namespace ChannelPool.Perf.Scenarios.PollModes;
 /// </summary>
 internal sealed class PollModesScenario : PerfScenario<PollModesSettings, IReadOnlyList<PollModesResult>>
 {
-    private readonly Option<double> _duration = PositiveDouble("--duration", "Seconds each cell is measured, after a warm-up.", 5);
-    private readonly Option<int> _streams = PositiveInt("--streams", "Streams side by side per cell.", 4, max: 256);
-    private readonly Option<int> _size = PositiveInt("--size", "Message size in bytes.", 256);
-    private readonly Option<int> _rounds = PositiveInt("--rounds", "Interleaved rounds per cell; each cell reports its median.", 3, max: 100);
-
-    /// <summary>Initializes a new instance of the <see cref="PollModesScenario"/> class.</summary>
-    public PollModesScenario() => _size.Validators.Add(r =>
+    public PollModesScenario()
     {
-        var value = r.GetValueOrDefault<int>();
-        if (value is < FloodPayload.MinSize or > FloodPayload.MaxSize)
-        {
-            r.AddError($"--size must be from {FloodPayload.MinSize} to {FloodPayload.MaxSize} bytes; got {value}.");
-        }
-    });
+        Options.Add(PositiveDouble("--duration", "Seconds each cell is measured, after a warm-up.", 5), (s, v) => s with { Duration = TimeSpan.FromSeconds(v) });
+        Options.Add(PositiveInt("--streams", "Streams side by side per cell.", 4, max: 256), (s, v) => s with { Streams = v });
+        Options.Add(PositiveInt("--size", "Message size in bytes.", 256, min: FloodPayload.MinSize, max: FloodPayload.MaxSize, unit: "bytes"), (s, v) => s with { MessageSize = v });
+        Options.Add(PositiveInt("--rounds", "Interleaved rounds per cell; each cell reports its median.", 3, max: 100), (s, v) => s with { Rounds = v });
+    }
 
     public override string Name => "poll-modes";
 
     public override string Description => "Server-to-client throughput of SingleMessagePerPoll, MultipleMessagesPerPoll and a raw WebSocket baseline, in binary and text.";
-
-    public override void AddOptions(Command command)
-    {
-        command.Add(_duration);
-        command.Add(_streams);
-        command.Add(_size);
-        command.Add(_rounds);
-    }
 
     /// <summary>The suite's poll modes: 2 s per cell after 1 s of warm-up, 4 streams, the median of 3 interleaved rounds.</summary>
     public override PollModesSettings SuiteSettings(bool quick) => new()
@@ -51,14 +36,7 @@ internal sealed class PollModesScenario : PerfScenario<PollModesSettings, IReadO
         Duration = TimeSpan.FromSeconds(quick ? 1 : 2), WarmUp = TimeSpan.FromSeconds(quick ? 0.3 : 1), Streams = quick ? 2 : 4, Rounds = quick ? 1 : 3,
     };
 
-    public override PollModesSettings ReadSettings(ParseResult parse, bool quick) => new()
-    {
-        Duration = TimeSpan.FromSeconds(Pick(parse, _duration, quick, 1.0)),
-        WarmUp = quick ? TimeSpan.FromSeconds(0.3) : TimeSpan.FromSeconds(1),
-        Streams = Pick(parse, _streams, quick, 2),
-        MessageSize = parse.GetValue(_size),
-        Rounds = Pick(parse, _rounds, quick, 1),
-    };
+    protected override PollModesSettings Basis(bool quick) => quick ? SuiteSettings(quick) : new();
 
     public override Task<IReadOnlyList<PollModesResult>> RunAsync(PerfContext context, PollModesSettings settings, CancellationToken cancellationToken) =>
         new PollModesRun(context, settings).RunAsync(cancellationToken);

@@ -16,28 +16,24 @@ internal sealed class OriginalScenario : PerfScenario<ProxiesSettings, IReadOnly
 {
     private static readonly (string Kind, string Minutes)[] OriginalTimes = [(PerCall, "6:31"), (PooledSingleUse, "4:48"), (Singleton, "1:05")];
 
-    private readonly ProxiesOptions _options = new();
+    public OriginalScenario() => AddCallsAndBindings(Options);
 
     public override string Name => "original";
 
     public override string Description => "The original 2007 pool's run, redone: 20,000 calls by one caller through per-call, pooled single-use and singleton WCF proxies, timed beside its 6:31, 4:48 and 1:05.";
 
-    public override void AddOptions(Command command) => _options.AddTo(command, withConcurrency: false);
-
-    public override ProxiesSettings ReadSettings(ParseResult parse, bool quick)
+    protected override ProxiesSettings Basis(bool quick)
     {
         var settings = new ProxiesSettings
         {
-            Calls = Pick(parse, _options.Calls, quick, 40),
             Concurrency = [1],
-            Bindings = _options.Bindings(parse),
             Kinds = [.. OriginalTimes.Select(o => o.Kind)],
             Rounds = 1,
 
             // The 2007 service ran with WCF's defaults; with one caller, one call at a time is all there is either way.
             Services = [ServiceConcurrency.Single],
         };
-        return quick ? ProxiesOptions.QuickWarmUp(settings) : settings;
+        return quick ? QuickWarmUp(settings with { Calls = 40 }) : settings;
     }
 
     public override Task<IReadOnlyList<ProxiesResult>> RunAsync(PerfContext context, ProxiesSettings settings, CancellationToken cancellationToken) =>

@@ -33,7 +33,6 @@ internal readonly record struct PairedRatio(double Median, double Low, double Hi
     /// <summary>The <paramref name="q"/> quantile of sorted values, interpolated between the two nearest (as R's type 7 and Excel's PERCENTILE do).</summary>
     /// <param name="sorted">Values in ascending order, at least one.</param>
     /// <param name="q">From 0 to 1.</param>
-    /// <returns>The quantile.</returns>
     public static double Quantile(IReadOnlyList<double> sorted, double q)
     {
         var position = (sorted.Count - 1) * q;
@@ -43,7 +42,6 @@ internal readonly record struct PairedRatio(double Median, double Low, double Hi
     }
 
     /// <summary>Formats the median with the middle half, e.g. <c>0.98× (0.95–1.01)</c>; the median alone for one round.</summary>
-    /// <returns>The text.</returns>
     public override string ToString() =>
         Rounds > 1 ? string.Create(CultureInfo.InvariantCulture, $"{ReportFormat.Ratio(Median)} ({Low:0.00}–{High:0.00})") : ReportFormat.Ratio(Median);
 }

@@ -54,15 +54,64 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
 
     public static readonly string[] SelectableKinds = [.. AllKinds, PooledReuseLeastRecentlyUsed, PooledReuseAdaptive];
 
-    private readonly ProxiesOptions _options = new();
+    public const string Concurrent = "concurrent";
+    public const string Single = "single";
+    public const int MaxRoundSeconds = 600;
+
+    private readonly Option<bool> _suite;
+
+    /// <summary>Initializes a new instance of the <see cref="ProxiesScenario"/> class.</summary>
+    public ProxiesScenario()
+    {
+        AddCallsAndBindings(Options);
+        var service = Options.Add(
+            new Option<string[]>("--service")
+            {
+                Description = $"How the service serves one session's calls, for the bindings with sessions (nettcp, wshttp-sct): {Concurrent} (ConcurrencyMode.Multiple), {Single} (one at a time, WCF's defaults: PerSession and ConcurrencyMode.Single), or both (default). Bindings without sessions run once.",
+                DefaultValueFactory = _ => ["both"],
+                AllowMultipleArgumentsPerToken = true,
+            },
+            (s, v) => s with { Services = [.. new[] { (Concurrent, ServiceConcurrency.Multiple), (Single, ServiceConcurrency.Single) }.Where(c => v.Contains("both") || v.Contains(c.Item1)).Select(c => c.Item2)] });
+        service.AcceptOnlyFromAmong(Concurrent, Single, "both");
+        Options.Add(
+            PositiveInt("--service-time", "Milliseconds the service spends on each call, waiting as on a database. 0 answers at once.", 0, min: 0, max: TestContract.MaxServiceTimeMilliseconds, unit: "milliseconds"),
+            (s, v) => s with { ServiceTime = TimeSpan.FromMilliseconds(v) });
+        Options.Add(
+            PositiveInt("--leases-per-channel", $"MaxLeasesPerChannel of the '{PooledReuseShared}' and '{PooledReuseAdaptive}' kinds: how many proxies may share one channel.", SharedLeasesPerChannel, max: 64),
+            (s, v) => s with { SharedLeasesPerChannel = v });
+        Options.Add(Many("--concurrency", "Concurrent callers; one cell per value.", [1, 8, 32], 1, 1024), (s, v) => s with { Concurrency = v });
+        Options.Add(
+            PositiveInt("--rounds", "Paired rounds each cell's calls are split into: every kind takes a turn each round, in reverse order every other round, and a ratio is the median of the rounds' ratios.", 2, max: 200),
+            (s, v) => s with { Rounds = v });
+        var roundTime = Options.Add(
+            new Option<double?>("--round-time")
+            {
+                Description = $"Seconds each kind's turn in a round may run at most (0.01 to {MaxRoundSeconds}); a turn also ends after its share of --calls. Short turns in many --rounds pair up best. Default: no limit.",
+            },
+            (s, v) => s with { MaxRoundTime = v is { } seconds ? TimeSpan.FromSeconds(seconds) : null });
+        roundTime.Validators.Add(r =>
+        {
+            if (r.GetValueOrDefault<double?>() is { } value && !(value is >= 0.01 and <= MaxRoundSeconds))
+            {
+                r.AddError($"--round-time must be from 0.01 to {MaxRoundSeconds} seconds; got {value.ToString(CultureInfo.InvariantCulture)}.");
+            }
+        });
+        var kind = Options.Add(
+            new Option<string[]>("--kind")
+            {
+                Description = $"Kinds of proxy to run: {string.Join(", ", SelectableKinds.Select(k => $"'{k}'"))}. Default: all but the last, which measures the other idle order.",
+                AllowMultipleArgumentsPerToken = true,
+            },
+            (s, v) => v.Length > 0 ? s with { Kinds = [.. SelectableKinds.Where(v.Contains)] } : s);
+        kind.AcceptOnlyFromAmong(SelectableKinds);
+        _suite = Options.Add(new Option<bool>("--suite") { Description = "Run the main job's proxies cells, with its settings (every other option but --quick is ignored), to time or check them alone." });
+    }
 
     public override string Name => "proxies";
 
     public override string Description =>
         "Per-call, per-call with a cached factory, pooled single-use, pooled reuse (alone and shared) and singleton WCF proxies on WSHttp with a security context (the original's scenario), net.tcp (TLS), BasicHttps and WSHttp with UserName, " +
         "at several concurrencies, the bindings with sessions against a service that serves a session's calls at once and one that serves them one at a time (WCF's defaults): calls/s, latency percentiles, CPU and bytes per call, server handshakes and sessions.";
-
-    public override void AddOptions(Command command) => _options.AddTo(command, withConcurrency: true);
 
     /// <summary>
     /// The suite's proxies. First every binding and kind at 1, 8 and 32 callers against a service that answers at once,
@@ -72,7 +121,7 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     /// a turn of at most 0.1 s per kind (per-call kinds 0.05 s) in the first pass, four of 0.3 s in the second.
     /// </summary>
     public override ProxiesSettings SuiteSettings(bool quick) => quick
-        ? ProxiesOptions.QuickWarmUp(new() { Calls = 40, Concurrency = [1, 8], Rounds = 1, MorePasses = [ServiceTimePass(quick: true)] })
+        ? QuickWarmUp(new() { Calls = 40, Concurrency = [1, 8], Rounds = 1, MorePasses = [ServiceTimePass(quick: true)] })
         : new()
         {
             // Time ends a turn, not the count: the rounds pair up only if each kind's turn is long enough to hold
@@ -89,27 +138,19 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     /// <summary>The service time of the suite's second pass: a short database call's worth.</summary>
     public static readonly TimeSpan SuiteServiceTime = TimeSpan.FromMilliseconds(2);
 
-    public override ProxiesSettings ReadSettings(ParseResult parse, bool quick)
-    {
-        if (parse.GetValue(_options.Suite))
-        {
-            return SuiteSettings(quick);
-        }
+    public override ProxiesSettings ReadSettings(ParseResult parse, bool quick) => parse.GetValue(_suite) ? SuiteSettings(quick) : base.ReadSettings(parse, quick);
 
-        var settings = new ProxiesSettings
-        {
-            Calls = Pick(parse, _options.Calls, quick, 40),
-            Concurrency = Pick(parse, _options.Concurrency, quick, [1, 8]),
-            Bindings = _options.Bindings(parse),
-            Kinds = _options.Kinds(parse),
-            Rounds = Pick(parse, _options.Rounds, quick, 1),
-            MaxRoundTime = _options.RoundTime(parse),
-            Services = _options.Services(parse),
-            ServiceTime = _options.ServiceTime(parse),
-            SharedLeasesPerChannel = parse.GetValue(_options.SharedLeasesPerChannel),
-        };
-        return quick ? ProxiesOptions.QuickWarmUp(settings) : settings;
+    /// <summary>Declares <c>--calls</c> and <c>--binding</c>, which the proxies and original commands share.</summary>
+    internal static void AddCallsAndBindings(SettingsBinder<ProxiesSettings> options)
+    {
+        options.Add(PositiveInt("--calls", "Calls per cell.", 20_000), (s, v) => s with { Calls = v });
+        options.Add(Names("--binding", "Bindings to run", WcfBinding.All), (s, v) => s with { Bindings = Chosen(v, WcfBinding.All) });
     }
+
+    /// <summary>A warm-up of seconds is the point of a real run and a waste in a quick one: 40 calls or half a second.</summary>
+    internal static ProxiesSettings QuickWarmUp(ProxiesSettings settings) => settings with { WarmUpCalls = 40, WarmUpTime = TimeSpan.FromSeconds(0.5) };
+
+    protected override ProxiesSettings Basis(bool quick) => quick ? QuickWarmUp(new() { Calls = 40, Concurrency = [1, 8], Rounds = 1 }) : new();
 
     public override async Task<IReadOnlyList<ProxiesResult>> RunAsync(PerfContext context, ProxiesSettings settings, CancellationToken cancellationToken)
     {
@@ -130,13 +171,10 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     }
 
     /// <summary>Whether a kind's sessions carry one call each, so how the service serves a session's calls cannot change it.</summary>
-    /// <param name="kind">The kind of proxy.</param>
     /// <returns>True for per-call proxies (a session each) and single-use pooled channels (closed after their call).</returns>
     public static bool OneCallPerSession(string kind) => kind is PerCall or PerCallCached or PooledSingleUse;
 
     /// <summary>What the proxies measured and how, for the section's paragraph.</summary>
-    /// <param name="settings">The run's settings.</param>
-    /// <returns>The paragraph.</returns>
     internal static string Describe(ProxiesSettings settings) =>
         $"Echo calls through real WCF proxies (System.ServiceModel 10.1.0), up to {settings.Calls:N0} per cell in {settings.Rounds} paired round(s): each round gives every kind one turn" +
         (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.##} s" : string.Empty) +
@@ -193,9 +231,6 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     };
 
     /// <summary>Adds the proxies' tables, charts, target checks and notes to <paramref name="section"/>; the original command adds its own table to the same.</summary>
-    /// <param name="section">The section.</param>
-    /// <param name="results">Every cell.</param>
-    /// <param name="settings">The run's settings.</param>
     /// <param name="serverKind">How the servers ran, which decides what the CPU figures include.</param>
     internal static void AddFigures(ReportSection section, IReadOnlyList<ProxiesResult> results, ProxiesSettings settings, string serverKind)
     {
@@ -280,7 +315,6 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
     /// The cells grouped by binding, service setting, service time and concurrency, in the order they ran; a group
     /// whose one-call-per-session kinds ran under another setting borrows them from that setting's group.
     /// </summary>
-    /// <param name="results">Every cell.</param>
     /// <returns>One group per binding, service setting, service time and concurrency.</returns>
     internal static IEnumerable<CellGroup> Groups(IReadOnlyList<ProxiesResult> results)
     {
@@ -425,145 +459,6 @@ internal sealed record ProxiesResult(
 {
     /// <summary>Gets the calls per second of each round's turn, in round order; the other kinds of the cell ran their turns beside these.</summary>
     public IReadOnlyList<double> RoundCallsPerSecond { get; init; } = RoundCallsPerSecond ?? [];
-}
-
-/// <summary>The options of the proxies and original commands: calls and bindings for both; the service's settings, concurrency, rounds and kinds for proxies.</summary>
-internal sealed class ProxiesOptions
-{
-    private readonly Option<string[]> _binding = new("--binding")
-    {
-        Description = $"Bindings to run: {string.Join(", ", WcfBinding.All)}, or all (default).",
-        DefaultValueFactory = _ => ["all"],
-        AllowMultipleArgumentsPerToken = true,
-    };
-
-    private readonly Option<string[]> _service = new("--service")
-    {
-        Description = $"How the service serves one session's calls, for the bindings with sessions (nettcp, wshttp-sct): {Concurrent} (ConcurrencyMode.Multiple), {Single} (one at a time, WCF's defaults: PerSession and ConcurrencyMode.Single), or both (default). Bindings without sessions run once.",
-        DefaultValueFactory = _ => ["both"],
-        AllowMultipleArgumentsPerToken = true,
-    };
-
-    private readonly Option<int> _serviceTime = new("--service-time")
-    {
-        Description = $"Milliseconds the service spends on each call, waiting as on a database (0 to {TestContract.MaxServiceTimeMilliseconds}). 0 answers at once. Default: 0.",
-        DefaultValueFactory = _ => 0,
-    };
-
-    private readonly Option<string[]> _kind = new("--kind")
-    {
-        Description = $"Kinds of proxy to run: {string.Join(", ", ProxiesScenario.SelectableKinds.Select(k => $"'{k}'"))}. Default: all but the last, which measures the other idle order.",
-        AllowMultipleArgumentsPerToken = true,
-    };
-
-    private readonly Option<double?> _roundTime = new("--round-time")
-    {
-        Description = $"Seconds each kind's turn in a round may run at most (0.01 to {MaxRoundSeconds}); a turn also ends after its share of --calls. Short turns in many --rounds pair up best. Default: no limit.",
-    };
-
-    public const int MaxRoundSeconds = 600;
-
-    /// <summary>Gets the option that runs the main job's proxies cells alone, to time or check them without the other scenarios.</summary>
-    public Option<bool> Suite { get; } = new("--suite") { Description = "Run the main job's proxies cells, with its settings (every other option but --quick is ignored), to time or check them alone." };
-
-    public const string Concurrent = "concurrent";
-    public const string Single = "single";
-
-    /// <summary>Initializes a new instance of the <see cref="ProxiesOptions"/> class.</summary>
-    public ProxiesOptions()
-    {
-        _service.AcceptOnlyFromAmong(Concurrent, Single, "both");
-        _serviceTime.Validators.Add(r =>
-        {
-            var value = r.GetValueOrDefault<int>();
-            if (value is < 0 or > TestContract.MaxServiceTimeMilliseconds)
-            {
-                r.AddError($"--service-time must be from 0 to {TestContract.MaxServiceTimeMilliseconds} milliseconds; got {value}.");
-            }
-        });
-        _kind.AcceptOnlyFromAmong(ProxiesScenario.SelectableKinds);
-        _roundTime.Validators.Add(r =>
-        {
-            if (r.GetValueOrDefault<double?>() is { } value && !(value is >= 0.01 and <= MaxRoundSeconds))
-            {
-                r.AddError($"--round-time must be from 0.01 to {MaxRoundSeconds} seconds; got {value.ToString(System.Globalization.CultureInfo.InvariantCulture)}.");
-            }
-        });
-        Concurrency.Validators.Add(r =>
-        {
-            foreach (var value in r.GetValueOrDefault<int[]>() ?? [])
-            {
-                if (value is < 1 or > 1024)
-                {
-                    r.AddError($"--concurrency values must be from 1 to 1024; got {value}.");
-                }
-            }
-        });
-        _binding.Validators.Add(r =>
-        {
-            foreach (var name in r.GetValueOrDefault<string[]>() ?? [])
-            {
-                if (name != "all" && !WcfBinding.All.Contains(name))
-                {
-                    r.AddError($"Unknown --binding '{name}'; use {string.Join(", ", WcfBinding.All)} or all.");
-                }
-            }
-        });
-    }
-
-    public Option<int> Calls { get; } = PositiveInt("--calls", "Calls per cell.", 20_000);
-
-    public Option<int> SharedLeasesPerChannel { get; } = PositiveInt(
-        "--leases-per-channel", $"MaxLeasesPerChannel of the '{ProxiesScenario.PooledReuseShared}' and '{ProxiesScenario.PooledReuseAdaptive}' kinds: how many proxies may share one channel.", ProxiesScenario.SharedLeasesPerChannel, max: 64);
-
-    public Option<int> Rounds { get; } = PositiveInt("--rounds", "Paired rounds each cell's calls are split into: every kind takes a turn each round, in reverse order every other round, and a ratio is the median of the rounds' ratios.", 2, max: 200);
-
-    public Option<int[]> Concurrency { get; } = new("--concurrency") { Description = "Concurrent callers; one cell per value. Default: 1 8 32.", DefaultValueFactory = _ => [1, 8, 32], AllowMultipleArgumentsPerToken = true };
-
-    public void AddTo(Command command, bool withConcurrency)
-    {
-        command.Add(Calls);
-        command.Add(_binding);
-        if (withConcurrency)
-        {
-            command.Add(_service);
-            command.Add(_serviceTime);
-            command.Add(SharedLeasesPerChannel);
-            command.Add(Concurrency);
-            command.Add(Rounds);
-            command.Add(_roundTime);
-            command.Add(_kind);
-            command.Add(Suite);
-        }
-    }
-
-    /// <summary>The service settings asked for, concurrent first.</summary>
-    public ServiceConcurrency[] Services(ParseResult parse)
-    {
-        var names = parse.GetValue(_service)!;
-        var both = names.Contains("both");
-        return [.. new[] { (Concurrent, ServiceConcurrency.Multiple), (Single, ServiceConcurrency.Single) }
-            .Where(s => both || names.Contains(s.Item1)).Select(s => s.Item2)];
-    }
-
-    /// <summary>The longest a turn may run, or <see langword="null"/> for no limit.</summary>
-    public TimeSpan? RoundTime(ParseResult parse) => parse.GetValue(_roundTime) is { } seconds ? TimeSpan.FromSeconds(seconds) : null;
-
-    public TimeSpan ServiceTime(ParseResult parse) => TimeSpan.FromMilliseconds(parse.GetValue(_serviceTime));
-
-    public string[] Kinds(ParseResult parse) =>
-        parse.GetValue(_kind) is { Length: > 0 } kinds ? [.. ProxiesScenario.SelectableKinds.Where(kinds.Contains)] : ProxiesScenario.AllKinds;
-
-    public string[] Bindings(ParseResult parse)
-    {
-        var names = parse.GetValue(_binding)!;
-        return names.Contains("all") ? WcfBinding.All : [.. WcfBinding.All.Where(names.Contains)];
-    }
-
-    /// <summary>A warm-up of seconds is the point of a real run and a waste in a quick one.</summary>
-    /// <param name="settings">The settings to shrink.</param>
-    /// <returns>The settings with a 40-call, half-second warm-up.</returns>
-    public static ProxiesSettings QuickWarmUp(ProxiesSettings settings) => settings with { WarmUpCalls = 40, WarmUpTime = TimeSpan.FromSeconds(0.5) };
 }
 
 /// <summary>

@@ -25,29 +25,19 @@ namespace ChannelPool.Perf.Scenarios.Redis;
 /// </summary>
 internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
 {
-    private readonly Option<int> _maxClients = PositiveInt("--max-clients", "The largest broadcast M tried (the open-file limit may cap it lower).", 20_000);
-    private readonly Option<int> _bursts = PositiveInt("--bursts", "K: consecutive broadcast bursts, one a second, that must each arrive before the next.", 10, max: 1000);
-    private readonly Option<int> _iterations = PositiveInt("--iterations", "Collaboration iterations per row.", 3, max: 1000);
-    private readonly Option<double> _delayScale = PositiveDouble("--delay-scale", "A factor on every collaboration D.", 0.1);
-    private readonly Option<int[]> _subscribers = new("--subscribers") { Description = "The subscriber counts N the Redis commands are counted at. Default: 10 100 1000 10000.", DefaultValueFactory = _ => [10, 100, 1000, 10_000], AllowMultipleArgumentsPerToken = true };
-    private readonly Option<int[]> _rows = new("--rows") { Description = "Which of the original's seven collaboration rows to run, by number (1-7); none with 0. Default: all.", DefaultValueFactory = _ => [1, 2, 3, 4, 5, 6, 7], AllowMultipleArgumentsPerToken = true };
-    private readonly Option<string[]> _stores = new("--stores") { Description = "The stores the node runs on: memory, redis, cluster. Default: all three.", DefaultValueFactory = _ => ["memory", "redis", "cluster"], AllowMultipleArgumentsPerToken = true };
-
     /// <summary>Initializes a new instance of the <see cref="RedisScenario"/> class.</summary>
     public RedisScenario()
     {
-        _subscribers.Validators.Add(r =>
-        {
-            foreach (var n in r.GetValueOrDefault<int[]>() ?? [])
-            {
-                if (n < 1 || n > 100_000)
-                {
-                    r.AddError($"--subscribers must be from 1 to 100000; got {n}.");
-                }
-            }
-        });
-        _stores.AcceptOnlyFromAmong("memory", "redis", "cluster");
-        _rows.Validators.Add(r =>
+        Options.Add(PositiveInt("--max-clients", "The largest broadcast M tried (the open-file limit may cap it lower).", 20_000), (s, v) => s with { Broadcast = s.Broadcast with { MaxClients = v } });
+        Options.Add(
+            PositiveInt("--bursts", "K: consecutive broadcast bursts, one a second, that must each arrive before the next.", 10, max: 1000), (s, v) => s with { Broadcast = s.Broadcast with { Bursts = v } });
+        Options.Add(PositiveInt("--iterations", "Collaboration iterations per row.", 3, max: 1000), (s, v) => s with { Collaboration = s.Collaboration with { Iterations = v } });
+        Options.Add(PositiveDouble("--delay-scale", "A factor on every collaboration D.", 0.1), (s, v) => s with { Collaboration = s.Collaboration with { DelayScale = v } });
+        Options.Add(Many("--subscribers", "The subscriber counts N the Redis commands are counted at.", [10, 100, 1000, 10_000], 1, 100_000), (s, v) => s with { SubscriberCounts = v });
+        var rows = Options.Add(
+            new Option<int[]>("--rows") { Description = "Which of the original's seven collaboration rows to run, by number (1-7); none with 0. Default: all.", DefaultValueFactory = _ => [1, 2, 3, 4, 5, 6, 7], AllowMultipleArgumentsPerToken = true },
+            (s, v) => s with { Collaboration = s.Collaboration with { Rows = [.. v.Where(r => r > 0).Distinct().Order().Select(r => CollaborationRow.Original7[r - 1])] } });
+        rows.Validators.Add(r =>
         {
             foreach (var row in r.GetValueOrDefault<int[]>() ?? [])
             {
@@ -57,6 +47,10 @@ internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
                 }
             }
         });
+        var stores = Options.Add(
+            new Option<string[]>("--stores") { Description = "The stores the node runs on: memory, redis, cluster. Default: all three.", DefaultValueFactory = _ => ["memory", "redis", "cluster"], AllowMultipleArgumentsPerToken = true },
+            (s, v) => s with { Stores = [.. v.Distinct().Select(name => name switch { "memory" => RedisStoreKind.InMemory, "redis" => RedisStoreKind.OneRedis, _ => RedisStoreKind.RedisCluster })] });
+        stores.AcceptOnlyFromAmong("memory", "redis", "cluster");
     }
 
     public override string Name => "redis";
@@ -65,47 +59,17 @@ internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
 
     public override bool UsesEmbeddedServers => false;
 
-    public override void AddOptions(Command command)
-    {
-        command.Add(_maxClients);
-        command.Add(_bursts);
-        command.Add(_iterations);
-        command.Add(_delayScale);
-        command.Add(_subscribers);
-        command.Add(_rows);
-        command.Add(_stores);
-    }
-
-    public override RedisSettings ReadSettings(ParseResult parse, bool quick)
+    protected override RedisSettings Basis(bool quick)
     {
         var basis = new RedisSettings();
-        var stores = parse.GetValue(_stores)!.Distinct().Select(s => s switch
-        {
-            "memory" => RedisStoreKind.InMemory,
-            "redis" => RedisStoreKind.OneRedis,
-            _ => RedisStoreKind.RedisCluster,
-        }).ToList();
-        return basis with
-        {
-            Stores = stores,
-            Broadcast = basis.Broadcast with
+        return quick
+            ? basis with
             {
-                MaxClients = Pick(parse, _maxClients, quick, 40),
-                StartClients = quick ? 20 : basis.Broadcast.StartClients,
-                Bursts = Pick(parse, _bursts, quick, 2),
-                ScoutBursts = quick ? 2 : basis.Broadcast.ScoutBursts,
-                Resolution = quick ? 0.5 : basis.Broadcast.Resolution,
-            },
-            Collaboration = basis.Collaboration with
-            {
-                Rows = quick && !IsExplicit(parse, _rows)
-                    ? [new CollaborationRow(4, 2, TimeSpan.FromSeconds(1))]
-                    : [.. parse.GetValue(_rows)!.Where(r => r > 0).Distinct().Order().Select(r => CollaborationRow.Original7[r - 1])],
-                Iterations = Pick(parse, _iterations, quick, 2),
-                DelayScale = Pick(parse, _delayScale, quick, 0.5),
-            },
-            SubscriberCounts = IsExplicit(parse, _subscribers) || !quick ? parse.GetValue(_subscribers)! : [1, 10],
-        };
+                Broadcast = basis.Broadcast with { MaxClients = 40, StartClients = 20, Bursts = 2, ScoutBursts = 2, Resolution = 0.5 },
+                Collaboration = basis.Collaboration with { Rows = [new CollaborationRow(4, 2, TimeSpan.FromSeconds(1))], Iterations = 2, DelayScale = 0.5 },
+                SubscriberCounts = [1, 10],
+            }
+            : basis;
     }
 
     public override Task<RedisResults> RunAsync(PerfContext context, RedisSettings settings, CancellationToken cancellationToken) =>
@@ -203,7 +167,7 @@ internal sealed record RedisSettings
     public IReadOnlyList<RedisStoreKind> Stores { get; init; } = [RedisStoreKind.InMemory, RedisStoreKind.OneRedis, RedisStoreKind.RedisCluster];
 
     /// <summary>Gets the broadcast search at P = 1 s, run on every store.</summary>
-    public BroadcastSettings Broadcast { get; init; } = new() { Periods = [TimeSpan.FromSeconds(1)], Bursts = 10, ScoutBursts = 3 };
+    public BroadcastSettings Broadcast { get; init; } = new() { Periods = [TimeSpan.FromSeconds(1)], Bursts = 10, ScoutBursts = 3, MaxClients = 20_000 };
 
     /// <summary>Gets the collaboration rows (the original's seven, out of step, every D at a tenth), run on every store.</summary>
     public CollaborationSettings Collaboration { get; init; } = new() { Rows = CollaborationRow.Original7, Iterations = 3, DelayScale = 0.1 };

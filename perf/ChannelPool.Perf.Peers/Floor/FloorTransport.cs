@@ -3,7 +3,7 @@ using System.Globalization;
 using System.Net;
 using ChannelPool.PollingDuplex;
 
-namespace ChannelPool.Perf.Clients;
+namespace ChannelPool.Perf.Peers.Floor;
 
 /// <summary>
 /// Clients of the bare long-poll endpoint (<see cref="Servers.FloorEndpoint"/>): each loops a GET, reads the body into a

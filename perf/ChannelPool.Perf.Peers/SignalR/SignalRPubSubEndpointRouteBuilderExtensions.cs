@@ -8,10 +8,8 @@ namespace ChannelPool.Perf.Peers.SignalR;
 internal static class SignalRPubSubEndpointRouteBuilderExtensions
 {
     /// <summary>Maps <see cref="SignalRPubSubHub"/> at <paramref name="pattern"/> with the long polling and WebSocket transports.</summary>
-    /// <param name="endpoints">The route builder.</param>
     /// <param name="pattern">The hub's path, for example <c>/signalr</c>.</param>
     /// <param name="pollTimeout">How long the server holds a long poll with nothing to send (SignalR's default is 90 s).</param>
-    /// <returns>The hub's endpoint builder.</returns>
     public static HubEndpointConventionBuilder MapSignalRPubSub(this IEndpointRouteBuilder endpoints, string pattern, TimeSpan pollTimeout) =>
         endpoints.MapHub<SignalRPubSubHub>(pattern, options =>
         {

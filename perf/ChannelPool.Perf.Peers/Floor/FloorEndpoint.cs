@@ -7,7 +7,7 @@ using Microsoft.AspNetCore.Builder;
 using Microsoft.AspNetCore.Http;
 using Microsoft.AspNetCore.Routing;
 
-namespace ChannelPool.Perf.Servers;
+namespace ChannelPool.Perf.Peers.Floor;
 
 /// <summary>
 /// The floor for one long-poll delivery: the least a Kestrel endpoint can do to hold a request and answer it with the

@@ -15,8 +15,6 @@ internal static class SignalRPubSubServiceCollectionExtensions
     public const int InvocationEnvelopeBytes = 4 * 1024;
 
     /// <summary>Adds SignalR with the JSON hub protocol and SignalR's defaults, except for the message size limit.</summary>
-    /// <param name="services">The services.</param>
-    /// <returns>The same services.</returns>
     public static IServiceCollection AddSignalRPubSub(this IServiceCollection services)
     {
         // The 32 KiB default would refuse publishes the polling duplex peer takes, capping payload-size runs artificially.

@@ -9,7 +9,7 @@ using Spectre.Console;
 using static ChannelPool.Perf.Reporting.ReportFormat;
 using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
-namespace ChannelPool.Perf.Scenarios.Floor;
+namespace ChannelPool.Perf.Peers.Floor;
 
 /// <summary>
 /// The <c>floor</c> command: the CPU one long-poll delivery costs the server and the client, ours and SignalR long
@@ -19,46 +19,34 @@ namespace ChannelPool.Perf.Scenarios.Floor;
 internal sealed class FloorScenario : PerfScenario<FloorSettings, IReadOnlyList<FloorResult>>
 {
     private const double Target = 1.5;
-    private readonly Option<int> _clients = PositiveInt("--clients", "Clients per cell, each holding one long poll.", 500, max: 5000);
-    private readonly Option<int> _bursts = PositiveInt("--bursts", "Bursts (one delivery to every client) per cell and round.", 40);
-    private readonly Option<int> _rounds = PositiveInt("--rounds", "Interleaved rounds per cell; each cell reports its median.", 5, max: 100);
-    private readonly Option<int> _batch = PositiveInt("--batch", "Messages a batched delivery carries.", 8, max: 64);
-    private readonly Option<string[]> _cells = new("--cells")
-    {
-        Description = $"Which cells run (a cell's ratio needs its floor among them): {string.Join(", ", FloorSettings.AllCells)}. Default: all.",
-        AllowMultipleArgumentsPerToken = true,
-    };
 
     /// <summary>Initializes a new instance of the <see cref="FloorScenario"/> class.</summary>
-    public FloorScenario() => _cells.AcceptOnlyFromAmong([.. FloorSettings.AllCells]);
+    public FloorScenario()
+    {
+        Options.Add(PositiveInt("--clients", "Clients per cell, each holding one long poll.", 500, max: 5000), (s, v) => s with { Clients = v });
+        Options.Add(PositiveInt("--bursts", "Bursts (one delivery to every client) per cell and round.", 40), (s, v) => s with { Bursts = v });
+        Options.Add(PositiveInt("--rounds", "Interleaved rounds per cell; each cell reports its median.", 5, max: 100), (s, v) => s with { Rounds = v });
+        Options.Add(PositiveInt("--batch", "Messages a batched delivery carries.", 8, max: 64), (s, v) => s with { Batch = v });
+        var cells = Options.Add(
+            new Option<string[]>("--cells")
+            {
+                Description = $"Which cells run (a cell's ratio needs its floor among them): {string.Join(", ", FloorSettings.AllCells)}. Default: all.",
+                AllowMultipleArgumentsPerToken = true,
+            },
+            (s, v) => s with { Cells = v.Length > 0 ? v : null });
+        cells.AcceptOnlyFromAmong([.. FloorSettings.AllCells]);
+    }
 
     public override string Name => "floor";
 
     public override string Description => "The CPU one long-poll delivery costs server and client, ours and SignalR long polling's, against a bare Kestrel endpoint answering with the same bytes, over HTTP/1.1 and HTTP/2.";
-
-    public override void AddOptions(Command command)
-    {
-        command.Add(_clients);
-        command.Add(_bursts);
-        command.Add(_rounds);
-        command.Add(_batch);
-        command.Add(_cells);
-    }
 
     /// <summary>The suite's floor: 200 clients a cell, 20 bursts, the median of 3 interleaved rounds (about a minute and a half).</summary>
     public override FloorSettings SuiteSettings(bool quick) => quick
         ? new() { Clients = 10, Bursts = 3, WarmUpBursts = 2, Rounds = 1, Batch = 2 }
         : new() { Clients = 200, Bursts = 20, WarmUpBursts = 10, Rounds = 3 };
 
-    public override FloorSettings ReadSettings(ParseResult parse, bool quick) => new()
-    {
-        Clients = Pick(parse, _clients, quick, 10),
-        Bursts = Pick(parse, _bursts, quick, 3),
-        WarmUpBursts = quick ? 2 : new FloorSettings().WarmUpBursts,
-        Rounds = Pick(parse, _rounds, quick, 1),
-        Batch = Pick(parse, _batch, quick, 2),
-        Cells = parse.GetValue(_cells) is { Length: > 0 } cells ? cells : null,
-    };
+    protected override FloorSettings Basis(bool quick) => quick ? SuiteSettings(quick) : new();
 
     public override Task<IReadOnlyList<FloorResult>> RunAsync(PerfContext context, FloorSettings settings, CancellationToken cancellationToken) =>
         new FloorRun(context, settings).RunAsync(cancellationToken);
@@ -201,12 +189,12 @@ internal sealed class FloorRun(PerfContext context, FloorSettings settings)
 
         var fleets = new List<Fleet>
         {
-            new("floor", FloorName, Http11, new FloorTransport(context.Http, endpoints.Floor, FloorName), Ours: false),
+            new("floor", FloorName, Http11, new FloorTransport(context.Http, new Uri(endpoints.Http, "floor"), FloorName), Ours: false),
             new("floor-h2", FloorName, Http2, new FloorTransport(http2, new Uri(http2Base, "floor"), FloorName, ClientProtocol.Http2), Ours: false),
             new("single", "ours, single", Http11, new DuplexPubSubTransport(context.Http, endpoints.PubSub, DuplexEncoding.Binary, PollingDuplexMode.SingleMessagePerPoll), Ours: true),
             new("multiple", "ours, multiple", Http11, new DuplexPubSubTransport(context.Http, endpoints.PubSub, DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), Ours: true),
             new("multiple-h2", "ours, multiple", Http2, new DuplexPubSubTransport(http2, new Uri(http2Base, "pubsub"), DuplexEncoding.Binary, PollingDuplexMode.MultipleMessagesPerPoll), Ours: true),
-            new("signalr", "SignalR long polling", Http11, new SignalRTransport(endpoints.SignalR, SignalRTransportKind.LongPolling, context.Handler), Ours: false),
+            new("signalr", "SignalR long polling", Http11, new SignalRTransport(new Uri(endpoints.Http, "signalr"), SignalRTransportKind.LongPolling, context.Handler), Ours: false),
         };
         Cell[] all =
         [
