@@ -273,10 +273,12 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     internal ClientCredentials CloneDefaultCredentials() => _defaultCredentials.Clone();
 
     /// <summary>
-    /// Gets whether a proxy keeps one channel for its life: only when the contract requires sessions, which need it.
-    /// Other proxies lease per operation.
+    /// Gets whether a proxy keeps one channel for its life: when the contract requires sessions, which need it, and in
+    /// <see cref="ChannelPool.LeaseMode.SingleUse"/>, whose point is one fresh channel (and server session) a proxy:
+    /// leased per operation, each call would spend a channel, and <c>OpenAsync</c> one more. Other proxies lease per
+    /// operation.
     /// </summary>
-    internal bool HoldsChannelPerProxy => _contractRequiresSession;
+    internal bool HoldsChannelPerProxy => _contractRequiresSession || LeaseMode == LeaseMode.SingleUse;
 
     /// <summary>
     /// Remembers, without keeping it alive, a channel a proxy holds for its life, so that a drain can take it back

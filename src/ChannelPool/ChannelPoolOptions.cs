@@ -49,15 +49,18 @@ public sealed class ChannelPoolOptions
     public int? RefillThreshold { get; set; }
 
     /// <summary>
-    /// Gets or sets how long a channel may live after it opened. Each channel's own deadline is this value less a
-    /// random share of up to <see cref="LifetimeJitter"/>. Defaults to 90 seconds.
+    /// Gets or sets how long a channel may live after it opened: no channel outlives it. The pool spreads the channels'
+    /// deadlines over this span (channels opened together end one at a time, not together) and opens each one's
+    /// replacement in the background shortly before its deadline, so a caller does not wait for an open when channels
+    /// age out. Defaults to 90 seconds.
     /// </summary>
     [Range(typeof(TimeSpan), "00:00:01", "1.00:00:00")]
     public TimeSpan ChannelLifetime { get; set; } = TimeSpan.FromSeconds(90);
 
     /// <summary>
-    /// Gets or sets the largest fraction by which a channel's deadline is brought forward at random, so that channels
-    /// opened together do not all expire together. Defaults to 0.1 (up to 10%).
+    /// Gets or sets the largest fraction of <see cref="ChannelLifetime"/> by which a channel's deadline is brought
+    /// forward at random, on top of the pool's own spreading of deadlines, and never by more than the spacing between
+    /// two channels' deadlines (the lifetime over the pool size), so jitter cannot bunch them again. Defaults to 0.1.
     /// </summary>
     [Range(0.0, 0.5)]
     public double LifetimeJitter { get; set; } = 0.1;

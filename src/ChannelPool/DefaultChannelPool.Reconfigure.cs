@@ -56,6 +56,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         var opens = _state.Reconfigure(settings);
         _clock.Follow(settings.ChannelLifetime);
         _cleanupTimer.Change(settings.CleanupInterval, settings.CleanupInterval);
+        RescheduleExpiry(settings.ChannelLifetime);
         WatchForLeaks(settings.LeakDetectionThreshold);
         FollowSharing();
         RescheduleIdleTarget(settings);

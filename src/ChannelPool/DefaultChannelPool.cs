@@ -42,6 +42,7 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
     private readonly ObjectPool<Waiter<TChannel>> _waiterPool;
     private readonly PoolClock _clock;
     private readonly ITimer _cleanupTimer;
+    private readonly ITimer _expiryTimer;
     private readonly ITimer _resumeTimer;
     private readonly ITimer _leakTimer;
     private readonly ITimer _idleTargetTimer;
@@ -99,6 +100,7 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
             static state => ((DefaultChannelPool<TChannel>)state!).ResumeOpens(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         _cleanupTimer = _timeProvider.CreateTimer(
             static state => ((DefaultChannelPool<TChannel>)state!).RunCleanup(), this, settings.CleanupInterval, settings.CleanupInterval);
+        _expiryTimer = CreateExpiryTimer(settings.ChannelLifetime);
         _leakTimer = _timeProvider.CreateTimer(
             static state => ((DefaultChannelPool<TChannel>)state!).FindLeaks(), this, Timeout.InfiniteTimeSpan, Timeout.InfiniteTimeSpan);
         WatchForLeaks(settings.LeakDetectionThreshold);

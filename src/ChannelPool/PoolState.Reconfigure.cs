@@ -20,11 +20,9 @@ internal sealed partial class PoolState<TChannel>
         Volatile.Write(ref _settings, settings);
         FollowIdleTargetSettings_NoLock(settings);
         FollowSharingSettings_NoLock(settings);
-        var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
-        var margin = _clock.EvictionMargin(settings.ChannelLifetime);
         foreach (var entry in _open)
         {
-            entry.ScheduleExpiry(lifetime, settings.LifetimeJitter, margin);
+            RescheduleExpiry_NoLock(entry);
         }
 
         var opens = Refill_NoLock(toPoolSize: _idle.Count + _leasedCount + _openingCount < _idleTarget);

@@ -195,6 +195,30 @@ public sealed class OrdinaryUseTests
         Assert.That(pool.GetSnapshot().Leased, Is.Zero);
     }
 
+    /// <summary>
+    /// SingleUse set by hand on a contract without sessions (docs/architecture.md: for a service that keeps state per
+    /// channel): a proxy gets one fresh channel for its life, as the original did, not one per call and one more for
+    /// OpenAsync.
+    /// </summary>
+    [Test]
+    public async Task ASingleUseProxy_SpendsOneChannel_OpenAsyncAndAllItsCallsIncluded()
+    {
+        await using var service = await TestService.StartAsync(Transport.NetTcp);
+        await using var pool = new ServiceChannelPool<IEchoService>(
+            service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 2, LeaseMode = LeaseMode.SingleUse }, service.Configure);
+        await pool.WarmUpAsync(readyChannels: 2);
+        var closedBefore = pool.GetSnapshot().TotalClosed;
+
+        var proxy = new EchoProxy(pool);
+        await proxy.OpenAsync();
+        var replies = new[] { await proxy.EchoAfterAsync("a", 0), proxy.Echo("b"), await proxy.EchoAfterAsync("c", 0) };
+        await proxy.CloseAsync();
+
+        Assert.That(replies, Is.EqualTo(new[] { "a", "b", "c" }));
+        await Eventually.That(() => pool.GetSnapshot().TotalClosed > closedBefore, "the proxy's channel closed after its one use");
+        Assert.That(pool.GetSnapshot().TotalClosed - closedBefore, Is.EqualTo(1), "one channel spent for the proxy's open and three calls");
+    }
+
     [Test]
     public async Task ASessionProxyDroppedWithoutClose_GivesItsChannelBackWhenCollected()
     {

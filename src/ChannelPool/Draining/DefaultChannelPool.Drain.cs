@@ -42,6 +42,7 @@ public sealed partial class DefaultChannelPool<TChannel>
             var settings = _state.Settings;
             Log.DrainStarted(_logger, Name, start.Idle.Count, start.Leased, settings.DrainTimeout);
             _cleanupTimer.Dispose();
+            _expiryTimer.Dispose();
             _resumeTimer.Dispose();
             _leakTimer.Dispose();
             _idleTargetTimer.Dispose();

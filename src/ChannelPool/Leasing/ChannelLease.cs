@@ -190,14 +190,33 @@ internal sealed class PooledChannel<TChannel>
     /// <summary>Gets how many leases this channel can carry at once.</summary>
     public int SlotCount => Shared?.Count ?? 1;
 
+    /// <summary>
+    /// Gets or sets where the pool placed this channel's deadline before jitter, as a share of the lifetime after it
+    /// opened (see <c>Eviction/PoolState.Expiry.cs</c>): up to 1, or a little over it, which the lifetime then caps. Kept
+    /// as a share so a new lifetime moves the deadline with it. Written under the gate.
+    /// </summary>
+    public double LifeShare { get; set; } = 1;
+
+    /// <summary>
+    /// Gets the timestamp from which this channel is near its deadline: the pool opens its replacement in the
+    /// background from then on (when the idle target needs it), so a caller never finds only expired channels.
+    /// </summary>
+    public long ReplaceAt { get; private set; }
+
+    /// <summary>Gets or sets whether the pool already opened this channel's replacement. Written under the gate.</summary>
+    public bool ReplacementStarted { get; set; }
+
     /// <summary>Sets the deadline from the pool's current lifetime settings. Called under the pool state's gate.</summary>
     /// <param name="lifetime">The channel lifetime, in timestamp units.</param>
-    /// <param name="jitter">The largest fraction of the lifetime a deadline may be brought forward by.</param>
+    /// <param name="jitterSpan">The most the deadline may be brought forward at random, in timestamp units.</param>
     /// <param name="resolution">The cached clock's resolution, in timestamp units.</param>
-    public void ScheduleExpiry(long lifetime, double jitter, long resolution)
+    /// <param name="lead">How long before its deadline the channel is replaced, in timestamp units.</param>
+    public void ScheduleExpiry(long lifetime, long jitterSpan, long resolution, long lead)
     {
-        ExpiresAt = OpenedAt + lifetime - (long)(lifetime * jitter * JitterDraw);
+        // Never later than one lifetime after the open, whatever the placement said.
+        ExpiresAt = Math.Min(OpenedAt + (long)(lifetime * LifeShare) - (long)(jitterSpan * JitterDraw), OpenedAt + lifetime);
         EvictAfter = IsRetired ? long.MinValue : ExpiresAt - resolution;
+        ReplaceAt = ExpiresAt - lead;
     }
 
     /// <summary>

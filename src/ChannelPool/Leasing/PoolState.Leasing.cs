@@ -144,7 +144,8 @@ internal sealed partial class PoolState<TChannel>
 
         var why = reason ?? EvictionReason.Shutdown;
         var evicted = Leave_NoLock(entry, slot, why);
-        var opens = evicted ? Refill_NoLock() : 0;
+        var opens = !evicted ? 0
+            : Refill_NoLock() + (why == EvictionReason.LifetimeExpired ? ReplaceExpired_NoLock(entry) : 0);
         Exit(nameof(Release));
         return new ReleaseOutcome(evicted ? ReleaseKind.Evicted : ReleaseKind.Left, waiter: null, opens, why);
     }
@@ -154,7 +155,7 @@ internal sealed partial class PoolState<TChannel>
     {
         _gate.Enter();
         EvictLeased_NoLock(entry);
-        var opens = Refill_NoLock();
+        var opens = Refill_NoLock() + (entry.EvictAfter <= _clock.Now ? ReplaceExpired_NoLock(entry) : 0);
         Exit(nameof(EvictLeased));
         return opens;
     }
@@ -439,6 +440,18 @@ internal sealed class IdleQueue<TChannel>
         }
 
         return false;
+    }
+
+    /// <summary>Counts the idle entries that match; allocates nothing, for the expiry timer.</summary>
+    public int CountWhere<TState>(Func<PooledChannel<TChannel>, TState, bool> match, TState state)
+    {
+        var count = 0;
+        for (var i = 0; i < Count; i++)
+        {
+            count += match(_slots[(_head + i) % _slots.Length].Entry!, state) ? 1 : 0;
+        }
+
+        return count;
     }
 
     /// <summary>Removes, keeping the order of the rest, every entry <paramref name="remove"/> selects.</summary>

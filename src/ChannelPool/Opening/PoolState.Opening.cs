@@ -54,8 +54,6 @@ internal sealed partial class PoolState<TChannel>
             _opensPaused = false;
         }
 
-        var settings = _settings;
-        entry.ScheduleExpiry(_clock.ToTimestampDelta(settings.ChannelLifetime), settings.LifetimeJitter, _clock.EvictionMargin(settings.ChannelLifetime));
         _openingCount--;
         _openedTotal++;
         _open.Add(entry);
@@ -74,6 +72,7 @@ internal sealed partial class PoolState<TChannel>
             return new OpenedOutcome(_disposed ? EvictionReason.Shutdown : EvictionReason.Cleared, null, null, null, replacements);
         }
 
+        PlaceDeadline_NoLock(entry);
         if (_paused)
         {
             EnterIdle_NoLock(entry);

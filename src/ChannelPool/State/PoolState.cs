@@ -101,6 +101,11 @@ internal sealed partial class PoolState<TChannel>
     // Set by a clear after a fatal error, cleared by the next healthy release: while set, fatal errors clear no more.
     private bool _fatalWave;
 
+    // Expiry (Eviction/PoolState.Expiry.cs): the last deadline placed, 0 before the first open; and the timestamp before
+    // which the expiry timer has nothing to do.
+    private long _deadlineCursor;
+    private long _nextExpiryCheck = long.MaxValue;
+
     // Pause: the idle channels rest in _parked and _idle is an empty queue, so the lease fast path finds nothing without
     // a check of its own. _idleClosed (paused or draining) keeps the release fast path from putting channels back.
     private bool _paused;

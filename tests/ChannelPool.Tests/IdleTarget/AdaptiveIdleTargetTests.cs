@@ -333,6 +333,13 @@ public partial class AdaptiveIdleTargetTests : PoolTestBase
         options.IdleTarget.Mode = IdleTargetMode.Adaptive;
         options.IdleTarget.Window = TimeSpan.FromSeconds(8);
         options.IdleTarget.DecayHalfLife = TimeSpan.FromSeconds(2);
+
+        // These tests count opens for demand; a lifetime far beyond their few minutes keeps replacements out of the
+        // count (the lifetime spreads deadlines over itself, so at 90 s some would end within a test). The idle timeout
+        // and cleanup keep what the 90 s default gave them.
+        options.ChannelLifetime = TimeSpan.FromHours(1);
+        options.IdleTimeout = TimeSpan.FromSeconds(45);
+        options.CleanupInterval = TimeSpan.FromSeconds(43);
         return options;
     }
 

@@ -28,7 +28,10 @@ public class WarmUpTests : PoolTestBase
         await pool.WarmUpAsync().Within();
 
         var callerNice = LinuxThread.CurrentNiceValue();
-        Assert.That(Factory.Channels, Has.All.Matches<FakeChannel>(c => c.OpenedAtNiceValue > callerNice));
+        Assert.That(
+            Factory.Channels,
+            Has.All.Matches<FakeChannel>(c => c.OpenedAtNiceValue > callerNice),
+            () => $"opened at nice {string.Join(", ", Factory.Channels.Select(c => c.OpenedAtNiceValue))}; the test's thread at {callerNice}");
     }
 
     [Test]
