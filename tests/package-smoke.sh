@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Proves the packages are complete, as an app sees them: packs src/ with pack.sh, then builds the apps in
 # tests/ChannelPool.PackageTests against the packed packages only (dependencies, analyzers and XML docs included)
-# and runs the ones that need no outside service. The apps compile the C# snippets marked in README.md as they stand.
+# and runs the ones that need no outside service. The apps compile the C# snippets marked in README.md and the push
+# documents as they stand; each snippet that is a whole program is run, and a server snippet must start and answer.
 # It also regenerates a dotnet-svcutil client in a real build: the [PooledClient] twin must follow with no edit.
 # Prints one line per step; on failure, the failing step's output, and exits non-zero.
 set -euo pipefail
@@ -14,7 +15,11 @@ log="$work/log.txt"
 packages=(ChannelPool ChannelPool.Hosting ChannelPool.OpenTelemetry ChannelPool.ServiceModel
           ChannelPool.PollingDuplex ChannelPool.PollingDuplex.Client ChannelPool.PollingDuplex.Protocol
           ChannelPool.PollingDuplex.Redis)
-snippets=(quick-start drop-in hosting generated-client)
+snippets=(quick-start drop-in hosting generated-client
+          push-hosting push-identity push-publisher push-rate-limit push-cors push-browser-client push-client push-pooled
+          push-redis push-redis-handler push-redis-package)
+# The documents a user copies C# from: every C# block in them is marked, and so compiled.
+documents=(README.md docs/polling-duplex.md clients/polling-duplex/README.md src/ChannelPool.PollingDuplex.Redis/README.md)
 
 rm -rf "$work"
 mkdir -p "$work/snippets"
@@ -33,17 +38,24 @@ packed=$(find "$feed" -maxdepth 1 -name '*.nupkg' | wc -l)
 [ "$packed" -eq "${#packages[@]}" ] || fail "pack.sh wrote $packed packages, expected ${#packages[@]}: tests, samples and perf must not be packable"
 echo "package smoke: packed ${#packages[@]} packages and their symbol packages at $version"
 
-# A snippet is the ```csharp block after a line "<!-- snippet: NAME ... -->" in README.md.
+# A snippet is the ```csharp block right after a line "<!-- snippet: NAME ... -->" in one of the documents (indented
+# too, inside a list item); each name is marked once.
+unmarked=$(awk '
+  /^[ ]*```csharp/ && previous !~ /^[ ]*<!-- snippet: / { print FILENAME ":" FNR }
+  { previous = $0 }
+' "${documents[@]}")
+[ -z "$unmarked" ] || fail "C# blocks with no <!-- snippet: NAME --> line above, so never compiled: $unmarked"
 for name in "${snippets[@]}"; do
   awk -v name="$name" '
-    $0 ~ "^<!-- snippet: " name "[ >]" { found = 1; next }
-    found == 1 && /^```csharp/ { found = 2; next }
-    found == 2 && /^```/ { exit }
+    $0 ~ "^[ ]*<!-- snippet: " name "[ >]" { found = 1; marks++; next }
+    found == 1 && /^[ ]*```csharp/ { found = 2; next }
+    found == 2 && /^[ ]*```/ { found = 0; next }
     found == 2 { print }
-  ' README.md >"$work/snippets/$name.cs"
-  [ -s "$work/snippets/$name.cs" ] || fail "README.md has no C# block marked <!-- snippet: $name -->"
+    END { exit marks == 1 ? 0 : 1 }
+  ' "${documents[@]}" >"$work/snippets/$name.cs" || fail "<!-- snippet: $name --> must mark exactly one C# block in ${documents[*]}"
+  [ -s "$work/snippets/$name.cs" ] || fail "no C# block follows <!-- snippet: $name -->"
 done
-echo "package smoke: extracted README snippets: ${snippets[*]}"
+echo "package smoke: extracted ${#snippets[@]} snippets: ${snippets[*]}"
 
 # The Regeneration app compiles whatever Reference.cs sits here: first the generated client, later the regenerated one.
 regeneration="$work/regeneration/Reference.cs"
@@ -85,3 +97,58 @@ run Regeneration "endpoint BasicHttpsBinding_IEchoService, ConfigureEndpoint ran
 cp "$fixture/Regenerated/Reference.cs" "$regeneration"
 step dotnet build "$apps/Regeneration/Regeneration.csproj" -c Release
 run Regeneration "the twin has Echo, EchoAfter, EchoAfterAsync, EchoAsync, Fail, FailAsync, WhoAmI, WhoAmIAsync$"
+
+# The push documents' server programs, as a user runs them: each must start (an exception at start fails here) and
+# answer on loopback the way its section says.
+server=""
+trap '[ -z "$server" ] || kill "$server" 2>/dev/null || true' EXIT
+# serve APP: starts the app on a free loopback port and waits until it listens; $base is its address.
+serve() {
+  local app=$1 i
+  dotnet "$work/bin/$app/Release/net10.0/$app.dll" --urls http://127.0.0.1:0 >"$work/$app.log" 2>&1 &
+  server=$!
+  for i in $(seq 1 600); do
+    base=$(sed -n 's|.*Now listening on: \(http://127\.0\.0\.1:[0-9]*\).*|\1|p' "$work/$app.log" | head -n 1)
+    [ -z "$base" ] || return 0
+    kill -0 "$server" 2>/dev/null || { tail -n 60 "$work/$app.log" >&2; server=""; fail "$app exited at start"; }
+    sleep 0.1
+  done
+  tail -n 60 "$work/$app.log" >&2
+  fail "$app did not listen within 60 s"
+}
+# answers STATUS WHAT CURL-ARGS...: the request must get STATUS.
+answers() {
+  local expect=$1 what=$2 got
+  shift 2
+  got=$(curl -s -o "$work/body" -w '%{http_code}' --max-time 30 "$@") || true
+  [ "$got" = "$expect" ] || { tail -n 60 "$work/$app.log" >&2; cat "$work/body" >&2 || true; fail "$app: $what got $got, expected $expect"; }
+}
+stop() { kill "$server"; wait "$server" 2>/dev/null || true; server=""; echo "package smoke: ran $app: $*"; }
+open=(-X POST -H 'Content-Type: application/json' -d '{}')
+
+app=PushHosting; serve $app
+answers 201 "an open of /chat" "${open[@]}" "$base/chat/sessions"
+answers 201 "an open of /pubsub" "${open[@]}" "$base/pubsub/sessions"
+stop "opened sessions on /chat and /pubsub"
+
+app=PushIdentity; serve $app
+answers 401 "an open with no token" "${open[@]}" "$base/pubsub/sessions"
+stop "an open with no token got 401"
+
+app=PushRateLimit; serve $app
+answers 201 "an open" "${open[@]}" "$base/pubsub/sessions"
+stop "opened a session through the rate limiter"
+
+app=PushCors; serve $app
+answers 204 "a preflight from https://app.example" -X OPTIONS -H 'Origin: https://app.example' \
+  -H 'Access-Control-Request-Method: POST' -H 'Access-Control-Request-Headers: content-type' "$base/pubsub/sessions"
+answers 201 "an open from https://app.example" "${open[@]}" -H 'Origin: https://app.example' "$base/pubsub/sessions"
+stop "answered the preflight and the open"
+
+app=PushBrowserClient; serve $app
+answers 200 "GET index.js" "$base/_channelpool/polling-duplex/index.js"
+answers 200 "GET index.d.ts" "$base/_channelpool/polling-duplex/index.d.ts"
+answers 201 "an open" "${open[@]}" "$base/pubsub/sessions"
+stop "served index.js and index.d.ts, and opened a session"
+
+run PushPublisher "publisher: received"

@@ -8,6 +8,8 @@ namespace ChannelPool.PollingDuplex.Redis;
 /// Remembered opens (by the client's <c>openId</c>) and sessions whose page went away, on Redis, with the in-memory
 /// store's rules: an open's answer is kept under a key of its own that expires after <see cref="DuplexSessionStore.OpenIdRetention"/>
 /// and counts only while its session lives; an away session's keys expire within the grace unless a request comes back.
+/// The remembered answer holds the session's token, so it is deleted when the session ends (its session's pointer key,
+/// <c>:o</c>, names it), not left for the rest of the retention: Redis holds a token only while it grants something.
 /// </summary>
 internal sealed partial class RedisSessionStore
 {
@@ -35,6 +37,7 @@ internal sealed partial class RedisSessionStore
         {
             if (await _db.StringSetAsync(key, value, OpenIdRetention, When.NotExists).ConfigureAwait(false))
             {
+                await PointAtOpenAsync(opened.SessionId, key).ConfigureAwait(false);
                 return opened;
             }
 
@@ -45,6 +48,7 @@ internal sealed partial class RedisSessionStore
             }
 
             await _db.StringSetAsync(key, value, OpenIdRetention).ConfigureAwait(false);
+            await PointAtOpenAsync(opened.SessionId, key).ConfigureAwait(false);
             return opened;
         }
         catch (Exception ex) when (ex is RedisException or RedisTimeoutException)
@@ -79,6 +83,33 @@ internal sealed partial class RedisSessionStore
 
         return lookup;
     }
+
+    /// <summary>
+    /// Lets the session's end find its remembered open. A session that ended before the pointer was written (its cleanup
+    /// found none) is checked here, so its open is forgotten either way.
+    /// </summary>
+    private async Task PointAtOpenAsync(string sessionId, RedisKey openKey)
+    {
+        await _db.StringSetAsync(OpenPointer(sessionId), (string)openKey!, OpenIdRetention).ConfigureAwait(false);
+        if (!await _db.KeyExistsAsync(Keys.Session(sessionId).Hash).ConfigureAwait(false))
+        {
+            await ForgetOpenAsync(sessionId).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>Deletes the session's remembered open, if it has one (part of its cleanup on every kind of end).</summary>
+    private async Task ForgetOpenAsync(string sessionId)
+    {
+        var pointer = OpenPointer(sessionId);
+        if ((string?)await _db.StringGetAsync(pointer).ConfigureAwait(false) is { } openKey)
+        {
+            await EvalAsync(RedisAwayScripts.ForgetOpen, [openKey], [sessionId + "|"]).ConfigureAwait(false);
+            await _db.KeyDeleteAsync(pointer).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>The key naming the session's remembered open, if any: it expires with the open's retention.</summary>
+    private RedisKey OpenPointer(string sessionId) => Keys.Session(sessionId).Hash.Append(":o");
 
     /// <summary>The key of <paramref name="userId"/>'s open <paramref name="openId"/> (already checked: no braces), hashed by the open id.</summary>
     private RedisKey OpenKey(string openId, string? userId) =>

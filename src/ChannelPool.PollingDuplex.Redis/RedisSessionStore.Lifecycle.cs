@@ -263,7 +263,7 @@ internal sealed partial class RedisSessionStore
     {
         try
         {
-            var leaving = new List<Task>(sources.Count + 1) { EvalAsync(RedisEndpointScripts.Leave, _endpointKeys, [id]) };
+            var leaving = new List<Task>(sources.Count + 2) { EvalAsync(RedisEndpointScripts.Leave, _endpointKeys, [id]), ForgetOpenAsync(id) };
             foreach (var source in sources)
             {
                 leaving.Add(LeaveAsync(source, id));

@@ -27,9 +27,10 @@ internal sealed class RawSession
 
     public string Token { get; set; }
 
-    public static async Task<RawSession> OpenAsync(HttpClient http, Uri endpoint, string encoding = "text", string mode = "multiple")
+    public static async Task<RawSession> OpenAsync(HttpClient http, Uri endpoint, string encoding = "text", string mode = "multiple", string? openId = null)
     {
-        using var response = await http.PostAsync(new Uri(endpoint + "/sessions"), JsonContent($"{{\"encoding\":\"{encoding}\",\"mode\":\"{mode}\"}}"));
+        var idMember = openId is null ? string.Empty : $",\"openId\":\"{openId}\"";
+        using var response = await http.PostAsync(new Uri(endpoint + "/sessions"), JsonContent($"{{\"encoding\":\"{encoding}\",\"mode\":\"{mode}\"{idMember}}}"));
         Assert.That(response.StatusCode, Is.EqualTo(HttpStatusCode.Created), await response.Content.ReadAsStringAsync());
         using var json = JsonDocument.Parse(await response.Content.ReadAsStringAsync());
         return new RawSession(http, endpoint, json.RootElement.GetProperty("sessionId").GetString()!, json.RootElement.GetProperty("token").GetString()!);

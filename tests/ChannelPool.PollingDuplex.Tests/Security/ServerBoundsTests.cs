@@ -283,7 +283,7 @@ public class ServerBoundsTests(DuplexStore store)
     }
 
     [Test]
-    public async Task AClosedExpiredOrEvictedSession_LeavesOnlyItsEndRecordInRedis()
+    public async Task AClosedExpiredOrEvictedSession_LeavesOnlyItsEndRecordInRedis_NotItsRememberedOpenNorItsToken()
     {
         Assume.That(store, Is.EqualTo(DuplexStore.Redis), "counts Redis keys");
         await using var server = await SecureDuplexServer.StartAsync(store, o =>
@@ -297,9 +297,11 @@ public class ServerBoundsTests(DuplexStore store)
         using var redis = await ConnectionMultiplexer.ConnectAsync(server.RedisConfiguration!);
         using var alice = SecureDuplexServer.ClientFor("alice");
 
+        // Each opens with an openId, whose remembered answer holds the token while the session lives, and no longer.
         async Task<RawSession> SubscribedAsync(string topic, bool poll)
         {
-            var session = await RawSession.OpenAsync(alice, server.Address);
+            var session = await RawSession.OpenAsync(alice, server.Address, openId: OpenIdOf(topic));
+            Assert.That(await OpenKeysAsync(redis, OpenIdOf(topic)), Has.Count.EqualTo(1), "the open is remembered while its session lives");
             using (var subscribed = await session.SendTextAsync(TopicRuleTests.Command(1, "subscribe", topic)))
             {
                 Assert.That(subscribed.StatusCode, Is.EqualTo(HttpStatusCode.OK));
@@ -326,6 +328,7 @@ public class ServerBoundsTests(DuplexStore store)
 
         Assert.That(await WaitForKeysAsync(redis, baseline + 1), Is.EqualTo(baseline + 1), "closed: only its record");
         Assert.That(await KeysOfAsync(redis, closed.Id), Has.Count.EqualTo(1).And.All.EndsWith(":x"));
+        Assert.That(await OpenKeysAsync(redis, OpenIdOf("closed")), Is.Empty, "closed: its remembered open, with its token, is gone");
 
         // Never polls: the next open evicts it (MaxPendingSessions 1).
         var evicted = await SubscribedAsync("evicted", poll: false);
@@ -337,11 +340,12 @@ public class ServerBoundsTests(DuplexStore store)
 
         Assert.That(await KeysOfAsync(redis, evicted.Id), Has.Count.EqualTo(1).And.All.EndsWith(":x"), "evicted: only its record");
         Assert.That(await TopicKeysAsync(redis, "evicted"), Is.Empty);
+        Assert.That(await WaitForNoOpenKeyAsync(redis, OpenIdOf("evicted")), Is.Empty, "evicted: its remembered open is gone");
 
         // Polls once, then goes quiet: it expires after a second, and the sweep leaves its topic.
         var expired = await SubscribedAsync("expired", poll: true);
         var deadline = DateTime.UtcNow.AddSeconds(20);
-        while ((await KeysOfAsync(redis, expired.Id)).Count > 1 || (await TopicKeysAsync(redis, "expired")).Count > 0)
+        while ((await KeysOfAsync(redis, expired.Id)).Count > 1 || (await TopicKeysAsync(redis, "expired")).Count > 0 || (await OpenKeysAsync(redis, OpenIdOf("expired"))).Count > 0)
         {
             Assert.That(DateTime.UtcNow, Is.LessThan(deadline), "the expired session's keys are still there");
             using (var keepAlive = await stays.PollAsync(0))
@@ -355,6 +359,12 @@ public class ServerBoundsTests(DuplexStore store)
 
         Assert.That(await KeysOfAsync(redis, expired.Id), Has.Count.EqualTo(1).And.All.EndsWith(":x"), "expired: only its record");
         Assert.That(await TopicKeysAsync(redis, "closed"), Is.Empty);
+        foreach (var ended in new[] { closed, evicted, expired })
+        {
+            Assert.That(await StringValuesAsync(redis), Has.None.Contains(ended.Token), "no key holds an ended session's token");
+        }
+
+        Assert.That(await StringValuesAsync(redis), Has.Some.Contains(stays.Token), "the live session's remembered open still holds its token, for a retried open");
     }
 
     [Test]
@@ -504,6 +514,48 @@ public class ServerBoundsTests(DuplexStore store)
         }
 
         return keys;
+    }
+
+    private static string OpenIdOf(string topic) => $"open-id-of-{topic}-0123456789";
+
+    private static async Task<List<string>> OpenKeysAsync(ConnectionMultiplexer redis, string openId)
+    {
+        var keys = new List<string>();
+        await foreach (var key in redis.GetServers()[0].KeysAsync(pattern: $"*{{o:{openId}}}*"))
+        {
+            keys.Add(key.ToString());
+        }
+
+        return keys;
+    }
+
+    /// <summary>An end forgets its open in the background: waits (briefly) until the open's key is gone.</summary>
+    private static async Task<List<string>> WaitForNoOpenKeyAsync(ConnectionMultiplexer redis, string openId)
+    {
+        var deadline = DateTime.UtcNow.AddSeconds(20);
+        List<string> keys;
+        while ((keys = await OpenKeysAsync(redis, openId)).Count > 0 && DateTime.UtcNow < deadline)
+        {
+            await Task.Delay(50);
+        }
+
+        return keys;
+    }
+
+    /// <summary>The values of every string key: where a token would sit in plain text.</summary>
+    private static async Task<List<string>> StringValuesAsync(ConnectionMultiplexer redis)
+    {
+        var db = redis.GetDatabase();
+        var values = new List<string>();
+        await foreach (var key in redis.GetServers()[0].KeysAsync(pattern: "*", pageSize: 1000))
+        {
+            if (await db.KeyTypeAsync(key) == RedisType.String && (string?)await db.StringGetAsync(key) is { } value)
+            {
+                values.Add(value);
+            }
+        }
+
+        return values;
     }
 
     private static async Task<List<string>> TopicKeysAsync(ConnectionMultiplexer redis, string topic)
