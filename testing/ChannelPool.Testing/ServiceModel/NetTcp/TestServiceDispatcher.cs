@@ -41,6 +41,12 @@ internal sealed class TestServiceDispatcher(ServedContract contract, ServerCount
     public async ValueTask<Message> DispatchAsync(Message request, CancellationToken cancellationToken)
     {
         string? action = request.Headers.Action;
+        int traceParent = request.Headers.FindHeader("traceparent", TestContract.TraceContextNamespace);
+        if (traceParent >= 0)
+        {
+            counters.TraceParentReceived(request.Headers.GetHeader<string>(traceParent));
+        }
+
         UniqueId? messageId = request.Headers.MessageId;
         string? operation = OperationOf(action);
         Message reply;
