@@ -441,7 +441,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     }
 
     /// <summary>The call's span, or nothing at all (no clock read, no allocation) when nobody listens.</summary>
-    private CallSpan StartSpan(MethodInfo operation) =>
+    internal CallSpan StartSpan(MethodInfo operation) =>
         CallTelemetry.IsListening ? CallSpan.Start(ServiceChannelPool.CallTargetOf(operation)) : default;
 
     private static async Task<T> Await<T>(FailureTrackingChannel<TContract> channel, MethodInfo operation, object?[]? args)

@@ -212,6 +212,49 @@ public sealed class CallTelemetryTests
         Assert.That(recorded.Spans.Where(span => span.OperationName == ChannelPoolTelemetry.OpenActivityName), Is.Not.Empty, "the pool's own spans stay on");
     }
 
+    [Test]
+    public async Task WithNobodyListening_ACallsTelemetryAllocatesNothing_AndWithAListenerItDoes()
+    {
+        await using var service = await TestService.StartAsync(Transport.NetTcp);
+        await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1 }, service.Configure);
+        var proxy = new EchoProxy(pool);
+        Assert.That(proxy.Echo("warm"), Is.EqualTo("warm"));
+        var method = typeof(IEchoService).GetMethod(nameof(IEchoService.Echo))!;
+        var error = new TimeoutException("for the failure path");
+        var lease = await pool.GetPool(credentials: null).AcquireAsync();
+        var channel = FailureTrackingChannel<IEchoService>.Of(lease.Channel);
+
+        // The hooks every call runs: start, the pool's share, the end on success and on failure.
+        long AllocatedBy1000Calls()
+        {
+            var before = GC.GetAllocatedBytesForCurrentThread();
+            for (var i = 0; i < 1000; i++)
+            {
+                var span = proxy.StartSpan(method);
+                span.Acquired(lease.ChannelId, channel);
+                span.Stop(i % 2 == 0 ? null : error);
+            }
+
+            return GC.GetAllocatedBytesForCurrentThread() - before;
+        }
+
+        Assert.That(CallTelemetry.IsListening, Is.False, "no provider in this test listens");
+        _ = AllocatedBy1000Calls();
+        Assert.That(AllocatedBy1000Calls(), Is.Zero, "no listener: no telemetry allocation per call");
+
+        using (var listener = new ActivityListener
+        {
+            ShouldListenTo = source => source.Name == CallTelemetry.ActivitySourceName,
+            Sample = (ref ActivityCreationOptions<ActivityContext> _) => ActivitySamplingResult.AllDataAndRecorded,
+        })
+        {
+            ActivitySource.AddActivityListener(listener);
+            Assert.That(AllocatedBy1000Calls(), Is.GreaterThan(1000), "a listener's spans do allocate, so the measurement sees allocations");
+        }
+
+        lease.Release();
+    }
+
     private static async Task<string> CallAsync<TContract>(TestService service, Func<ServiceChannelPool<TContract>, Task<string>> call)
         where TContract : class
     {
