@@ -77,7 +77,7 @@ internal readonly struct CallSpan
         }
 
         var elapsed = Stopwatch.GetElapsedTime(_startedAt);
-        var errorType = error?.GetType().FullName;
+        var errorType = error is null ? null : ErrorType(error.GetType());
         if (_activity is { } activity)
         {
             if (error is not null)
@@ -107,4 +107,7 @@ internal readonly struct CallSpan
             CallTelemetry.CallDuration.Record(elapsed.TotalSeconds, tags);
         }
     }
+
+    // A generic type's full name carries its arguments' assembly-qualified names; error.type wants few, short values.
+    private static string? ErrorType(Type type) => type.IsGenericType ? type.GetGenericTypeDefinition().FullName : type.FullName;
 }

@@ -40,10 +40,10 @@ internal sealed class TraceContextPropagation(bool http) : IEndpointBehavior, IC
         }
         else
         {
-            request.Headers.Add(MessageHeader.CreateHeader(CallTelemetry.TraceParentHeader, CallTelemetry.TraceContextNamespace, traceParent));
+            request.Headers.Add(new TraceContextHeader(CallTelemetry.TraceParentHeader, traceParent));
             if (!string.IsNullOrEmpty(traceState))
             {
-                request.Headers.Add(MessageHeader.CreateHeader(CallTelemetry.TraceStateHeader, CallTelemetry.TraceContextNamespace, traceState));
+                request.Headers.Add(new TraceContextHeader(CallTelemetry.TraceStateHeader, traceState));
             }
         }
 
@@ -66,5 +66,18 @@ internal sealed class TraceContextPropagation(bool http) : IEndpointBehavior, IC
 
     public void Validate(ServiceEndpoint endpoint)
     {
+    }
+
+    /// <summary>
+    /// A header whose content is its string value, as <c>GetHeader&lt;string&gt;</c> reads it, written directly:
+    /// <see cref="MessageHeader.CreateHeader(string, string, object)"/> would run a data contract serializer per call.
+    /// </summary>
+    private sealed class TraceContextHeader(string name, string value) : MessageHeader
+    {
+        public override string Name => name;
+
+        public override string Namespace => CallTelemetry.TraceContextNamespace;
+
+        protected override void OnWriteHeaderContents(System.Xml.XmlDictionaryWriter writer, MessageVersion messageVersion) => writer.WriteString(value);
     }
 }
