@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Diagnostics;
 using System.Reflection;
 using System.ServiceModel;
 
@@ -82,7 +83,16 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
     /// <summary>Gets what the factory that opened the channel keeps with it: the channel factory it came from.</summary>
     public object? Owner { get; private set; }
 
-    public static TContract Wrap(TContract channel, TimeProvider time, SessionProbe probe, object? owner = null)
+    /// <summary>Gets when the open finished, as a <see cref="Stopwatch"/> timestamp, for a call's telemetry.</summary>
+    public long OpenedAt { get; private set; }
+
+    /// <summary>Gets how long the open took.</summary>
+    public TimeSpan OpenDuration { get; private set; }
+
+    /// <summary>Gets the context of the activity the channel was opened under, the pool's <c>channelpool.channel.open</c> span.</summary>
+    public ActivityContext OpenedBy { get; private set; }
+
+    public static TContract Wrap(TContract channel, TimeProvider time, SessionProbe probe, object? owner = null, long openStartedAt = 0)
     {
         var proxy = Create<TContract, FailureTrackingChannel<TContract>>();
         var tracker = (FailureTrackingChannel<TContract>)(object)proxy;
@@ -92,6 +102,9 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
         tracker._probe = probe;
         tracker._lastUsed = time.GetTimestamp();
         tracker.Owner = owner;
+        tracker.OpenedAt = Stopwatch.GetTimestamp();
+        tracker.OpenDuration = openStartedAt == 0 ? TimeSpan.Zero : Stopwatch.GetElapsedTime(openStartedAt, tracker.OpenedAt);
+        tracker.OpenedBy = Activity.Current?.Context ?? default;
         return proxy;
     }
 

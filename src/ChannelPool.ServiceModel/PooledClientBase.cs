@@ -332,9 +332,40 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     /// <summary>A synchronous operation: leases (blocking this thread while the pool is empty), calls, releases.</summary>
     internal object? Call(MethodInfo operation, object?[]? args)
     {
+        var span = StartSpan(operation);
+        try
+        {
+            var result = CallBlocking(operation, args, span);
+            span.Stop(error: null);
+            return result;
+        }
+        catch (Exception ex)
+        {
+            span.Stop(ex);
+            throw;
+        }
+    }
+
+    /// <summary>A <c>Task</c> operation: awaits a lease, awaits the call, releases once the call's outcome is recorded.</summary>
+    internal Task<T> CallAsync<T>(MethodInfo operation, object?[]? args) =>
+        OnChannelAsync(operation, (operation, args), static (channel, call) => Await<T>(channel, call.operation, call.args));
+
+    /// <summary>The <c>Begin</c> half of an asynchronous-pattern operation: the channel is held until the call completes.</summary>
+    internal IAsyncResult BeginCall(MethodInfo begin, MethodInfo end, object?[] args) =>
+        TaskToAsyncResult.Begin(
+            OnChannelAsync(begin, (begin, end, inputs: args[..^2]), static (channel, call) => BeginEndAsync(channel, call.begin, call.end, call.inputs)),
+            (AsyncCallback?)args[^2],
+            args[^1]);
+
+    /// <summary>The <c>End</c> half: the call's result, or its exception.</summary>
+    internal static object? EndCall(IAsyncResult result) => TaskToAsyncResult.End<object?>(result);
+
+    private object? CallBlocking(MethodInfo operation, object?[]? args, CallSpan span)
+    {
         if (HoldsChannel())
         {
             var held = HoldBlocking(CancellationToken.None);
+            span.Acquired(held.ChannelId, held.Channel);
             held.EnterCall();
             try
             {
@@ -349,7 +380,9 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         var lease = StartUsing().Acquire();
         try
         {
-            return FailureTrackingChannel<TContract>.Of(lease.Channel).Call(operation, args);
+            var channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
+            span.Acquired(lease.ChannelId, channel);
+            return channel.Call(operation, args);
         }
         finally
         {
@@ -357,26 +390,32 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         }
     }
 
-    /// <summary>A <c>Task</c> operation: awaits a lease, awaits the call, releases once the call's outcome is recorded.</summary>
-    internal Task<T> CallAsync<T>(MethodInfo operation, object?[]? args) =>
-        OnChannelAsync((operation, args), static (channel, call) => Await<T>(channel, call.operation, call.args));
+    /// <summary>
+    /// Runs <paramref name="call"/> on the proxy's channel, or on one leased for it without blocking and released after,
+    /// inside the call's span: it ends when the call does, on whichever thread that is.
+    /// </summary>
+    private async Task<T> OnChannelAsync<TState, T>(MethodInfo operation, TState state, Func<FailureTrackingChannel<TContract>, TState, Task<T>> call)
+    {
+        var span = StartSpan(operation);
+        try
+        {
+            var result = await OnChannelAsync(state, call, span).ConfigureAwait(false);
+            span.Stop(error: null);
+            return result;
+        }
+        catch (Exception ex)
+        {
+            span.Stop(ex);
+            throw;
+        }
+    }
 
-    /// <summary>The <c>Begin</c> half of an asynchronous-pattern operation: the channel is held until the call completes.</summary>
-    internal IAsyncResult BeginCall(MethodInfo begin, MethodInfo end, object?[] args) =>
-        TaskToAsyncResult.Begin(
-            OnChannelAsync((begin, end, inputs: args[..^2]), static (channel, call) => BeginEndAsync(channel, call.begin, call.end, call.inputs)),
-            (AsyncCallback?)args[^2],
-            args[^1]);
-
-    /// <summary>The <c>End</c> half: the call's result, or its exception.</summary>
-    internal static object? EndCall(IAsyncResult result) => TaskToAsyncResult.End<object?>(result);
-
-    /// <summary>Runs <paramref name="call"/> on the proxy's channel, or on one leased for it without blocking and released after.</summary>
-    private async Task<T> OnChannelAsync<TState, T>(TState state, Func<FailureTrackingChannel<TContract>, TState, Task<T>> call)
+    private async Task<T> OnChannelAsync<TState, T>(TState state, Func<FailureTrackingChannel<TContract>, TState, Task<T>> call, CallSpan span)
     {
         if (HoldsChannel())
         {
             var held = await HoldAsync(CancellationToken.None).ConfigureAwait(false);
+            span.Acquired(held.ChannelId, held.Channel);
             held.EnterCall();
             try
             {
@@ -391,13 +430,19 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         var lease = await StartUsing().AcquireAsync().ConfigureAwait(false);
         try
         {
-            return await call(FailureTrackingChannel<TContract>.Of(lease.Channel), state).ConfigureAwait(false);
+            var channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
+            span.Acquired(lease.ChannelId, channel);
+            return await call(channel, state).ConfigureAwait(false);
         }
         finally
         {
             EndOperation(lease);
         }
     }
+
+    /// <summary>The call's span, or nothing at all (no clock read, no allocation) when nobody listens.</summary>
+    internal CallSpan StartSpan(MethodInfo operation) =>
+        CallTelemetry.IsListening ? CallSpan.Start(ServiceChannelPool.CallTargetOf(operation)) : default;
 
     private static async Task<T> Await<T>(FailureTrackingChannel<TContract> channel, MethodInfo operation, object?[]? args)
     {
@@ -612,6 +657,8 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         private volatile bool _releaseWhenIdle;
 
         public FailureTrackingChannel<TContract> Channel { get; } = FailureTrackingChannel<TContract>.Of(lease.Channel);
+
+        public long ChannelId { get; } = lease.ChannelId;
 
         ~HeldLease()
         {

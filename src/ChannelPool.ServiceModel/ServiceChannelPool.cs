@@ -1,4 +1,6 @@
+using System.Collections.Concurrent;
 using System.Diagnostics.Metrics;
+using System.Reflection;
 using System.Runtime.CompilerServices;
 using System.ServiceModel;
 using System.ServiceModel.Channels;
@@ -59,6 +61,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     private readonly Lock _createLock = new();
     private volatile Dictionary<CredentialKey, Pooled> _byCredentials;
     private readonly ConditionalWeakTable<IHeldChannel, IHeldChannel> _held = new();
+    private readonly ConcurrentDictionary<MethodInfo, CallTarget> _callTargets = new();
     private ChannelPoolOptions _options;
     private bool _paused;
 
@@ -358,10 +361,14 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         }
     }
 
+    /// <summary>The span and measurement names of a call to <paramref name="method"/>, worked out at its first call that anybody listens to.</summary>
+    internal CallTarget CallTargetOf(MethodInfo method) => _callTargets.GetOrAdd(method, static (method, endpoint) => CallTarget.For(endpoint, method), Endpoint);
+
     private ChannelFactory<TContract> CreateChannelFactory(ClientCredentials? credentials)
     {
         var factory = new ChannelFactory<TContract>(Binding, Address);
         _configureFactory?.Invoke(factory);
+        factory.Endpoint.EndpointBehaviors.Add(new TraceContextPropagation(TraceContextPropagation.IsHttp(Binding)));
         if (credentials is not null)
         {
             // A proxy's credentials replace the factory's, as ClientBase's own ClientCredentials would.

@@ -62,6 +62,7 @@ public sealed class ServiceModelChannelFactory<TContract> : IPooledChannelFactor
     /// <inheritdoc />
     public async ValueTask<TContract> OpenAsync(CancellationToken cancellationToken)
     {
+        var startedAt = System.Diagnostics.Stopwatch.GetTimestamp();
         var generation = _current;
         generation.AddChannel();
         try
@@ -85,7 +86,7 @@ public sealed class ServiceModelChannelFactory<TContract> : IPooledChannelFactor
                 throw;
             }
 
-            return FailureTrackingChannel<TContract>.Wrap(channel, _timeProvider, _probe, generation);
+            return FailureTrackingChannel<TContract>.Wrap(channel, _timeProvider, _probe, generation, startedAt);
         }
         catch
         {

@@ -1,9 +1,13 @@
+using System.Diagnostics;
 using System.Security.Cryptography.X509Certificates;
 using System.ServiceModel;
 using ChannelPool.Testing;
 using ChannelPool.Testing.ServiceModel.Soap;
 using Microsoft.Extensions.DependencyInjection;
 using Microsoft.Extensions.Hosting;
+using OpenTelemetry;
+using OpenTelemetry.Metrics;
+using OpenTelemetry.Trace;
 using ServiceReference;
 using EndpointConfiguration = ServiceReference.EchoServiceClient.EndpointConfiguration;
 
@@ -50,6 +54,43 @@ public sealed class GeneratedClientTests
     // Pools made by constructors outlive a proxy; each test starts without them.
     [TearDown]
     public Task DestroyPools() => ChannelPoolFactory<IEchoService>.DestroyAsync();
+
+    [Test]
+    public async Task TheTwinsSynchronousAndTaskCalls_EachMakeAClientSpanAndADuration_AndCarryTheTraceToTheService()
+    {
+        using var caller = new ActivitySource("ChannelPool.ServiceModel.Generators.Tests.Caller");
+        var spans = new List<Activity>();
+        var metrics = new List<Metric>();
+        using var tracing = Sdk.CreateTracerProviderBuilder().AddSource(caller.Name).AddChannelPoolInstrumentation().AddInMemoryExporter(spans).Build();
+        using var metering = Sdk.CreateMeterProviderBuilder().AddChannelPoolInstrumentation().AddInMemoryExporter(metrics).Build();
+
+        ActivityTraceId traceId;
+        using (var request = caller.StartActivity("request")!)
+        {
+            traceId = request.TraceId;
+            var client = new PooledEchoServiceClient();
+            Assert.That(client.Echo("sync"), Is.EqualTo("sync"));
+            Assert.That(await client.EchoAsync("task"), Is.EqualTo("task"));
+            await client.CloseAsync();
+        }
+
+        tracing.ForceFlush();
+        metering.ForceFlush();
+        var calls = spans.Where(span => span.Source.Name == CallTelemetry.ActivitySourceName && span.TraceId == traceId).ToList();
+        Assert.That(calls.Select(span => span.DisplayName), Is.EqualTo(new[] { "IEchoService/Echo", "IEchoService/Echo" }));
+        Assert.That(calls.Select(span => span.GetTagItem("server.port")), Is.All.EqualTo(GeneratedPort));
+        Assert.That(_service.Counters.TraceParents, Is.SupersetOf(calls.Select(span => span.Id)), "the service saw each call's traceparent");
+        long measured = 0;
+        foreach (var metric in metrics.Where(metric => metric.Name == CallTelemetry.CallDurationName))
+        {
+            foreach (ref readonly var point in metric.GetMetricPoints())
+            {
+                measured += point.GetHistogramCount();
+            }
+        }
+
+        Assert.That(measured, Is.EqualTo(2), "one rpc.client.call.duration measurement per call");
+    }
 
     [Test]
     public void TheParameterlessConstructor_CallsTheGeneratedClientsOnlyEndpointSynchronously()

@@ -1,3 +1,5 @@
+using System.Collections.Concurrent;
+
 namespace ChannelPool.Testing.ServiceModel;
 
 /// <summary>
@@ -17,6 +19,7 @@ public sealed class ServerCounters
     private long _cancels;
     private long _securityFaults;
     private long _peakSessionCalls;
+    private readonly ConcurrentQueue<string> _traceParents = new();
 
     /// <summary>Gets the TCP connections accepted.</summary>
     public long Connections => Interlocked.Read(ref _connections);
@@ -62,6 +65,17 @@ public sealed class ServerCounters
     /// </summary>
     public long SessionCallsStarted => Interlocked.Read(ref _sessionCallsStarted);
 
+    /// <summary>
+    /// Gets the W3C <c>traceparent</c> values that came with requests, oldest first, the most recent
+    /// <see cref="TraceParentsKept"/>: the HTTP header on the HTTPS host, the SOAP header in
+    /// <see cref="TestContract.TraceContextNamespace"/> on the net.tcp host. A service that reads them can continue the
+    /// caller's trace; a test reads them to see that it could.
+    /// </summary>
+    public IReadOnlyCollection<string> TraceParents => _traceParents;
+
+    /// <summary>How many <see cref="TraceParents"/> are kept: enough for a test, bounded for a perf run.</summary>
+    public const int TraceParentsKept = 256;
+
     /// <summary>Takes all counts at once, for before/after comparisons.</summary>
     /// <returns>The counts now.</returns>
     public ServerCountsSnapshot Snapshot() => new(Connections, TlsHandshakes, SessionsStarted, SessionsEnded, Calls, EndRecords, Negotiations);
@@ -77,6 +91,14 @@ public sealed class ServerCounters
     internal void CallDispatched() => Interlocked.Increment(ref _calls);
 
     internal void EndRecordReceived() => Interlocked.Increment(ref _endRecords);
+
+    internal void TraceParentReceived(string traceParent)
+    {
+        _traceParents.Enqueue(traceParent);
+        while (_traceParents.Count > TraceParentsKept && _traceParents.TryDequeue(out _))
+        {
+        }
+    }
 
     internal void NegotiationCompleted() => Interlocked.Increment(ref _negotiations);
 

@@ -47,6 +47,12 @@ public static class TestContract
     /// <summary>The XML namespace of the test contracts.</summary>
     public const string Namespace = "urn:channelpool:tests";
 
+    /// <summary>
+    /// The XML namespace of the <c>traceparent</c> and <c>tracestate</c> SOAP headers a pooled client sends on net.tcp, as
+    /// docs/observability.md documents it for services to read.
+    /// </summary>
+    public const string TraceContextNamespace = "urn:channelpool:trace-context";
+
     /// <summary>The longest service time <see cref="IEchoService.EchoAfterAsync"/> serves: one minute.</summary>
     public const int MaxServiceTimeMilliseconds = 60_000;
 

@@ -41,6 +41,14 @@ internal sealed class TestServiceDispatcher(ServedContract contract, ServerCount
     public async ValueTask<Message> DispatchAsync(Message request, CancellationToken cancellationToken)
     {
         string? action = request.Headers.Action;
+        int traceParent = request.Headers.FindHeader("traceparent", TestContract.TraceContextNamespace);
+        if (traceParent >= 0)
+        {
+            // Read as text: GetHeader<string> would build a data contract serializer per call.
+            using XmlDictionaryReader header = request.Headers.GetReaderAtHeader(traceParent);
+            counters.TraceParentReceived(header.ReadElementContentAsString());
+        }
+
         UniqueId? messageId = request.Headers.MessageId;
         string? operation = OperationOf(action);
         Message reply;

@@ -120,6 +120,17 @@ public sealed class SoapTestHost : IAsyncDisposable
                 nameof(secureConversation), secureConversation.Concurrency, $"Serve security sessions with {nameof(ServiceConcurrency.Single)} or {nameof(ServiceConcurrency.Multiple)}.");
         }
 
+        // Every request's W3C traceparent header, as a service continuing the caller's trace would read it.
+        app.Use(next => context =>
+        {
+            if (context.Request.Headers.TryGetValue("traceparent", out var traceParent) && traceParent.ToString() is { Length: > 0 } value)
+            {
+                counters.TraceParentReceived(value);
+            }
+
+            return next(context);
+        });
+
         var tokens = new SecurityContextStore(secureConversation);
         var secureConversationEndpoint = new SecureConversationEndpoint(tokens, secureConversation, counters);
         app.Use(next => context =>
