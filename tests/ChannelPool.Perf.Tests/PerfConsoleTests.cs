@@ -63,15 +63,17 @@ public class PerfConsoleTests
         static long Handshakes(JsonElement cell, string when) => cell.GetProperty(when).GetProperty("tlsHandshakes").GetInt64();
         var perCall = proxies.Where(c => c.GetProperty("kind").GetString() == "per-call").ToList();
         Assert.That(perCall.Select(c => Handshakes(c, "duringCalls")), Is.All.GreaterThanOrEqualTo(40));
-        // On the original's scenario the pool's channels negotiated their security contexts in warm-up, none during calls.
+        // On the original's scenario the pool's channels negotiated their security contexts in warm-up, not on the calls'
+        // path. Deadlines are spread over the lifetime (one every 1.8 s at PoolSize 50 and 90 s), so a replacement may
+        // open in the background while a cell's calls run: at most a couple, against one a call per-call.
         var firstPass = proxies.Where(c => Text(c, "service") is "concurrent (Multiple)" or "no session" && ServiceTime(c) == 0).ToList();
         var secureConversationReuse = firstPass.Where(c => c.GetProperty("kind").GetString() == "pooled reuse" && c.GetProperty("binding").GetString() == "WSHttp SecureConversation").ToList();
         Assert.That(secureConversationReuse, Has.Count.EqualTo(2));
         Assert.That(secureConversationReuse.Select(c => c.GetProperty("warmUp").GetProperty("negotiations").GetInt64()), Is.All.GreaterThan(0));
-        Assert.That(secureConversationReuse.Select(c => c.GetProperty("duringCalls").GetProperty("negotiations").GetInt64()), Is.All.Zero);
+        Assert.That(secureConversationReuse.Select(c => c.GetProperty("duringCalls").GetProperty("negotiations").GetInt64()), Is.All.LessThanOrEqualTo(2));
         var netTcpReuse = proxies.Where(c => c.GetProperty("kind").GetString() is "pooled reuse" or "pooled reuse, exclusive" or "pooled reuse, shared" && c.GetProperty("binding").GetString()!.StartsWith("net.tcp", StringComparison.Ordinal)).ToList();
         Assert.That(netTcpReuse, Has.Count.EqualTo(18), "three kinds: two settings at 1 and 8, and the service-time pass at 8");
-        Assert.That(netTcpReuse.Select(c => Handshakes(c, "duringCalls")), Is.All.EqualTo(0));
+        Assert.That(netTcpReuse.Select(c => Handshakes(c, "duringCalls")), Is.All.LessThanOrEqualTo(2), "background replacements only, not a handshake a call");
         Assert.That(netTcpReuse.Select(c => Handshakes(c, "warmUp")), Is.All.GreaterThan(0), "the pool's warm-up paid the handshakes");
 
         var pollModes = sections["poll-modes"].EnumerateArray().ToList();
@@ -256,7 +258,9 @@ public class PerfConsoleTests
         Assert.That(results.Select(r => r.GetProperty("maxThreads").GetInt32()), Is.All.Positive);
         var handshakes = results.ToDictionary(r => r.GetProperty("variant").GetString()!, r => r.GetProperty("handshakes").GetInt64());
         Assert.That(handshakes["generated"], Is.EqualTo(60), "a new generated client is a new HTTPS connection");
-        Assert.That(handshakes["twin-openasync"], Is.InRange(1, 8), "pooled channels share their factory's connections, at most MaxChannels of them");
+        // Pooled channels share their factory's connections, about MaxChannels (8) of them; a connection the server or the
+        // handler closes under load is made again, so a couple more, never one a call.
+        Assert.That(handshakes["twin-openasync"], Is.InRange(1, 12), "pooled channels share their factory's connections");
     }
 
     [Test]
