@@ -394,7 +394,11 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     /// Runs <paramref name="call"/> on the proxy's channel, or on one leased for it without blocking and released after,
     /// inside the call's span: it ends when the call does, on whichever thread that is.
     /// </summary>
-    private async Task<T> OnChannelAsync<TState, T>(MethodInfo operation, TState state, Func<FailureTrackingChannel<TContract>, TState, Task<T>> call)
+    private Task<T> OnChannelAsync<TState, T>(MethodInfo operation, TState state, Func<FailureTrackingChannel<TContract>, TState, Task<T>> call) =>
+        CallTelemetry.IsListening ? TracedAsync(operation, state, call) : OnChannelAsync(state, call, default);
+
+    // The same inside the call's span: one more async step, taken only while someone listens.
+    private async Task<T> TracedAsync<TState, T>(MethodInfo operation, TState state, Func<FailureTrackingChannel<TContract>, TState, Task<T>> call)
     {
         var span = StartSpan(operation);
         try
