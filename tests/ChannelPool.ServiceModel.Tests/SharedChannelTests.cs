@@ -225,14 +225,16 @@ public sealed class SharedChannelTests
         var share = (double)shared / late.Count;
         TestContext.Out.WriteLine($"{concurrency}, {serviceTime} ms: {late.Count} calls in the second half, {shared} shared ({share:P0})");
 
+        // Unloaded, the two read about 2% and 96%; on a machine loaded by other work the concurrent service's share has
+        // read as low as 49%, as sharing is judged on lease rates that the load also moves. The bounds keep the two apart.
         Assert.That(late, Has.Count.GreaterThan(Callers * 10), "enough calls to judge");
         if (concurrency == ServiceConcurrency.Single)
         {
-            Assert.That(share, Is.LessThan(0.25), "callers of a service that queues a session's calls get channels of their own");
+            Assert.That(share, Is.LessThan(0.2), "callers of a service that queues a session's calls get channels of their own");
         }
         else
         {
-            Assert.That(share, Is.GreaterThan(0.5), "callers of a service that serves a session's calls at once share channels");
+            Assert.That(share, Is.GreaterThan(0.3), "callers of a service that serves a session's calls at once share channels");
         }
     }
 }
