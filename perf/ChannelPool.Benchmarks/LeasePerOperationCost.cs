@@ -118,6 +118,7 @@ public class LeasePerOperationCost
             ];
             var wall = kinds.Select(_ => new List<double>()).ToArray();
             var cpu = kinds.Select(_ => new List<double>()).ToArray();
+            var bytes = kinds.Select(_ => new List<double>()).ToArray();
             using var process = Process.GetCurrentProcess();
             for (var round = 0; round < rounds; round++)
             {
@@ -127,6 +128,7 @@ public class LeasePerOperationCost
                     var k = round % 2 == 0 ? i : kinds.Length - 1 - i;
                     process.Refresh();
                     var cpuBefore = process.TotalProcessorTime;
+                    var allocatedBefore = GC.GetTotalAllocatedBytes(precise: true);
                     var started = Stopwatch.GetTimestamp();
                     for (var call = 0; call < callsPerRound; call++)
                     {
@@ -134,11 +136,13 @@ public class LeasePerOperationCost
                     }
 
                     var elapsed = Stopwatch.GetElapsedTime(started);
+                    var allocated = GC.GetTotalAllocatedBytes(precise: true) - allocatedBefore;
                     process.Refresh();
                     if (round >= rounds / 10)
                     {
                         wall[k].Add(elapsed.TotalMicroseconds / callsPerRound);
                         cpu[k].Add((process.TotalProcessorTime - cpuBefore).TotalMicroseconds / callsPerRound);
+                        bytes[k].Add((double)allocated / callsPerRound);
                     }
                 }
             }
@@ -146,13 +150,13 @@ public class LeasePerOperationCost
             var wallBase = Median(wall[0]);
             var cpuBase = Median(cpu[0]);
             Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{rounds - (rounds / 10)} rounds of {callsPerRound:N0} calls a kind, one caller, net.tcp TLS; medians over rounds"));
-            Console.WriteLine("| Kind | Wall a call | / singleton | Process CPU a call | / singleton |");
-            Console.WriteLine("|---|---:|---:|---:|---:|");
+            Console.WriteLine("| Kind | Wall a call | / singleton | Process CPU a call | / singleton | Allocated a call (process) | more than singleton |");
+            Console.WriteLine("|---|---:|---:|---:|---:|---:|---:|");
             for (var k = 0; k < kinds.Length; k++)
             {
                 Console.WriteLine(string.Create(
                     CultureInfo.InvariantCulture,
-                    $"| {kinds[k].Name} | {Median(wall[k]):F1} µs | {Median(wall[k]) / wallBase:F3} | {Median(cpu[k]):F1} µs | {Median(cpu[k]) / cpuBase:F3} |"));
+                    $"| {kinds[k].Name} | {Median(wall[k]):F1} µs | {Median(wall[k]) / wallBase:F3} | {Median(cpu[k]):F1} µs | {Median(cpu[k]) / cpuBase:F3} | {Median(bytes[k]):F0} B | {Median(bytes[k]) - Median(bytes[0]):F0} B |"));
             }
         }
         finally
