@@ -12,8 +12,16 @@ namespace ChannelPool.ServiceModel;
 /// </summary>
 /// <typeparam name="TContract">The service contract.</typeparam>
 /// <remarks>
+/// <para>
 /// The proxy's generated or hand-written operations read <c>Channel.Operation(...)</c>, so routing every call through
 /// here makes lease per operation the behaviour of the drop-in with no change to the proxy's code.
+/// </para>
+/// <para>
+/// The whole call path is here, the proxy keeps its life cycle: a call's form is worked out once per method, the span
+/// wraps the call, and one method per form, <c>CallOnLease</c> and <c>CallOnLeaseAsync</c>, takes the lease, calls the
+/// channel and releases it. A <c>Task</c> call with nobody listening is one async step; the contract method is called
+/// through <see cref="OperationInvoker{TContract}"/>, not <c>MethodInfo.Invoke</c>.
+/// </para>
 /// </remarks>
 #pragma warning disable CA1852 // DispatchProxy derives a generated type from this class, so it cannot be sealed.
 internal class OperationChannel<TContract> : DispatchProxy
