@@ -132,11 +132,17 @@ internal class FailureTrackingChannel<TContract> : DispatchProxy
     /// <param name="operation">A method of the contract.</param>
     /// <param name="args">Its arguments; out and ref values are written back here.</param>
     /// <returns>What the operation returned.</returns>
-    internal object? Call(MethodInfo operation, object?[]? args)
+    internal object? Call(MethodInfo operation, object?[]? args) => Call(OperationInvoker<TContract>.For(operation), args);
+
+    /// <summary>Calls an operation through its compiled invoker (<see cref="OperationInvoker{TContract}"/>); see <see cref="Call(MethodInfo, object?[])"/>.</summary>
+    /// <param name="invoke">The operation's compiled call.</param>
+    /// <param name="args">Its arguments; out and ref values are written back here.</param>
+    /// <returns>What the operation returned.</returns>
+    internal object? Call(Func<TContract, object?[]?, object?> invoke, object?[]? args)
     {
         try
         {
-            return operation.Invoke(_inner, BindingFlags.DoNotWrapExceptions, binder: null, args, culture: null);
+            return invoke(_inner, args);
         }
         catch (Exception ex) when (Observe(ex))
         {

@@ -1,4 +1,5 @@
 using System.Collections.Concurrent;
+using System.Linq.Expressions;
 using System.Reflection;
 
 namespace ChannelPool.ServiceModel;
@@ -11,60 +12,269 @@ namespace ChannelPool.ServiceModel;
 /// </summary>
 /// <typeparam name="TContract">The service contract.</typeparam>
 /// <remarks>
+/// <para>
 /// The proxy's generated or hand-written operations read <c>Channel.Operation(...)</c>, so routing every call through
 /// here makes lease per operation the behaviour of the drop-in with no change to the proxy's code.
+/// </para>
+/// <para>
+/// The whole call path is here, the proxy keeps its life cycle: a call's form is worked out once per method, the span
+/// wraps the call, and one method per form, <c>CallOnLease</c> and <c>CallOnLeaseAsync</c>, takes the lease, calls the
+/// channel and releases it. A <c>Task</c> call with nobody listening is one async step; the contract method is called
+/// through <see cref="OperationInvoker{TContract}"/>, not <c>MethodInfo.Invoke</c>.
+/// </para>
 /// </remarks>
 #pragma warning disable CA1852 // DispatchProxy derives a generated type from this class, so it cannot be sealed.
 internal class OperationChannel<TContract> : DispatchProxy
 #pragma warning restore CA1852
     where TContract : class
 {
-    private static readonly ConcurrentDictionary<MethodInfo, Func<PooledClientBase<TContract>, object?[]?, object?>> Invokers = new();
+    private static readonly ConcurrentDictionary<MethodInfo, Func<OperationChannel<TContract>, object?[]?, object?>> Calls = new();
+
+    private static Func<OperationChannel<TContract>>? _construct;
 
     private PooledClientBase<TContract> _proxy = null!;
 
     public static TContract Create(PooledClientBase<TContract> proxy)
     {
-        var channel = Create<TContract, OperationChannel<TContract>>();
-        ((OperationChannel<TContract>)(object)channel)._proxy = proxy;
-        return channel;
+        OperationChannel<TContract> channel;
+        if (Volatile.Read(ref _construct) is { } construct)
+        {
+            channel = construct();
+        }
+        else
+        {
+            channel = (OperationChannel<TContract>)(object)Create<TContract, OperationChannel<TContract>>();
+            Volatile.Write(ref _construct, ConstructorLike(channel) ?? (static () => (OperationChannel<TContract>)(object)Create<TContract, OperationChannel<TContract>>()));
+        }
+
+        channel._proxy = proxy;
+        return (TContract)(object)channel;
+    }
+
+    /// <summary>
+    /// The generated type's constructor, compiled and given the method table the first instance got.
+    /// <see cref="DispatchProxy.Create{T, TProxy}"/> finds the type under a lock and builds it through reflection, about
+    /// 200 ns and 256 B more a proxy, which the proxy-per-call pattern pays on every call. Where the generated type is
+    /// not laid out as expected, every proxy goes through Create.
+    /// </summary>
+    private static Func<OperationChannel<TContract>>? ConstructorLike(OperationChannel<TContract> first)
+    {
+        var type = first.GetType();
+        if (type.GetConstructor([typeof(MethodInfo[])]) is not { } constructor
+            || type.GetFields(BindingFlags.Instance | BindingFlags.NonPublic | BindingFlags.Public)
+                .SingleOrDefault(field => field.FieldType == typeof(MethodInfo[])) is not { } table
+            || table.GetValue(first) is not MethodInfo[] methods)
+        {
+            return null;
+        }
+
+        try
+        {
+            var construct = Expression.Lambda<Func<OperationChannel<TContract>>>(Expression.New(constructor, Expression.Constant(methods))).Compile();
+            return construct().GetType() == type ? construct : null; // tried once here, so a refusal cannot reach a call
+        }
+        catch (Exception ex) when (ex is ArgumentException or InvalidOperationException or MemberAccessException or NotSupportedException)
+        {
+            return null;
+        }
     }
 
     protected override object? Invoke(MethodInfo? targetMethod, object?[]? args)
     {
         ArgumentNullException.ThrowIfNull(targetMethod);
-        return Invokers.GetOrAdd(targetMethod, static method => InvokerFor(method))(_proxy, args);
+        return Calls.GetOrAdd(targetMethod, static method => CallFor(method))(this, args);
     }
 
     /// <summary>How a call of <paramref name="method"/> runs, decided once per method from its shape.</summary>
-    private static Func<PooledClientBase<TContract>, object?[]?, object?> InvokerFor(MethodInfo method)
+    private static Func<OperationChannel<TContract>, object?[]?, object?> CallFor(MethodInfo method)
     {
         var returnType = method.ReturnType;
         if (returnType == typeof(Task))
         {
-            return (proxy, args) => proxy.CallAsync<NoResult>(method, args);
+            var operation = new Operation(method, OperationInvoker<TContract>.For(method));
+            return (self, args) => self.CallAsync<NoResult>(operation, args);
         }
 
         if (returnType.IsGenericType && returnType.GetGenericTypeDefinition() == typeof(Task<>))
         {
+            var operation = new Operation(method, OperationInvoker<TContract>.For(method));
             var callAsync = typeof(OperationChannel<TContract>)
-                .GetMethod(nameof(CallAsync), BindingFlags.NonPublic | BindingFlags.Static)!
+                .GetMethod(nameof(CallAsyncOf), BindingFlags.NonPublic | BindingFlags.Static)!
                 .MakeGenericMethod(returnType.GetGenericArguments()[0])
-                .CreateDelegate<Func<PooledClientBase<TContract>, MethodInfo, object?[]?, object?>>();
-            return (proxy, args) => callAsync(proxy, method, args);
+                .CreateDelegate<Func<OperationChannel<TContract>, Operation, object?[]?, object?>>();
+            return (self, args) => callAsync(self, operation, args);
         }
 
         if (BeginEnd.TryMatch(method) is { } pair)
         {
-            return pair.IsBegin
-                ? (proxy, args) => proxy.BeginCall(pair.Begin, pair.End, args!)
-                : (_, args) => PooledClientBase<TContract>.EndCall((IAsyncResult)args![0]!);
+            if (!pair.IsBegin)
+            {
+                return static (_, args) => TaskToAsyncResult.End<object?>((IAsyncResult)args![0]!);
+            }
+
+            var begin = OperationInvoker<TContract>.For(pair.Begin);
+            var end = OperationInvoker<TContract>.For(pair.End);
+
+            // The pair runs as one Task call: its channel is held from Begin until End's result is known.
+            var operation = new Operation(pair.Begin, (channel, args) => BeginEndAsync(channel, begin, end, args!));
+            return (self, args) => TaskToAsyncResult.Begin(
+                self.CallAsync<object?>(operation, args![..^2]), (AsyncCallback?)args[^2], args[^1]);
         }
 
-        return (proxy, args) => proxy.Call(method, args);
+        var synchronous = new Operation(method, OperationInvoker<TContract>.For(method));
+        return (self, args) => self.Call(synchronous, args);
     }
 
-    private static Task<T> CallAsync<T>(PooledClientBase<TContract> proxy, MethodInfo method, object?[]? args) => proxy.CallAsync<T>(method, args);
+    private static Task<T> CallAsyncOf<T>(OperationChannel<TContract> self, Operation operation, object?[]? args) => self.CallAsync<T>(operation, args);
+
+    /// <summary>A synchronous operation: leases (blocking this thread while the pool is empty), calls, releases.</summary>
+    private object? Call(Operation operation, object?[]? args)
+    {
+        var span = _proxy.StartSpan(operation.Method);
+        try
+        {
+            var result = _proxy.HoldsChannel() ? CallOnHeldChannel(operation, args, span) : CallOnLease(operation, args, span);
+            span.Stop(error: null);
+            return result;
+        }
+        catch (Exception ex)
+        {
+            span.Stop(ex);
+            throw;
+        }
+    }
+
+    /// <summary>
+    /// A <c>Task</c> operation: awaits a lease, awaits the call, releases once the call's outcome is recorded. With
+    /// nobody listening it runs in one async step, the lease's own; the span's step is taken only while someone listens.
+    /// </summary>
+    private Task<T> CallAsync<T>(Operation operation, object?[]? args) =>
+        CallTelemetry.IsListening ? TracedAsync<T>(operation, args)
+        : _proxy.HoldsChannel() ? CallOnHeldChannelAsync<T>(operation, args, default)
+        : CallOnLeaseAsync<T>(operation, args, default);
+
+    private async Task<T> TracedAsync<T>(Operation operation, object?[]? args)
+    {
+        var span = _proxy.StartSpan(operation.Method);
+        try
+        {
+            var result = await (_proxy.HoldsChannel() ? CallOnHeldChannelAsync<T>(operation, args, span) : CallOnLeaseAsync<T>(operation, args, span))
+                .ConfigureAwait(false);
+            span.Stop(error: null);
+            return result;
+        }
+        catch (Exception ex)
+        {
+            span.Stop(ex);
+            throw;
+        }
+    }
+
+    // The two places a call meets a leased channel: the lease is taken, the channel called, the lease released with
+    // the call's outcome recorded on the channel. A step that retries elsewhere wraps these.
+    private object? CallOnLease(Operation operation, object?[]? args, CallSpan span)
+    {
+        var lease = _proxy.StartUsing().Acquire();
+        try
+        {
+            var channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
+            span.Acquired(lease.ChannelId, channel);
+            return channel.Call(operation.Invoke, args);
+        }
+        finally
+        {
+            _proxy.EndOperation(lease);
+        }
+    }
+
+    private async Task<T> CallOnLeaseAsync<T>(Operation operation, object?[]? args, CallSpan span)
+    {
+        var lease = await _proxy.StartUsing().AcquireAsync().ConfigureAwait(false);
+        try
+        {
+            var channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
+            span.Acquired(lease.ChannelId, channel);
+            var task = (Task)channel.Call(operation.Invoke, args)!;
+            try
+            {
+                if (task is Task<T> typed)
+                {
+                    return await typed.ConfigureAwait(false);
+                }
+
+                await task.ConfigureAwait(false);
+                return default!;
+            }
+            catch (Exception ex) when (channel.Observe(ex))
+            {
+                throw; // Observe always returns false: the failure is recorded before the lease is released.
+            }
+        }
+        finally
+        {
+            _proxy.EndOperation(lease);
+        }
+    }
+
+    // A call on the channel the proxy holds for its life (a session, or InnerChannel pinned it).
+    private object? CallOnHeldChannel(Operation operation, object?[]? args, CallSpan span)
+    {
+        var held = _proxy.HoldBlocking(CancellationToken.None);
+        span.Acquired(held.ChannelId, held.Channel);
+        held.EnterCall();
+        try
+        {
+            return held.Channel.Call(operation.Invoke, args);
+        }
+        finally
+        {
+            held.ExitCall();
+        }
+    }
+
+    private async Task<T> CallOnHeldChannelAsync<T>(Operation operation, object?[]? args, CallSpan span)
+    {
+        var held = await _proxy.HoldAsync(CancellationToken.None).ConfigureAwait(false);
+        span.Acquired(held.ChannelId, held.Channel);
+        held.EnterCall();
+        try
+        {
+            var task = (Task)held.Channel.Call(operation.Invoke, args)!;
+            try
+            {
+                if (task is Task<T> typed)
+                {
+                    return await typed.ConfigureAwait(false);
+                }
+
+                await task.ConfigureAwait(false);
+                return default!;
+            }
+            catch (Exception ex) when (held.Channel.Observe(ex))
+            {
+                throw;
+            }
+        }
+        finally
+        {
+            held.ExitCall();
+        }
+    }
+
+    private static async Task<object?> BeginEndAsync(
+        TContract channel, Func<TContract, object?[]?, object?> begin, Func<TContract, object?[]?, object?> end, object?[] inputs)
+    {
+        var completed = new TaskCompletionSource<IAsyncResult>(TaskCreationOptions.RunContinuationsAsynchronously);
+        object?[] beginArgs = [.. inputs, (AsyncCallback)(result => completed.TrySetResult(result)), null];
+        begin(channel, beginArgs);
+        var result = await completed.Task.ConfigureAwait(false);
+        return end(channel, [result]);
+    }
+
+    /// <summary>A method of the contract, with its call compiled once (<see cref="OperationInvoker{TContract}"/>).</summary>
+    /// <param name="Method">The method the caller called: it names the span.</param>
+    /// <param name="Invoke">Calls it on a real channel.</param>
+    private sealed record Operation(MethodInfo Method, Func<TContract, object?[]?, object?> Invoke);
 
     /// <summary>Stands for the result of an operation that returns a plain <see cref="Task"/>.</summary>
     internal readonly struct NoResult;

@@ -329,152 +329,9 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         }
     }
 
-    /// <summary>A synchronous operation: leases (blocking this thread while the pool is empty), calls, releases.</summary>
-    internal object? Call(MethodInfo operation, object?[]? args)
-    {
-        var span = StartSpan(operation);
-        try
-        {
-            var result = CallBlocking(operation, args, span);
-            span.Stop(error: null);
-            return result;
-        }
-        catch (Exception ex)
-        {
-            span.Stop(ex);
-            throw;
-        }
-    }
-
-    /// <summary>A <c>Task</c> operation: awaits a lease, awaits the call, releases once the call's outcome is recorded.</summary>
-    internal Task<T> CallAsync<T>(MethodInfo operation, object?[]? args) =>
-        OnChannelAsync(operation, (operation, args), static (channel, call) => Await<T>(channel, call.operation, call.args));
-
-    /// <summary>The <c>Begin</c> half of an asynchronous-pattern operation: the channel is held until the call completes.</summary>
-    internal IAsyncResult BeginCall(MethodInfo begin, MethodInfo end, object?[] args) =>
-        TaskToAsyncResult.Begin(
-            OnChannelAsync(begin, (begin, end, inputs: args[..^2]), static (channel, call) => BeginEndAsync(channel, call.begin, call.end, call.inputs)),
-            (AsyncCallback?)args[^2],
-            args[^1]);
-
-    /// <summary>The <c>End</c> half: the call's result, or its exception.</summary>
-    internal static object? EndCall(IAsyncResult result) => TaskToAsyncResult.End<object?>(result);
-
-    private object? CallBlocking(MethodInfo operation, object?[]? args, CallSpan span)
-    {
-        if (HoldsChannel())
-        {
-            var held = HoldBlocking(CancellationToken.None);
-            span.Acquired(held.ChannelId, held.Channel);
-            held.EnterCall();
-            try
-            {
-                return held.Channel.Call(operation, args);
-            }
-            finally
-            {
-                held.ExitCall();
-            }
-        }
-
-        var lease = StartUsing().Acquire();
-        try
-        {
-            var channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
-            span.Acquired(lease.ChannelId, channel);
-            return channel.Call(operation, args);
-        }
-        finally
-        {
-            EndOperation(lease);
-        }
-    }
-
-    /// <summary>
-    /// Runs <paramref name="call"/> on the proxy's channel, or on one leased for it without blocking and released after,
-    /// inside the call's span: it ends when the call does, on whichever thread that is.
-    /// </summary>
-    private Task<T> OnChannelAsync<TState, T>(MethodInfo operation, TState state, Func<FailureTrackingChannel<TContract>, TState, Task<T>> call) =>
-        CallTelemetry.IsListening ? TracedAsync(operation, state, call) : OnChannelAsync(state, call, default);
-
-    // The same inside the call's span: one more async step, taken only while someone listens.
-    private async Task<T> TracedAsync<TState, T>(MethodInfo operation, TState state, Func<FailureTrackingChannel<TContract>, TState, Task<T>> call)
-    {
-        var span = StartSpan(operation);
-        try
-        {
-            var result = await OnChannelAsync(state, call, span).ConfigureAwait(false);
-            span.Stop(error: null);
-            return result;
-        }
-        catch (Exception ex)
-        {
-            span.Stop(ex);
-            throw;
-        }
-    }
-
-    private async Task<T> OnChannelAsync<TState, T>(TState state, Func<FailureTrackingChannel<TContract>, TState, Task<T>> call, CallSpan span)
-    {
-        if (HoldsChannel())
-        {
-            var held = await HoldAsync(CancellationToken.None).ConfigureAwait(false);
-            span.Acquired(held.ChannelId, held.Channel);
-            held.EnterCall();
-            try
-            {
-                return await call(held.Channel, state).ConfigureAwait(false);
-            }
-            finally
-            {
-                held.ExitCall();
-            }
-        }
-
-        var lease = await StartUsing().AcquireAsync().ConfigureAwait(false);
-        try
-        {
-            var channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
-            span.Acquired(lease.ChannelId, channel);
-            return await call(channel, state).ConfigureAwait(false);
-        }
-        finally
-        {
-            EndOperation(lease);
-        }
-    }
-
     /// <summary>The call's span, or nothing at all (no clock read, no allocation) when nobody listens.</summary>
     internal CallSpan StartSpan(MethodInfo operation) =>
         CallTelemetry.IsListening ? CallSpan.Start(ServiceChannelPool.CallTargetOf(operation)) : default;
-
-    private static async Task<T> Await<T>(FailureTrackingChannel<TContract> channel, MethodInfo operation, object?[]? args)
-    {
-        var task = (Task)channel.Call(operation, args)!;
-        try
-        {
-            if (task is Task<T> typed)
-            {
-                return await typed.ConfigureAwait(false);
-            }
-
-            await task.ConfigureAwait(false);
-            return default!;
-        }
-        catch (Exception ex) when (channel.Observe(ex))
-        {
-            throw; // Observe always returns false: the failure is recorded before the lease is released.
-        }
-    }
-
-    private static async Task<object?> BeginEndAsync(FailureTrackingChannel<TContract> channel, MethodInfo begin, MethodInfo end, object?[] inputs)
-    {
-        var completed = new TaskCompletionSource<IAsyncResult>(TaskCreationOptions.RunContinuationsAsynchronously);
-        object?[] beginArgs = [.. inputs, (AsyncCallback)(result => completed.TrySetResult(result)), null];
-        channel.Call(begin, beginArgs);
-        var result = await completed.Task.ConfigureAwait(false);
-        return channel.Call(end, [result]);
-    }
 
     private TContract CreateOperations()
     {
@@ -483,11 +340,18 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     }
 
     /// <summary>Whether this proxy holds one channel for its life: its contract requires sessions, or <see cref="InnerChannel"/> pinned one.</summary>
-    private bool HoldsChannel() => _holdsChannel ??= ServiceChannelPool.HoldsChannelPerProxy;
+    internal bool HoldsChannel() => _holdsChannel ??= ServiceChannelPool.HoldsChannelPerProxy;
 
     /// <summary>The pool a call leases from, once the proxy is known to be open; raises Opening and Opened at first use.</summary>
-    private DefaultChannelPool<TContract> StartUsing()
+    internal DefaultChannelPool<TContract> StartUsing()
     {
+        // Every call after the first: the proxy is open and its pool chosen, so no lock. A Close racing this call
+        // lets it run, as a Close just after the lock would have.
+        if (Volatile.Read(ref _state) == StateOpened && Volatile.Read(ref _pool) is { } chosen)
+        {
+            return chosen;
+        }
+
         DefaultChannelPool<TContract> pool;
         var first = false;
         using (_sync.EnterScope())
@@ -510,7 +374,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         return pool;
     }
 
-    private void EndOperation(ChannelLease<TContract> lease)
+    internal void EndOperation(ChannelLease<TContract> lease)
     {
         // A proxy aborted while the call ran: the call's channel goes too, as ClientBase.Abort would take it down.
         if (_aborted)
@@ -532,7 +396,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         StartUsing().Acquire(cancellationToken).Release();
     }
 
-    private HeldLease HoldBlocking(CancellationToken cancellationToken)
+    internal HeldLease HoldBlocking(CancellationToken cancellationToken)
     {
         if (Volatile.Read(ref _held) is { } held)
         {
@@ -557,7 +421,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
         return _held!;
     }
 
-    private async ValueTask<HeldLease> HoldAsync(CancellationToken cancellationToken)
+    internal async ValueTask<HeldLease> HoldAsync(CancellationToken cancellationToken)
     {
         if (Volatile.Read(ref _held) is { } held)
         {
@@ -654,7 +518,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     /// A channel held for a proxy's life. Finalizable on its own, so only proxies that hold a channel pay for
     /// finalization: when such a proxy is dropped without being closed, the channel is aborted and its slot returned.
     /// </summary>
-    private sealed class HeldLease(ChannelLease<TContract> lease) : IHeldChannel
+    internal sealed class HeldLease(ChannelLease<TContract> lease) : IHeldChannel
     {
         private int _calls;
         private int _released;

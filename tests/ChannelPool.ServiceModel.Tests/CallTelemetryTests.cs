@@ -1,6 +1,10 @@
 using System.Diagnostics;
 using System.ServiceModel;
+using System.ServiceModel.Channels;
+using System.ServiceModel.Description;
+using System.ServiceModel.Dispatcher;
 using ChannelPool.ServiceModel.Tests.Fixtures;
+using ChannelPool.Testing;
 using ChannelPool.Testing.ServiceModel;
 using OpenTelemetry;
 using OpenTelemetry.Metrics;
@@ -155,6 +159,63 @@ public sealed class CallTelemetryTests
     }
 
     [Test]
+    public async Task ACallRefusedBecauseTheBreakerIsOpen_EndsItsSpanWithThePoolsUnavailableError([Values(CallForm.Synchronous, CallForm.Task)] CallForm form)
+    {
+        await using var service = await TestService.StartAsync(Transport.NetTcp);
+        var options = new ChannelPoolOptions { PoolSize = 1 };
+        options.Resilience.CircuitBreaker.BreakDuration = TimeSpan.FromMinutes(5);
+        options.Resilience.Retry.Delay = TimeSpan.FromMilliseconds(10);
+        await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, options, service.Configure);
+        await service.StopAsync();
+
+        // The first call waits while the opens fail, until the breaker opens and fails it; the next is refused at once.
+        Assert.ThrowsAsync<ChannelPoolUnavailableException>(() => new EchoProxy(pool).EchoAfterAsync("trips the breaker", 0));
+        await Eventually.That(() => pool.GetSnapshot().BreakerState == BreakerState.Open, "the breaker opened");
+        using var recorded = new Recorded();
+        ChannelPoolUnavailableException? refused;
+        using (recorded.Caller())
+        {
+            refused = form == CallForm.Synchronous
+                ? Assert.Throws<ChannelPoolUnavailableException>(() => new EchoProxy(pool).Echo("refused"))
+                : Assert.ThrowsAsync<ChannelPoolUnavailableException>(() => new EchoProxy(pool).EchoAfterAsync("refused", 0));
+        }
+
+        Assert.That(refused!.Snapshot.BreakerState, Is.EqualTo(BreakerState.Open), "refused by the open breaker");
+        Assert.That(refused.Snapshot.Waiting, Is.Zero, "refused without waiting");
+        var method = form == CallForm.Synchronous ? "IEchoService/Echo" : "IEchoService/EchoAfter";
+        AssertFailed(recorded, typeof(ChannelPoolUnavailableException), service.Port, method);
+        Assert.That(recorded.SingleCallSpan().GetTagItem(ChannelPoolTelemetry.ChannelIdTag), Is.Null, "no channel served it");
+    }
+
+    [Test]
+    public async Task ACancelledCall_EndsTheSpanAsAnErrorOfTheCancellationsType_AndTheDurationCarriesIt([Values(CallForm.Synchronous, CallForm.Task)] CallForm form)
+    {
+        await using var service = await TestService.StartAsync(Transport.NetTcp);
+        await using var pool = new ServiceChannelPool<IEchoService>(
+            service.Binding,
+            service.EchoAddress,
+            new ChannelPoolOptions { PoolSize = 1 },
+            factory =>
+            {
+                service.Configure(factory);
+                factory.Endpoint.EndpointBehaviors.Add(new CancelsEveryCall());
+            });
+        await pool.WarmUpAsync(readyChannels: 1);
+        using var recorded = new Recorded();
+        Exception? cancelled;
+        using (recorded.Caller())
+        {
+            cancelled = form == CallForm.Synchronous
+                ? Assert.Catch<OperationCanceledException>(() => new EchoProxy(pool).Echo("cancelled"))
+                : Assert.CatchAsync<OperationCanceledException>(() => new EchoProxy(pool).EchoAfterAsync("cancelled", 0));
+        }
+
+        var method = form == CallForm.Synchronous ? "IEchoService/Echo" : "IEchoService/EchoAfter";
+        AssertFailed(recorded, cancelled!.GetType(), service.Port, method);
+        Assert.That(recorded.SingleCallSpan().GetTagItem(ChannelPoolTelemetry.ChannelIdTag), Is.TypeOf<long>(), "it was cancelled on its channel");
+    }
+
+    [Test]
     public async Task ACallThatWaitedForAnOpen_CarriesTheWait_AndLinksToTheOpenSpanOfItsChannel()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);
@@ -274,6 +335,31 @@ public sealed class CallTelemetryTests
         var duration = recorded.SingleDuration(port);
         Assert.That(duration.Tags[ChannelPoolTelemetry.ErrorTypeTag], Is.EqualTo(error.FullName));
         Assert.That(duration.Sum, Is.EqualTo(span.Duration.TotalSeconds));
+    }
+
+    /// <summary>Cancels every call before it is sent, as an application's inspector that honours its own cancellation would.</summary>
+    private sealed class CancelsEveryCall : IEndpointBehavior, IClientMessageInspector
+    {
+        public object? BeforeSendRequest(ref Message request, IClientChannel channel) =>
+            throw new OperationCanceledException("The caller cancelled the call before it was sent.");
+
+        public void AfterReceiveReply(ref Message reply, object? correlationState)
+        {
+        }
+
+        public void ApplyClientBehavior(ServiceEndpoint endpoint, ClientRuntime clientRuntime) => clientRuntime.ClientMessageInspectors.Add(this);
+
+        public void AddBindingParameters(ServiceEndpoint endpoint, BindingParameterCollection bindingParameters)
+        {
+        }
+
+        public void ApplyDispatchBehavior(ServiceEndpoint endpoint, EndpointDispatcher endpointDispatcher)
+        {
+        }
+
+        public void Validate(ServiceEndpoint endpoint)
+        {
+        }
     }
 
     /// <summary>A tracer and a meter provider with in-memory exporters, and the caller's own activity to filter by.</summary>

@@ -12,6 +12,9 @@ namespace ChannelPool.ServiceModel;
 /// </remarks>
 internal readonly struct CallSpan
 {
+    private static readonly object True = true;
+    private static readonly object False = false;
+
     private readonly Activity? _activity;
     private readonly CallTarget? _target;
     private readonly long _startedAt;
@@ -34,7 +37,7 @@ internal readonly struct CallSpan
             activity.SetTag("rpc.system.name", CallTelemetry.RpcSystem);
             activity.SetTag("rpc.method", target.Method);
             activity.SetTag("server.address", target.ServerAddress);
-            activity.SetTag("server.port", target.ServerPort);
+            activity.SetTag("server.port", target.BoxedPort);
         }
 
         return new CallSpan(activity, target, Stopwatch.GetTimestamp());
@@ -56,7 +59,7 @@ internal readonly struct CallSpan
 
         // A channel whose open finished after the call began was opened while the call waited: FIFO hands it over.
         var waitedForOpen = channel.OpenedAt > _startedAt;
-        activity.SetTag(CallTelemetry.WaitedForOpenTag, waitedForOpen);
+        activity.SetTag(CallTelemetry.WaitedForOpenTag, waitedForOpen ? True : False);
         if (waitedForOpen)
         {
             activity.SetTag(CallTelemetry.OpenDurationTag, channel.OpenDuration.TotalSeconds);
@@ -97,7 +100,7 @@ internal readonly struct CallSpan
                 { "rpc.system.name", CallTelemetry.RpcSystem },
                 { "rpc.method", _target.Method },
                 { "server.address", _target.ServerAddress },
-                { "server.port", _target.ServerPort },
+                { "server.port", _target.BoxedPort },
             };
             if (errorType is not null)
             {

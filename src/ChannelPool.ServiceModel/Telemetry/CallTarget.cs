@@ -9,6 +9,9 @@ namespace ChannelPool.ServiceModel;
 /// <param name="ServerPort">The service's port: <c>server.port</c>.</param>
 internal sealed record CallTarget(string Method, string ServerAddress, int ServerPort)
 {
+    /// <summary>Gets <see cref="ServerPort"/> boxed once, for the span's and the measurement's tags: not once a call.</summary>
+    public object BoxedPort { get; } = ServerPort;
+
     public static CallTarget For(ServiceEndpoint endpoint, MethodInfo method)
     {
         // WCF's own names: [ServiceContract(Name)] and [OperationContract(Name)], with Async, Begin and End removed.

@@ -2,6 +2,7 @@ using System.Diagnostics;
 using System.ServiceModel.Channels;
 using System.ServiceModel.Description;
 using System.ServiceModel.Dispatcher;
+using System.Xml;
 
 namespace ChannelPool.ServiceModel;
 
@@ -40,10 +41,10 @@ internal sealed class TraceContextPropagation(bool http) : IEndpointBehavior, IC
         }
         else
         {
-            request.Headers.Add(new TraceContextHeader(CallTelemetry.TraceParentHeader, traceParent));
+            request.Headers.Add(new TraceContextHeader(TraceContextHeader.TraceParent, traceParent));
             if (!string.IsNullOrEmpty(traceState))
             {
-                request.Headers.Add(new TraceContextHeader(CallTelemetry.TraceStateHeader, traceState));
+                request.Headers.Add(new TraceContextHeader(TraceContextHeader.TraceState, traceState));
             }
         }
 
@@ -71,13 +72,28 @@ internal sealed class TraceContextPropagation(bool http) : IEndpointBehavior, IC
     /// <summary>
     /// A header whose content is its string value, as <c>GetHeader&lt;string&gt;</c> reads it, written directly:
     /// <see cref="MessageHeader.CreateHeader(string, string, object)"/> would run a data contract serializer per call.
+    /// Its name and namespace are dictionary strings, so net.tcp's binary session encoder sends them once a session and
+    /// refers to them by number after, rather than as text in every message.
     /// </summary>
-    private sealed class TraceContextHeader(string name, string value) : MessageHeader
+    private sealed class TraceContextHeader(XmlDictionaryString name, string value) : MessageHeader
     {
-        public override string Name => name;
+        private static readonly XmlDictionary Names = new();
+        private static readonly XmlDictionaryString NamespaceName = Names.Add(CallTelemetry.TraceContextNamespace);
 
-        public override string Namespace => CallTelemetry.TraceContextNamespace;
+        public static readonly XmlDictionaryString TraceParent = Names.Add(CallTelemetry.TraceParentHeader);
 
-        protected override void OnWriteHeaderContents(System.Xml.XmlDictionaryWriter writer, MessageVersion messageVersion) => writer.WriteString(value);
+        public static readonly XmlDictionaryString TraceState = Names.Add(CallTelemetry.TraceStateHeader);
+
+        public override string Name => name.Value;
+
+        public override string Namespace => NamespaceName.Value;
+
+        protected override void OnWriteStartHeader(XmlDictionaryWriter writer, MessageVersion messageVersion)
+        {
+            writer.WriteStartElement(name, NamespaceName);
+            WriteHeaderAttributes(writer, messageVersion);
+        }
+
+        protected override void OnWriteHeaderContents(XmlDictionaryWriter writer, MessageVersion messageVersion) => writer.WriteString(value);
     }
 }
