@@ -21,7 +21,8 @@ internal sealed class RedisFeed
     private long _epochNumber;
 
     // The feed has read the log through _through (the cache ends there); the log holds at least through _last (a wake
-    // may announce more than was read); it started at _logStart at the last read.
+    // may announce more than was read); it starts no earlier than _logStart (the last read or wake), and the cache
+    // holds nothing before it.
     private long _through;
     private long _last;
     private long _logStart = 1;
@@ -80,11 +81,19 @@ internal sealed class RedisFeed
         }
     }
 
-    /// <summary>A publish's wake: the log has entry <paramref name="id"/> of epoch <paramref name="epoch"/>.</summary>
-    public void Announce(string epoch, long id)
+    /// <summary>
+    /// A publish's wake: the log has entry <paramref name="id"/> of epoch <paramref name="epoch"/>, and starts at
+    /// <paramref name="logStart"/>.
+    /// </summary>
+    public void Announce(string epoch, long id, long logStart)
     {
         using (_lock.EnterScope())
         {
+            if (epoch == _epoch)
+            {
+                Forget(logStart);
+            }
+
             if (epoch == _epoch && id <= _through)
             {
                 return;
@@ -260,15 +269,17 @@ internal sealed class RedisFeed
             _epoch = epoch;
             _epochNumber = Number(epoch);
             _entries.Clear();
+            _logStart = logStart;
             _last = last;
             _through = count > 0 ? from - 1 : last;
         }
 
-        _logStart = logStart;
         for (var i = 0; i < count; i++)
         {
             _entries.Add(RedisLogEntry.Parse(from + i, read[4 + i]));
         }
+
+        Forget(logStart);
 
         if (_entries.Count > _capacity)
         {
@@ -279,6 +290,28 @@ internal sealed class RedisFeed
         _last = Math.Max(_last, last);
         Volatile.Write(ref _readAt, _store.TimeProvider.GetTimestamp());
         return count;
+    }
+
+    /// <summary>
+    /// The log starts at <paramref name="logStart"/> now: the cache lets go of what the log trimmed, so an offer never
+    /// carries an entry the log no longer holds. A session behind it is offered the log's first entry and the log's
+    /// start, which tells its take how much it missed (the overflow policy applies), as in memory.
+    /// </summary>
+    private void Forget(long logStart)
+    {
+        if (logStart <= _logStart)
+        {
+            return;
+        }
+
+        _logStart = logStart;
+        var stale = 0;
+        while (stale < _entries.Count && _entries[stale].Id < logStart)
+        {
+            stale++;
+        }
+
+        _entries.RemoveRange(0, stale);
     }
 
     private void WakeWaiting()

@@ -19,11 +19,11 @@ internal sealed class RedisFeeds(RedisSessionStore store)
         return feed;
     }
 
-    public void Announce(string source, string epoch, long id)
+    public void Announce(string source, string epoch, long id, long logStart)
     {
         if (_feeds.TryGetValue(source, out var feed))
         {
-            feed.Announce(epoch, id);
+            feed.Announce(epoch, id, logStart);
         }
     }
 

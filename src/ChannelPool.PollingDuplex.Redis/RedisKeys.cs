@@ -96,7 +96,7 @@ internal sealed class RedisKeys
     public SourceKeys Source(string source)
     {
         var meta = Endpoint + ":{" + source + "}";
-        return new SourceKeys(meta, [meta, meta + ":log", meta + (IsTopic(source) ? ":subs" : ":sessions")]);
+        return new SourceKeys(meta, [meta, meta + ":log", meta + (IsTopic(source) ? ":subs" : ":sessions"), meta + ":at"]);
     }
 
     private static readonly System.Buffers.SearchValues<char> Special = System.Buffers.SearchValues.Create(
@@ -112,9 +112,10 @@ internal readonly record struct SessionKeys(RedisKey[] All)
     public RedisKey Cursors => All[2];
 }
 
-/// <summary>A source's keys, in the order its scripts take them: meta, log, members.</summary>
+/// <summary>A source's keys, in the order its scripts take them: meta, log, members, taken.</summary>
 /// <param name="Meta">The hash of the log's epoch, last id and bytes.</param>
-/// <param name="All">Meta, log (entries, oldest first) and members (a topic's subscribers, a user's sessions, scored by expiry).</param>
+/// <param name="All">Meta, log (entries, oldest first), members (a topic's subscribers, a user's sessions, scored by expiry) and
+/// taken (each member's last id taken, as its renewals report it: what every member has taken is freed).</param>
 internal readonly record struct SourceKeys(string Meta, RedisKey[] All)
 {
     public RedisKey Members => All[2];

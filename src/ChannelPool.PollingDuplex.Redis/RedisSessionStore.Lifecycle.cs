@@ -298,7 +298,7 @@ internal sealed partial class RedisSessionStore
     /// <see cref="RenewEveryMs"/> old: lazily, so a poll does not touch every topic's slot each time. The session
     /// records the renewal only after the sets have it, so a failed one is tried again at its next request.
     /// </summary>
-    private void RenewIfDue(string id, long renewedAt, IEnumerable<string>? sources)
+    private void RenewIfDue(string id, long renewedAt, IReadOnlyDictionary<string, string>? cursors)
     {
         var now = Now();
         if (now - renewedAt < RenewEveryMs)
@@ -314,20 +314,21 @@ internal sealed partial class RedisSessionStore
             }
         }
 
-        _ = RenewAsync(id, now, sources?.ToList());
+        _ = RenewAsync(id, now, cursors?.ToList());
     }
 
-    private async Task RenewAsync(string id, long now, List<string>? sources)
+    /// <summary>Renews the session's memberships, each reporting the session's cursor there (what it has taken).</summary>
+    private async Task RenewAsync(string id, long now, List<KeyValuePair<string, string>>? cursors)
     {
         try
         {
             var keys = Keys.Session(id);
-            sources ??= [.. (await _db.HashKeysAsync(keys.Cursors).ConfigureAwait(false)).Select(k => (string)k!)];
+            cursors ??= [.. (await _db.HashGetAllAsync(keys.Cursors).ConfigureAwait(false)).Select(e => KeyValuePair.Create((string)e.Name!, (string)e.Value!))];
             var until = LiveUntil(now);
-            var renewing = new List<Task>(sources.Count + 1) { _db.SortedSetAddAsync(Keys.Live, id, until, SortedSetWhen.Exists) };
-            foreach (var source in sources)
+            var renewing = new List<Task>(cursors.Count + 1) { _db.SortedSetAddAsync(Keys.Live, id, until, SortedSetWhen.Exists) };
+            foreach (var (source, cursor) in cursors)
             {
-                renewing.Add(JoinAsync(source, id, until));
+                renewing.Add(JoinAsync(source, id, until, cursor));
             }
 
             await Task.WhenAll(renewing).ConfigureAwait(false);

@@ -108,14 +108,17 @@ internal sealed partial class RedisSessionStore
         var r = await EvalAsync(
             RedisSourceScripts.Append,
             all,
-            [Now(), SourceTtlMs, publisher, entry, Options.MaxPendingMessagesPerSession, Options.MaxPendingBytesPerSession, tooLarge ? "1" : "0", _wake, source, 2 * InactivityMs, sequence]);
+            [Now(), SourceTtlMs, publisher, entry, Options.MaxPendingBytesPerSession, tooLarge ? "1" : "0", _wake, source, 2 * InactivityMs, sequence]);
         return (long)r[0];
     }
 
-    /// <summary>Adds (or renews) a session as a reader of a source; returns the cursor a new reader starts at, 'epoch:last id'.</summary>
-    private async Task<RedisValue> JoinAsync(string source, string sessionId, long until)
+    /// <summary>
+    /// Adds (or renews) a session as a reader of a source; returns the cursor a new reader starts at, 'epoch:last id'.
+    /// A renewal reports the session's <paramref name="cursor"/> there, so the log can free what every reader has taken.
+    /// </summary>
+    private async Task<RedisValue> JoinAsync(string source, string sessionId, long until, string? cursor = null)
     {
-        var r = await EvalAsync(RedisSourceScripts.Join, Keys.Source(source).All, [Now(), SourceTtlMs, sessionId, until]);
+        var r = await EvalAsync(RedisSourceScripts.Join, Keys.Source(source).All, [Now(), SourceTtlMs, sessionId, until, cursor ?? string.Empty]);
         return string.Create(CultureInfo.InvariantCulture, $"{(string?)r[0]}:{(long)r[1]}");
     }
 

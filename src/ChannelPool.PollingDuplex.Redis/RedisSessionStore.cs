@@ -157,7 +157,7 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
             return lookup;
         }
 
-        RenewIfDue(sessionId, (long)r[4], sources: null);
+        RenewIfDue(sessionId, (long)r[4], cursors: null);
         return DuplexSessionLookup.Found(new RedisSession(sessionId, tokenHash, userId, (DuplexEncoding)(int)r[1], (PollingDuplexMode)(int)r[2], (long)r[3]));
     }
 
@@ -225,7 +225,7 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
             await EvalAsync(RedisEndpointScripts.FirstPoll, _endpointKeys, [sessionId, LiveUntil(now)]);
         }
 
-        RenewIfDue(sessionId, (long)r[6], cursors.Keys);
+        RenewIfDue(sessionId, (long)r[6], cursors);
         var poll = new RedisPoll(this, keys, sessionId, tokenHash, userId ?? string.Empty, (long)r[1], (long)r[2], encoding, mode, ready, cursors);
         _polls.AddOrUpdate(sessionId, poll, (_, other) =>
         {
@@ -357,11 +357,15 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
             return;
         }
 
+        // '<source> <epoch> <id> <the log's first id>'.
         var first = text.IndexOf(' ', StringComparison.Ordinal);
         var second = first < 0 ? -1 : text.IndexOf(' ', first + 1);
-        if (second > 0 && long.TryParse(text.AsSpan(second + 1), System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out var id))
+        var third = second < 0 ? -1 : text.IndexOf(' ', second + 1);
+        if (third > 0
+            && long.TryParse(text.AsSpan(second + 1, third - second - 1), System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out var id)
+            && long.TryParse(text.AsSpan(third + 1), System.Globalization.NumberStyles.None, System.Globalization.CultureInfo.InvariantCulture, out var logStart))
         {
-            Feeds.Announce(text[..first], text[(first + 1)..second], id);
+            Feeds.Announce(text[..first], text[(first + 1)..second], id, logStart);
         }
     }
 
