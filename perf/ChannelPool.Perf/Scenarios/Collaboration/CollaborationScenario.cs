@@ -75,7 +75,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     {
         _transports.AddTo(command);
         base.AddOptions(command);
-        Broadcast.TopicRuleEndpoint.AddTo(command);
+        Broadcast.TwinEndpoint.TopicRule.AddTo(command);
     }
 
     /// <summary>
@@ -86,7 +86,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
         (quick ? Quick : new CollaborationSettings { Rows = CollaborationRow.Original7, Iterations = 3, DelayScale = 0.1, EnoughForP99 = true }) with { Transports = _transports.All };
 
     public override CollaborationSettings ReadSettings(ParseResult parse, bool quick) =>
-        base.ReadSettings(parse, quick) with { Transports = _transports.Read(parse), CompareTopicRule = Broadcast.TopicRuleEndpoint.Compare(parse) };
+        base.ReadSettings(parse, quick) with { Transports = _transports.Read(parse), Twins = Broadcast.TwinEndpoint.Compared(parse, Broadcast.TwinEndpoint.TopicRule) };
 
     protected override CollaborationSettings Basis(bool quick) => quick ? Quick : new();
 
@@ -94,7 +94,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     {
         // After broadcast, on fresh connections: no idle pool left to expire all at once under the first row's clock.
         context.RenewConnections();
-        return Broadcast.TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
+        return Broadcast.TwinEndpoint.UseAsync(settings.Transports, settings.Twins, context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
     }
 
     public override ReportSection Report(IReadOnlyList<CollaborationResult> results, CollaborationSettings settings, PerfContext context)
@@ -132,13 +132,13 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
             [.. results.Where(r => r.Latency.Count > 0).Select(r => new ChartPoint(r.Transport, r.Row.Label, 0, Math.Max(r.Latency.MeanMs, 0.01))),
              .. results.Where(r => r.Row.Original is not null).DistinctBy(r => r.Row).Select(r => new ChartPoint("original (2009)", r.Row.Label, 0, Math.Max(r.Row.Original!.MeanMs, 0.01)))],
             LogScaleY: true));
-        if (results.Any(r => Broadcast.TopicRuleEndpoint.WithoutRule(r.Transport) is not null))
+        if (results.Any(r => Broadcast.TwinEndpoint.TopicRule.Bare(r.Transport) is not null))
         {
             section.Tables.Add(new ReportTable(
                 "A trivial topic rule against no rule (ms)",
                 ["T×N, D", "Mean without", "Mean with", "p99 without", "p99 with", "Lost with the rule"],
-                [.. results.Where(r => Broadcast.TopicRuleEndpoint.WithoutRule(r.Transport) is not null && r.Latency.Count > 0)
-                    .Select(ruled => (Ruled: ruled, Bare: results.FirstOrDefault(b => b.Transport == Broadcast.TopicRuleEndpoint.WithoutRule(ruled.Transport) && b.Row == ruled.Row)))
+                [.. results.Where(r => Broadcast.TwinEndpoint.TopicRule.Bare(r.Transport) is not null && r.Latency.Count > 0)
+                    .Select(ruled => (Ruled: ruled, Bare: results.FirstOrDefault(b => b.Transport == Broadcast.TwinEndpoint.TopicRule.Bare(ruled.Transport) && b.Row == ruled.Row)))
                     .Where(pair => pair.Bare is { Latency.Count: > 0 })
                     .Select(pair => (IReadOnlyList<string>)[
                         pair.Ruled.Row.Label, Num(pair.Bare!.Latency.MeanMs, "0.0"), Num(pair.Ruled.Latency.MeanMs, "0.0"),
@@ -280,8 +280,8 @@ internal sealed record CollaborationSettings
     /// <summary>Gets which transports run each row, one after the other.</summary>
     public PubSubTransportChoice Transports { get; init; } = PubSubTransportChoice.Ours;
 
-    /// <summary>Gets whether our clients also run against the endpoint with a trivial topic rule (<c>TopicRuleEndpoint</c>).</summary>
-    public bool CompareTopicRule { get; init; }
+    /// <summary>Gets the twin endpoints our clients also run against: the trivial topic rule's, or none (<c>TwinEndpoint</c>).</summary>
+    public IReadOnlyList<Broadcast.TwinEndpoint> Twins { get; init; } = [];
 }
 
 /// <summary>How the topics' publishes line up in time.</summary>
@@ -312,7 +312,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
         {
             // Comparing a topic rule against none, every other row runs them the other way round, so whichever runs
             // second on a warmer (or busier) machine is not always the same one.
-            foreach (var transport in settings.CompareTopicRule && r % 2 == 1 ? transports.Reverse() : transports)
+            foreach (var transport in settings.Twins.Count > 0 && r % 2 == 1 ? transports.Reverse() : transports)
             {
                 results.Add(await RunRowAsync(transport, settings.Rows[r], cancellationToken));
             }
