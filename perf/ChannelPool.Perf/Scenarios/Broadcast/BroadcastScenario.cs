@@ -131,13 +131,6 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     public override Task<IReadOnlyList<BroadcastResult>> RunAsync(PerfContext context, BroadcastSettings settings, CancellationToken cancellationToken) =>
         TwinEndpoint.UseAsync(settings.Transports, settings.Twins, context, list => new BroadcastRun(context, settings).RunAsync(list, cancellationToken));
 
-    /// <summary>The median server CPU per delivery over probes: what one delivery costs, rule or no rule.</summary>
-    private static double MedianCpu(IReadOnlyList<BroadcastProbe> probes)
-    {
-        var cpu = probes.Select(p => p.ServerCpuMicrosPerDelivery).Where(double.IsFinite).Order().ToList();
-        return cpu.Count == 0 ? double.NaN : cpu.Count % 2 == 1 ? cpu[cpu.Count / 2] : (cpu[(cpu.Count / 2) - 1] + cpu[cpu.Count / 2]) / 2;
-    }
-
     public override ReportSection Report(IReadOnlyList<BroadcastResult> results, BroadcastSettings settings, PerfContext context)
     {
         var section = NewSection(
@@ -154,7 +147,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
             "Probes",
             ["Transport", "HTTP", "P (s)", "M", "Bursts", "Result", "Worst burst ms", "p50 ms", "p99 ms", "Client CPU µs/delivery", "Server CPU µs/delivery", "Failure"],
             [.. results.SelectMany(r => r.Probes.Select(p => (IReadOnlyList<string>)[
-                r.Transport, r.Protocol, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(p.Bursts), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
+                r.Transport, r.Protocol, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(p.Bursts), p.Verdict,
                 Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P50Ms, "0.0"), Num(p.Latency.P99Ms, "0.0"),
                 Num(p.ClientCpuMicrosPerDelivery, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0"), p.Failure ?? string.Empty]))]));
         if (settings.SideBySide is { } m)
@@ -172,7 +165,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
                 $"{twin.Title}: alternating rounds at one M",
                 ["Transport", "P (s)", "M", "Round", "Result", "Worst burst ms", "p99 ms", "Server CPU µs/delivery"],
                 [.. results.Where(r => twin.Bare(r.Transport) is not null || results.Any(t => twin.Bare(t.Transport) == r.Transport)).SelectMany(r => r.Alternating.Select((p, i) => (IReadOnlyList<string>)[
-                    r.Transport, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(i + 1), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
+                    r.Transport, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(i + 1), p.Verdict,
                     Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P99Ms, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0")]))]));
         }
 
@@ -196,12 +189,6 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
         return section;
     }
 
-    private static double Median(IEnumerable<double> values)
-    {
-        var sorted = values.Where(double.IsFinite).Order().ToList();
-        return sorted.Count == 0 ? double.NaN : sorted.Count % 2 == 1 ? sorted[sorted.Count / 2] : (sorted[(sorted.Count / 2) - 1] + sorted[sorted.Count / 2]) / 2;
-    }
-
     /// <summary>
     /// The side-by-side rounds, with each transport's total CPU per delivery over the floor's and long polling's on the
     /// same protocol: client and server share the machine's cores, so the total is what sets capacity, and long polling's
@@ -211,10 +198,10 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     {
         var rows = results.Select(r => (
             Result: r,
-            Client: Median(r.Alternating.Select(p => p.ClientCpuMicrosPerDelivery)),
-            Server: Median(r.Alternating.Select(p => p.ServerCpuMicrosPerDelivery)),
-            ClientBytes: Median(r.Alternating.Select(p => p.ClientBytesPerDelivery)),
-            ServerBytes: Median(r.Alternating.Select(p => p.ServerBytesPerDelivery)))).ToList();
+            Client: PairedRatio.MedianOf(r.Alternating.Select(p => p.ClientCpuMicrosPerDelivery)),
+            Server: PairedRatio.MedianOf(r.Alternating.Select(p => p.ServerCpuMicrosPerDelivery)),
+            ClientBytes: PairedRatio.MedianOf(r.Alternating.Select(p => p.ClientBytesPerDelivery)),
+            ServerBytes: PairedRatio.MedianOf(r.Alternating.Select(p => p.ServerBytesPerDelivery)))).ToList();
         double Total(string prefix, BroadcastResult like) =>
             rows.FirstOrDefault(x => x.Result.Transport.StartsWith(prefix, StringComparison.Ordinal) && x.Result.Protocol == like.Protocol && x.Result.PeriodSeconds == like.PeriodSeconds)
                 is { Result: not null } row ? row.Client + row.Server : double.NaN;
@@ -232,7 +219,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
             "Rounds",
             ["Transport", "HTTP", "P (s)", "M", "Round", "Result", "Worst burst ms", "p99 ms", "Client CPU µs/delivery", "Server CPU µs/delivery", "Client B/delivery", "Server B/delivery"],
             [.. results.SelectMany(r => r.Alternating.Select((p, i) => (IReadOnlyList<string>)[
-                r.Transport, r.Protocol, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(i + 1), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
+                r.Transport, r.Protocol, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(i + 1), p.Verdict,
                 Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P99Ms, "0.0"), Num(p.ClientCpuMicrosPerDelivery, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0"),
                 Num(p.ClientBytesPerDelivery, "N0"), Num(p.ServerBytesPerDelivery, "N0")]))]));
     }
@@ -259,12 +246,14 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
             var searched = twinned.Probes.Count == 0 ? "no search (side by side)" : $"largest M searched separately: {twinned.LargestClients:N0} {twin.Label}, {bare.LargestClients:N0} on /pubsub";
             if (twinned.Alternating.Count > 0 && bare.Alternating.Count > 0)
             {
-                var (twinCpu, bareCpu) = (MedianCpu(twinned.Alternating), MedianCpu(bare.Alternating));
+                IReadOnlyList<double> Cpu(BroadcastResult r) => [.. r.Alternating.Select(p => p.ServerCpuMicrosPerDelivery)];
+                var (twinCpu, bareCpu) = (PairedRatio.MedianOf(Cpu(twinned)), PairedRatio.MedianOf(Cpu(bare)));
                 var cost = twin.Cost.Of(bareCpu, twinCpu);
+                var paired = twin.Cost.TwinHasIt ? PairedRatio.Of(Cpu(twinned), Cpu(bare)) : PairedRatio.Of(Cpu(bare), Cpu(twinned));
                 section.Targets.Add(new TargetCheck(
                     $"{what} (server CPU per delivery, alternating rounds at M = {twinned.Alternating[0].Clients:N0})",
                     $"{cost:+0.0%;-0.0%} (/pubsub {bareCpu:0.0} µs, {twin.Label} {twinCpu:0.0} µs, median of {bare.Alternating.Count}; " +
-                    $"rounds on time {bare.Alternating.Count(p => p.Passed)} vs {twinned.Alternating.Count(p => p.Passed)}); {searched}",
+                    $"rounds on time {bare.Alternating.Count(p => p.Passed)} vs {twinned.Alternating.Count(p => p.Passed)}; with ÷ without, round by round: {paired}); {searched}",
                     cost <= twin.Cost.MaxCost,
                     cost <= twin.Cost.MaxCost ? null : $"{cost:P1} more CPU per delivery with {twin.Cost.What}"));
             }
@@ -365,6 +354,9 @@ internal sealed record BroadcastSettings
 /// <summary>One try at M clients.</summary>
 internal sealed record BroadcastProbe(int Clients, int Bursts, bool Passed, int BurstsOnTime, double WorstBurstMs, LatencySummary Latency, string? Failure)
 {
+    /// <summary>Gets the probe's result as the report's tables say it.</summary>
+    public string Verdict => Passed ? "pass" : $"fail at burst {BurstsOnTime + 1}";
+
     /// <summary>Gets the processor time per delivered notification in the client process, in microseconds (NaN when not measured).</summary>
     public double ClientCpuMicrosPerDelivery { get; init; } = double.NaN;
 
@@ -618,13 +610,13 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
         BroadcastProbe probe = null!;
         var stats = serverStats ?? context.Server.GetStatsAsync;
         var serverBefore = await stats(cancellationToken);
-        var clientBefore = ProcessCpuSeconds();
+        var clientBefore = Environment.CpuUsage.TotalTime.TotalSeconds;
         var allocatedBefore = GC.GetTotalAllocatedBytes(precise: false);
         await context.Console.Status().StartAsync(
             $"{Markup.Escape(transport.Name)}: {clients:N0} clients, a burst every {period.TotalSeconds:0.#} s",
             async status => probe = await run.RunAsync(publisher, clients, period, bursts, b => status.Status(
                 $"{Markup.Escape(transport.Name)}: {clients:N0} clients, P = {period.TotalSeconds:0.#} s, burst {b} of {bursts}"), cancellationToken));
-        var clientCpu = ProcessCpuSeconds() - clientBefore;
+        var clientCpu = Environment.CpuUsage.TotalTime.TotalSeconds - clientBefore;
         var clientAllocated = GC.GetTotalAllocatedBytes(precise: false) - allocatedBefore;
         var serverAfter = await stats(cancellationToken);
         if (probe.Latency.Count > 0)
@@ -651,12 +643,6 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
         }
 
         return probe;
-    }
-
-    private static double ProcessCpuSeconds()
-    {
-        using var process = Process.GetCurrentProcess();
-        return process.TotalProcessorTime.TotalSeconds;
     }
 
     /// <summary>Publishes bursts and counts who got them. Stamps carry a probe number, so a late message from an earlier probe is not counted.</summary>

@@ -381,13 +381,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
                     $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {warmup} warm-up iterations",
                     async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t =>
                         RunTopicAsync(t, topics[t], members[t], 0, warmup, warmupDelay, StartOffset(t, row.Topics, warmupDelay), cancellationToken))));
-                if (context.HasServer)
-                {
-                    // The redis command's duplex nodes run in this process, so the collection below covers them.
-                    await context.Server.SettleAsync(cancellationToken);
-                }
-
-                Servers.PerfServer.Settle();
+                await context.SettleAsync(cancellationToken);
             }
 
             var warmupLost = topics.Sum(topic => topic.RecordFrom(warmup));

@@ -421,8 +421,7 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
             await using var pool = new ServiceChannelPool<IEchoClient>(binding.CreateBinding(), binding.Address, options, factory => binding.Configure(factory.Credentials));
             using var instruments = new PoolInstruments(options.Name!, tally);
             await pool.WarmUpAsync(pool.PoolSize, cancellationToken);
-            await context.Server.SettleAsync(cancellationToken);
-            PerfServer.Settle();
+            await context.SettleAsync(cancellationToken);
 
             var load = new CallerLoad(pool, cancellationToken);
             var started = Stopwatch.GetTimestamp();
@@ -646,14 +645,7 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
             {
                 _seconds += seconds;
                 _calls += calls;
-                _server = new ServerCountsSnapshot(
-                    _server.Connections + server.Connections,
-                    _server.TlsHandshakes + server.TlsHandshakes,
-                    _server.SessionsStarted + server.SessionsStarted,
-                    _server.SessionsEnded + server.SessionsEnded,
-                    _server.Calls + server.Calls,
-                    _server.EndRecords + server.EndRecords,
-                    _server.Negotiations + server.Negotiations);
+                _server = _server.Plus(server);
             }
         }
 
