@@ -120,8 +120,11 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     {
         var settings = base.ReadSettings(parse, quick) with
         {
-            Transports = _transports.Read(parse) with { Protocols = [.. parse.GetValue(_http)!.Select(v => ClientProtocols.Parse(v)!.Value).Distinct()] },
-            Twins = TwinEndpoint.Compared(parse, TwinEndpoint.TopicRule, TwinEndpoint.Unbounded),
+            Transports = _transports.Read(parse) with
+            {
+                Protocols = [.. parse.GetValue(_http)!.Select(v => ClientProtocols.Parse(v)!.Value).Distinct()],
+                Twins = TwinEndpoint.Compared(parse, TwinEndpoint.TopicRule, TwinEndpoint.Unbounded),
+            },
         };
         return settings with { Resolution = Math.Min(settings.Resolution, 0.5), StartClients = Math.Min(settings.StartClients, settings.MaxClients) };
     }
@@ -129,7 +132,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     protected override BroadcastSettings Basis(bool quick) => quick ? Quick : new();
 
     public override Task<IReadOnlyList<BroadcastResult>> RunAsync(PerfContext context, BroadcastSettings settings, CancellationToken cancellationToken) =>
-        TwinEndpoint.UseAsync(settings.Transports, settings.Twins, context, list => new BroadcastRun(context, settings).RunAsync(list, cancellationToken));
+        settings.Transports.UseAsync(context, list => new BroadcastRun(context, settings).RunAsync(list, cancellationToken));
 
     public override ReportSection Report(IReadOnlyList<BroadcastResult> results, BroadcastSettings settings, PerfContext context)
     {
@@ -336,9 +339,6 @@ internal sealed record BroadcastSettings
 
     /// <summary>Gets which transports run, one after the other.</summary>
     public PubSubTransportChoice Transports { get; init; } = PubSubTransportChoice.Ours;
-
-    /// <summary>Gets the twin endpoints our clients also run against, each compared with <c>/pubsub</c> (<see cref="TwinEndpoint"/>).</summary>
-    public IReadOnlyList<TwinEndpoint> Twins { get; init; } = [];
 
     /// <summary>Gets how many K-burst probes each side of the rule comparison runs, alternating, at one M, after the searches.</summary>
     public int CompareRounds { get; init; } = 4;

@@ -1,5 +1,4 @@
 using System.CommandLine;
-using ChannelPool.Perf.Clients;
 using ChannelPool.PollingDuplex;
 using Microsoft.AspNetCore.Builder;
 
@@ -7,8 +6,8 @@ namespace ChannelPool.Perf.Scenarios.Broadcast;
 
 /// <summary>
 /// A twin of <c>/pubsub</c> that differs from it in one respect, so that what that respect costs is measured side by
-/// side in one run: <c>--topic-rule compare</c> or <c>--bounds compare</c> runs our clients against both endpoints, the
-/// twin's rows listed right after their <c>/pubsub</c> rows.
+/// side in one run: <c>--topic-rule compare</c> or <c>--bounds compare</c> runs our clients against both endpoints
+/// (<see cref="PubSubTransportChoice.Twins"/>), the twin's rows listed right after their <c>/pubsub</c> rows.
 /// </summary>
 internal sealed class TwinEndpoint
 {
@@ -52,19 +51,21 @@ internal sealed class TwinEndpoint
     public static IReadOnlyList<TwinEndpoint> All { get; } = [TopicRule, Unbounded];
 
     private readonly Option<string> _choice;
-    private readonly string _path;
     private readonly Action<PollingDuplexOptions> _configure;
 
     private TwinEndpoint(string option, string[] values, string description, string path, string label, string title, TwinCost cost, Action<PollingDuplexOptions> configure)
     {
         _choice = new Option<string>(option) { Description = description, DefaultValueFactory = _ => values[0] };
         _choice.AcceptOnlyFromAmong(values);
-        _path = path;
+        Path = path;
         _configure = configure;
         Label = label;
         Title = title;
         Cost = cost;
     }
+
+    /// <summary>Gets the twin's path, beside <c>/pubsub</c>.</summary>
+    public string Path { get; }
 
     /// <summary>Gets what the twin's transport names end with: <c>(…, topic rule)</c>.</summary>
     public string Label { get; }
@@ -80,7 +81,7 @@ internal sealed class TwinEndpoint
     {
         foreach (var twin in All)
         {
-            app.MapPollingDuplexPubSub("/" + twin._path, o =>
+            app.MapPollingDuplexPubSub("/" + twin.Path, o =>
             {
                 configure(o);
                 twin._configure(o);
@@ -100,6 +101,9 @@ internal sealed class TwinEndpoint
     /// <summary>Reads whether the run compares this twin against <c>/pubsub</c>.</summary>
     public bool Compare(ParseResult parse) => parse.GetValue(_choice) == "compare";
 
+    /// <summary>Gets the name of our clients' transport on this twin, from their name on <c>/pubsub</c>.</summary>
+    public string NameFor(string ours) => $"{ours[..^1]}, {Label})";
+
     /// <summary>Gets the <c>/pubsub</c> transport a twin's transport pairs with.</summary>
     /// <param name="transport">A transport's report name.</param>
     /// <returns>Its <c>/pubsub</c> twin's name, or <see langword="null"/> when <paramref name="transport"/> is not on this twin.</returns>
@@ -108,41 +112,6 @@ internal sealed class TwinEndpoint
 
     /// <summary>Gets the twin a transport runs on, or <see langword="null"/> for <c>/pubsub</c> and the peers.</summary>
     public static TwinEndpoint? Of(string transport) => All.FirstOrDefault(t => t.Bare(transport) is not null);
-
-    /// <summary>
-    /// Runs <paramref name="body"/> with the chosen transports, plus, for each twin in <paramref name="twins"/>, our own
-    /// clients against that twin, each right after its <c>/pubsub</c> transport and on the same HTTP version.
-    /// </summary>
-    /// <returns>What <paramref name="body"/> returned.</returns>
-    public static Task<T> UseAsync<T>(PubSubTransportChoice choice, IReadOnlyList<TwinEndpoint> twins, PerfContext context, Func<IReadOnlyList<IPubSubTransport>, Task<T>> body) =>
-        choice.UseAsync(context, async transports =>
-        {
-            var list = transports.ToList();
-            var added = new List<IPubSubTransport>();
-            foreach (var ours in transports.Where(t => t.Name.StartsWith(PubSubTransportChoice.PollingDuplex, StringComparison.Ordinal)))
-            {
-                foreach (var twin in twins.Reverse())
-                {
-                    var transport = new RenamedTransport(
-                        new DuplexPubSubTransport(context.HttpFor(ours.Protocol), new Uri(context.BaseAddress(ours.Protocol), twin._path), choice.Encoding, choice.Mode),
-                        $"{ours.Name[..^1]}, {twin.Label})");
-                    list.Insert(list.IndexOf(ours) + 1, transport);
-                    added.Add(transport);
-                }
-            }
-
-            try
-            {
-                return await body(list);
-            }
-            finally
-            {
-                foreach (var transport in added)
-                {
-                    await transport.DisposeAsync();
-                }
-            }
-        });
 
     /// <summary>The twins a command's options ask to compare.</summary>
     public static IReadOnlyList<TwinEndpoint> Compared(ParseResult parse, params TwinEndpoint[] offered) => [.. offered.Where(t => t.Compare(parse))];

@@ -86,7 +86,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
         (quick ? Quick : new CollaborationSettings { Rows = CollaborationRow.Original7, Iterations = 3, DelayScale = 0.1, EnoughForP99 = true }) with { Transports = _transports.All };
 
     public override CollaborationSettings ReadSettings(ParseResult parse, bool quick) =>
-        base.ReadSettings(parse, quick) with { Transports = _transports.Read(parse), Twins = Broadcast.TwinEndpoint.Compared(parse, Broadcast.TwinEndpoint.TopicRule) };
+        base.ReadSettings(parse, quick) with { Transports = _transports.Read(parse) with { Twins = Broadcast.TwinEndpoint.Compared(parse, Broadcast.TwinEndpoint.TopicRule) } };
 
     protected override CollaborationSettings Basis(bool quick) => quick ? Quick : new();
 
@@ -94,7 +94,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     {
         // After broadcast, on fresh connections: no idle pool left to expire all at once under the first row's clock.
         context.RenewConnections();
-        return Broadcast.TwinEndpoint.UseAsync(settings.Transports, settings.Twins, context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
+        return settings.Transports.UseAsync(context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
     }
 
     public override ReportSection Report(IReadOnlyList<CollaborationResult> results, CollaborationSettings settings, PerfContext context)
@@ -280,8 +280,6 @@ internal sealed record CollaborationSettings
     /// <summary>Gets which transports run each row, one after the other.</summary>
     public PubSubTransportChoice Transports { get; init; } = PubSubTransportChoice.Ours;
 
-    /// <summary>Gets the twin endpoints our clients also run against: the trivial topic rule's, or none (<c>TwinEndpoint</c>).</summary>
-    public IReadOnlyList<Broadcast.TwinEndpoint> Twins { get; init; } = [];
 }
 
 /// <summary>How the topics' publishes line up in time.</summary>
@@ -312,7 +310,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
         {
             // Comparing a topic rule against none, every other row runs them the other way round, so whichever runs
             // second on a warmer (or busier) machine is not always the same one.
-            foreach (var transport in settings.Twins.Count > 0 && r % 2 == 1 ? transports.Reverse() : transports)
+            foreach (var transport in settings.Transports.Twins.Count > 0 && r % 2 == 1 ? transports.Reverse() : transports)
             {
                 results.Add(await RunRowAsync(transport, settings.Rows[r], cancellationToken));
             }
@@ -325,18 +323,15 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
     {
         var delay = row.Delay * settings.DelayScale;
         var iterations = settings.IterationsFor(row);
-        if (row.Clients > context.ClientCapacity)
+        var skipped = row.Clients > context.ClientCapacity
+            ? $"skipped: {row.Clients:N0} clients exceed this process's open-file limit ({context.ClientCapacity:N0})"
+            : transport.Name.StartsWith(PubSubTransportChoice.Floor, StringComparison.Ordinal)
+                ? "skipped: the floor answers a publisher's own poll too, so it has no collaboration row; it runs in broadcast"
+                : null;
+        if (skipped is not null)
         {
-            var limit = $"skipped: {row.Clients:N0} clients exceed this process's open-file limit ({context.ClientCapacity:N0})";
-            context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Markup.Escape(limit)}[/]");
-            return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, limit);
-        }
-
-        if (transport.Name.StartsWith(PubSubTransportChoice.Floor, StringComparison.Ordinal))
-        {
-            const string Floor = "skipped: the floor answers a publisher's own poll too, so it has no collaboration row; it runs in broadcast";
-            context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Floor}[/]");
-            return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, Floor);
+            context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Markup.Escape(skipped)}[/]");
+            return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, skipped);
         }
 
         var topics = Enumerable.Range(0, row.Topics).Select(t => new TopicState(row.ClientsPerTopic)).ToArray();
