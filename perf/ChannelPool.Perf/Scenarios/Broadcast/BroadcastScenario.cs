@@ -100,8 +100,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     {
         _transports.AddTo(command);
         base.AddOptions(command);
-        TwinEndpoint.TopicRule.AddTo(command);
-        TwinEndpoint.Unbounded.AddTo(command);
+        TwinEndpoint.AddTo(command, TwinEndpoint.TopicRule, TwinEndpoint.Unbounded);
     }
 
     /// <summary>

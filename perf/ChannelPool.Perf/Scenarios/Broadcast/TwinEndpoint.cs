@@ -89,17 +89,14 @@ internal sealed class TwinEndpoint
         }
     }
 
-    /// <summary>Adds the twin's option to <paramref name="command"/>, unless another scenario of the command already did.</summary>
-    public void AddTo(Command command)
+    /// <summary>Adds the twins' options to <paramref name="command"/>, except those another scenario of the command already added.</summary>
+    public static void AddTo(Command command, params TwinEndpoint[] twins)
     {
-        if (!command.Options.Contains(_choice))
+        foreach (var twin in twins.Where(t => !command.Options.Contains(t._choice)))
         {
-            command.Add(_choice);
+            command.Add(twin._choice);
         }
     }
-
-    /// <summary>Reads whether the run compares this twin against <c>/pubsub</c>.</summary>
-    public bool Compare(ParseResult parse) => parse.GetValue(_choice) == "compare";
 
     /// <summary>Gets the name of our clients' transport on this twin, from their name on <c>/pubsub</c>.</summary>
     public string NameFor(string ours) => $"{ours[..^1]}, {Label})";
@@ -114,7 +111,7 @@ internal sealed class TwinEndpoint
     public static TwinEndpoint? Of(string transport) => All.FirstOrDefault(t => t.Bare(transport) is not null);
 
     /// <summary>The twins a command's options ask to compare.</summary>
-    public static IReadOnlyList<TwinEndpoint> Compared(ParseResult parse, params TwinEndpoint[] offered) => [.. offered.Where(t => t.Compare(parse))];
+    public static IReadOnlyList<TwinEndpoint> Compared(ParseResult parse, params TwinEndpoint[] offered) => [.. offered.Where(t => parse.GetValue(t._choice) == "compare")];
 }
 
 /// <summary>What a twin's difference may cost a broadcast: at most <paramref name="MaxCost"/> more server CPU per delivery.</summary>

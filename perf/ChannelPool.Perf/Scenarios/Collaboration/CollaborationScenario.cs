@@ -75,7 +75,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     {
         _transports.AddTo(command);
         base.AddOptions(command);
-        Broadcast.TwinEndpoint.TopicRule.AddTo(command);
+        Broadcast.TwinEndpoint.AddTo(command, Broadcast.TwinEndpoint.TopicRule);
     }
 
     /// <summary>
