@@ -1,4 +1,4 @@
-using ChannelPool.Perf.Scenarios.Proxies;
+using ChannelPool.Perf.Stats;
 
 namespace ChannelPool.Perf.Tests;
 

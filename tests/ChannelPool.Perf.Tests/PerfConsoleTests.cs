@@ -2,6 +2,7 @@ using System.CommandLine;
 using System.Text.Json;
 using ChannelPool.Perf.Cli;
 using ChannelPool.Perf.Peers;
+using ChannelPool.Perf.Servers;
 
 namespace ChannelPool.Perf.Tests;
 
@@ -197,6 +198,41 @@ public class PerfConsoleTests
     }
 
     [Test]
+    public async Task Broadcast_BoundsCompare_RunsTheUnboundedTwinBesidePubSub_InAlternatingRounds_AndJudgesTheCost()
+    {
+        var (exit, console) = await RunAsync("broadcast", "--quick", "--bounds", "compare", "--side-by-side", "20", "--rounds", "2", "--transport", "polling-duplex", "--http", "2", "--output", _output);
+
+        Assert.That(exit, Is.EqualTo(0), console);
+        var run = Directory.GetDirectories(_output).Single();
+        using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
+        var results = json.RootElement.GetProperty("sections").EnumerateArray().Single().GetProperty("results").EnumerateArray().ToList();
+        Assert.That(
+            results.Select(r => r.GetProperty("transport").GetString()),
+            Is.EqualTo(new[] { "polling-duplex (multiple, binary, HTTP/2)", "polling-duplex (multiple, binary, HTTP/2, unbounded)" }));
+        Assert.That(results.Select(r => r.GetProperty("alternating").GetArrayLength()), Is.All.EqualTo(2));
+        var markdown = await File.ReadAllTextAsync(Path.Combine(run, "report.md"));
+        Assert.That(markdown, Does.Contain("the per-user and per-session bounds cost ≤ 2% of the capacity (server CPU per delivery, alternating rounds at M = 20)"));
+    }
+
+    [Test]
+    public async Task TheUnboundedTwin_TellsItsClientsNoSendLimit_WhilePubSubKeepsTheDefault()
+    {
+        await using var server = await PerfServer.StartAsync(new PerfServerSettings { Wcf = false }, PerfPeers.None, CancellationToken.None);
+        using var http = new HttpClient();
+
+        async Task<int> MaxMessagesPerSendAsync(string path)
+        {
+            using var response = await http.PostAsync(new Uri(server.Endpoints.Http, path + "/sessions"), new StringContent("{\"mode\":\"multiple\"}", System.Text.Encoding.UTF8, "application/json"));
+            Assert.That((int)response.StatusCode, Is.EqualTo(201), await response.Content.ReadAsStringAsync());
+            using var open = JsonDocument.Parse(await response.Content.ReadAsStringAsync());
+            return open.RootElement.GetProperty("maxMessagesPerSend").GetInt32();
+        }
+
+        Assert.That(await MaxMessagesPerSendAsync("pubsub"), Is.EqualTo(new ChannelPool.PollingDuplex.PollingDuplexOptions().MaxMessagesPerSend));
+        Assert.That(await MaxMessagesPerSendAsync("pubsub-unbounded"), Is.EqualTo(int.MaxValue));
+    }
+
+    [Test]
     public async Task Original_PutsOurTimesBesideThe2007Figures()
     {
         var (exit, console) = await RunAsync("original", "--quick", "--binding", "nettcp", "--output", _output);
@@ -303,6 +339,8 @@ public class PerfConsoleTests
     [TestCase("broadcast --start-clients 500 --max-clients 100", "--start-clients (500) must not exceed --max-clients (100).")]
     [TestCase("broadcast --side-by-side 0", "--side-by-side must be from 1 to 100000 clients; got 0.")]
     [TestCase("broadcast --side-by-side 100001", "--side-by-side must be from 1 to 100000 clients; got 100001.")]
+    [TestCase("broadcast --bounds off", "off")]
+    [TestCase("collaboration --bounds compare", "--bounds")]
     [TestCase("broadcast --rounds 0", "--rounds must be from 1 to 50; got 0.")]
     [TestCase("broadcast --transport ceiling", "Unknown --transport 'ceiling'; use polling-duplex, signalr-longpolling, signalr-websockets, floor or all.")]
     [TestCase("collaboration --row 1,1,1", "--row must be T,N,D")]
@@ -341,6 +379,7 @@ public class PerfConsoleTests
     [TestCase("broadcast --start-clients 2000 --max-clients 2000")]
     [TestCase("broadcast --http 1.1 2 --max-clients 40000")]
     [TestCase("broadcast --side-by-side 9000 --rounds 3 --transport floor polling-duplex signalr-longpolling")]
+    [TestCase("broadcast --bounds compare --topic-rule compare")]
     [TestCase("collaboration --warmup 0")]
     [TestCase("collaboration --warmup 100")]
     public void GoodInput_Parses_WithoutAnError(string arguments)

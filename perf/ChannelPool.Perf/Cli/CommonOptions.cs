@@ -73,14 +73,10 @@ internal sealed class CommonOptions
 
     public void AddTo(RootCommand root)
     {
-        root.Add(Quick);
-        root.Add(Output);
-        root.Add(Publish);
-        root.Add(Server);
-        root.Add(Endpoint);
-        root.Add(LoopbackAddresses);
-        root.Add(PollTimeout);
-        root.Add(FloodWindow);
+        foreach (var option in new Option[] { Quick, Output, Publish, Server, Endpoint, LoopbackAddresses, PollTimeout, FloodWindow })
+        {
+            root.Add(option);
+        }
     }
 
     private static Option<T> Recursive<T>(Option<T> option)

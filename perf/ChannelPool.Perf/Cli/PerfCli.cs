@@ -54,7 +54,7 @@ internal static class PerfCli
                 [new BroadcastScenario(peerTransports), new CollaborationScenario(peerTransports)]));
         }
 
-        root.Add(BuildServe(peers));
+        root.Add(BuildServe(common, peers));
         return root;
     }
 
@@ -85,20 +85,18 @@ internal static class PerfCli
         return command;
     }
 
-    private static Command BuildServe(PerfPeers peers)
+    /// <summary>The embedded servers for a console in another process, which passes its --poll-timeout and --flood-window on.</summary>
+    private static Command BuildServe(CommonOptions common, PerfPeers peers)
     {
-        var pollTimeout = ScenarioOptions.PositiveDouble("--poll-timeout", "Seconds a long poll is held.", 15);
-        var floodWindow = ScenarioOptions.PositiveInt("--flood-window", "The flood endpoint's MaxPendingMessagesPerSession.", 256);
         var wcf = new Option<bool>("--wcf") { Description = "Start the WCF test services.", DefaultValueFactory = _ => true };
-        var command = new Command("serve", "Runs the embedded servers for another perf console process (used internally).") { pollTimeout, floodWindow, wcf };
+        var command = new Command("serve", "Runs the embedded servers for another perf console process (used internally).") { wcf };
         command.Hidden = true;
-        command.SetAction((parse, _) => ServerProcess.ServeAsync(
-            new PerfServerSettings { PollTimeout = TimeSpan.FromSeconds(parse.GetValue(pollTimeout)), FloodWindow = parse.GetValue(floodWindow), Wcf = parse.GetValue(wcf) },
-            peers,
-            Console.In,
-            Console.Out));
+        command.SetAction((parse, _) => ServerProcess.ServeAsync(ServerSettings(parse, common) with { Wcf = parse.GetValue(wcf) }, peers, Console.In, Console.Out));
         return command;
     }
+
+    private static PerfServerSettings ServerSettings(ParseResult parse, CommonOptions common) =>
+        new() { FloodWindow = parse.GetValue(common.FloodWindow), PollTimeout = TimeSpan.FromSeconds(parse.GetValue(common.PollTimeout)) };
 
     /// <summary>Starts the servers, runs each scenario, prints and writes the report (and publishes it when asked); returns the exit code.</summary>
     private static async Task<int> RunAsync(
@@ -113,7 +111,7 @@ internal static class PerfCli
         var console = CreateConsole(parse.InvocationConfiguration.Output);
         var quick = parse.GetValue(common.Quick);
         ClientHttp.RaiseOpenFileLimit();
-        var serverSettings = new PerfServerSettings { FloodWindow = parse.GetValue(common.FloodWindow), PollTimeout = TimeSpan.FromSeconds(parse.GetValue(common.PollTimeout)) };
+        var serverSettings = ServerSettings(parse, common);
         var server = scenarios.Any(s => s.UsesEmbeddedServers) ? await StartServerAsync(parse, common, peers, serverSettings, console, cancellationToken) : null;
         var settings = new Dictionary<string, string>
         {

@@ -56,57 +56,26 @@ internal static class ClientHttp
     /// (<c>fs.nr_open</c>) where the process has the privilege. Thousands of clients are thousands of descriptors on each
     /// side, and a shell's default soft limit (often 1,024) caps a broadcast search long before the CPU does.
     /// </summary>
-    /// <returns>The soft limit now in force, or <see langword="null"/> off Linux.</returns>
-    public static long? RaiseOpenFileLimit()
+    public static void RaiseOpenFileLimit()
     {
-        if (!OperatingSystem.IsLinux())
+        if (!OperatingSystem.IsLinux() || GetRLimit(RLimitNoFile, out var limit) != 0)
         {
-            return null;
+            return;
         }
 
-        if (GetRLimit(RLimitNoFile, out var limit) != 0)
-        {
-            return null;
-        }
-
+        // Raising the hard limit is allowed only with CAP_SYS_RESOURCE; without it the call fails and the hard limit stays.
         var ceiling = ReadNrOpen() ?? limit.Max;
-        if (ceiling > limit.Max)
+        var raised = new RLimit { Current = ceiling, Max = ceiling };
+        if (ceiling <= limit.Max || SetRLimit(RLimitNoFile, ref raised) != 0)
         {
-            // Allowed only with CAP_SYS_RESOURCE; without it the call fails and the hard limit stays.
-            var raised = new RLimit { Current = ceiling, Max = ceiling };
-            if (SetRLimit(RLimitNoFile, ref raised) == 0)
-            {
-                return (long)ceiling;
-            }
+            var soft = new RLimit { Current = limit.Max, Max = limit.Max };
+            _ = SetRLimit(RLimitNoFile, ref soft);
         }
-
-        var soft = new RLimit { Current = limit.Max, Max = limit.Max };
-        return SetRLimit(RLimitNoFile, ref soft) == 0 ? (long)limit.Max : (long)limit.Current;
     }
 
-    /// <summary>Reads this process's open-file limit (each client connection is a file descriptor).</summary>
-    public static long OpenFileLimit()
-    {
-        try
-        {
-            foreach (var line in File.ReadLines("/proc/self/limits"))
-            {
-                if (line.StartsWith("Max open files", StringComparison.Ordinal))
-                {
-                    var fields = line["Max open files".Length..].Split(' ', StringSplitOptions.RemoveEmptyEntries);
-                    return long.TryParse(fields[0], out var soft) ? soft : long.MaxValue;
-                }
-            }
-        }
-        catch (IOException)
-        {
-        }
-        catch (UnauthorizedAccessException)
-        {
-        }
-
-        return long.MaxValue;
-    }
+    /// <summary>Reads this process's open-file limit (each client connection is a file descriptor): <see cref="long.MaxValue"/> when unlimited or unknown.</summary>
+    public static long OpenFileLimit() =>
+        OperatingSystem.IsLinux() && GetRLimit(RLimitNoFile, out var limit) == 0 && limit.Current < long.MaxValue ? (long)limit.Current : long.MaxValue;
 
     private const int RLimitNoFile = 7;
 

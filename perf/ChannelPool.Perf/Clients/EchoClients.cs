@@ -6,16 +6,12 @@ using ChannelPool.Testing.ServiceModel;
 namespace ChannelPool.Perf.Clients;
 
 /// <summary>
-/// The client's view of the test services' echo operation. <c>Echo</c> and <c>EchoAsync</c> are one operation to WCF
-/// (the Task-returning method is its asynchronous form), so the console calls asynchronously: a synchronous WCF call
-/// blocks a thread for the whole round trip, and 32 blocked callers would measure thread-pool starvation, not proxies.
+/// The client's view of the test services' echo operation, in its Task form only: a synchronous WCF call blocks a thread
+/// for the whole round trip, and 32 blocked callers would measure thread-pool starvation, not proxies.
 /// </summary>
 [ServiceContract(Namespace = TestContract.Namespace, Name = nameof(IEchoService))]
 public interface IEchoClient
 {
-    [OperationContract]
-    string Echo(string text);
-
     [OperationContract]
     Task<string> EchoAsync(string text);
 
@@ -29,31 +25,18 @@ public interface IEchoClient
 /// each closed type, so the per-call-with-cache proxies need a <c>T</c> of their own to leave the plain per-call ones alone.
 /// </summary>
 [ServiceContract(Namespace = TestContract.Namespace, Name = nameof(IEchoService))]
-public interface ICachedEchoClient
-{
-    [OperationContract]
-    string Echo(string text);
-
-    [OperationContract]
-    Task<string> EchoAsync(string text);
-
-    /// <summary>The echo after a service time: the service waits <paramref name="milliseconds"/> before it answers.</summary>
-    [OperationContract]
-    Task<string> EchoAfterAsync(string text, int milliseconds);
-}
+public interface ICachedEchoClient : IEchoClient;
 
 /// <summary>A proxy as apps write it: <c>ClientBase</c> built from a binding and an address.</summary>
 internal sealed class EchoClient(Binding binding, EndpointAddress address) : ClientBase<IEchoClient>(binding, address), IEchoClient
 {
-    public string Echo(string text) => Channel.Echo(text);
-
     public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
 
     public Task<string> EchoAfterAsync(string text, int milliseconds) => Channel.EchoAfterAsync(text, milliseconds);
 }
 
 /// <summary>The per-call proxy with <c>CacheSetting.AlwaysOn</c> set for its type before the first one is made.</summary>
-internal sealed class CachedEchoClient : ClientBase<ICachedEchoClient>, ICachedEchoClient
+internal sealed class CachedEchoClient : ClientBase<ICachedEchoClient>, IEchoClient
 {
     static CachedEchoClient() => CacheSetting = System.ServiceModel.CacheSetting.AlwaysOn;
 
@@ -61,8 +44,6 @@ internal sealed class CachedEchoClient : ClientBase<ICachedEchoClient>, ICachedE
         : base(binding, address)
     {
     }
-
-    public string Echo(string text) => Channel.Echo(text);
 
     public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
 
@@ -72,8 +53,6 @@ internal sealed class CachedEchoClient : ClientBase<ICachedEchoClient>, ICachedE
 /// <summary>The same proxy with its base class swapped for <see cref="PooledClientBase{TContract}"/>, and nothing else changed.</summary>
 internal sealed class PooledEchoClient(ServiceChannelPool<IEchoClient> pool) : PooledClientBase<IEchoClient>(pool), IEchoClient
 {
-    public string Echo(string text) => Channel.Echo(text);
-
     public Task<string> EchoAsync(string text) => Channel.EchoAsync(text);
 
     public Task<string> EchoAfterAsync(string text, int milliseconds) => Channel.EchoAfterAsync(text, milliseconds);

@@ -67,9 +67,6 @@ internal sealed class PerfContext : IAsyncDisposable
         http2Handler.Dispose();
     }
 
-    /// <summary>Gets whether the run started servers (<see cref="Server"/>); a scenario that starts its own has none here.</summary>
-    public bool HasServer => _server is not null;
-
     /// <summary>Gets the servers the scenarios call.</summary>
     /// <exception cref="InvalidOperationException">The command's scenarios start their own servers, so none was started for them.</exception>
     public IPerfServer Server => _server ?? throw new InvalidOperationException("No embedded servers were started for this command: its scenarios start their own.");
@@ -139,6 +136,20 @@ internal sealed class PerfContext : IAsyncDisposable
         }
 
         return (int)Math.Clamp((limit - 512) / perClient, 1, 1_000_000);
+    }
+
+    /// <summary>
+    /// Collects garbage in the servers' process (when the run has servers) and in this one, so that set-up before a timed
+    /// round leaves no collection to land inside it. The redis command's nodes run in this process, so this covers them.
+    /// </summary>
+    public async Task SettleAsync(CancellationToken cancellationToken)
+    {
+        if (_server is not null)
+        {
+            await _server.SettleAsync(cancellationToken);
+        }
+
+        PerfServer.Settle();
     }
 
     /// <summary>Prints a finished section's tables and target checks.</summary>

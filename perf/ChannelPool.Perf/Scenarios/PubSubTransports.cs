@@ -1,6 +1,7 @@
 using System.CommandLine;
 using ChannelPool.Perf.Clients;
 using ChannelPool.Perf.Peers;
+using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.PollingDuplex;
 
 namespace ChannelPool.Perf.Scenarios;
@@ -17,6 +18,9 @@ internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, Pollin
     /// </summary>
     public IReadOnlyList<ClientProtocol> Protocols { get; init; } = [ClientProtocol.Http11];
 
+    /// <summary>Gets the twins of <c>/pubsub</c> our clients also run against, each right after ours on the same HTTP version.</summary>
+    public IReadOnlyList<TwinEndpoint> Twins { get; init; } = [];
+
     public const string PollingDuplex = "polling-duplex";
     public const string SignalRLongPolling = "signalr-longpolling";
     public const string SignalRWebSockets = "signalr-websockets";
@@ -27,15 +31,22 @@ internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, Pollin
     /// <summary>Gets ours alone, in the mode and encoding the targets are about (multiple, binary).</summary>
     public static PubSubTransportChoice Ours { get; } = new([PollingDuplex], PollingDuplexMode.MultipleMessagesPerPoll, DuplexEncoding.Binary);
 
-    /// <summary>Creates the transports against the run's servers, runs <paramref name="body"/> with them, and disposes them.</summary>
+    /// <summary>Creates the transports against the run's servers (ours with their twins), runs <paramref name="body"/> with them, and disposes them.</summary>
     /// <typeparam name="T">What the body measures.</typeparam>
     /// <returns>What <paramref name="body"/> returned.</returns>
     public async Task<T> UseAsync<T>(PerfContext context, Func<IReadOnlyList<IPubSubTransport>, Task<T>> body)
     {
         var protocols = Protocols.Distinct().ToList();
+        IPubSubTransport Ours(ClientProtocol protocol, string path) => new DuplexPubSubTransport(context.HttpFor(protocol), new Uri(context.BaseAddress(protocol), path), Encoding, Mode);
+        IEnumerable<IPubSubTransport> OursAndTwins(ClientProtocol protocol)
+        {
+            var ours = Ours(protocol, "pubsub");
+            return [ours, .. Twins.Select(twin => new RenamedTransport(Ours(protocol, twin.Path), twin.NameFor(ours.Name)))];
+        }
+
         IReadOnlyList<IPubSubTransport> transports = [.. Names.Distinct().SelectMany(name => name switch
         {
-            PollingDuplex => protocols.Select(p => (IPubSubTransport)new DuplexPubSubTransport(context.HttpFor(p), new Uri(context.BaseAddress(p), "pubsub"), Encoding, Mode)),
+            PollingDuplex => protocols.SelectMany(OursAndTwins),
             _ => context.Peers.Transports.FirstOrDefault(t => t.Name == name)?.Create(context, protocols)
                 ?? throw new ArgumentException($"Unknown transport '{name}': this console runs {PollingDuplex} alone; the peers run in perf/ChannelPool.Perf.Peers."),
         })];

@@ -52,6 +52,14 @@ internal sealed record ServerStats(
     public long DuplexCounter(string name) => Duplex.TryGetValue(name, out var value) ? value : 0;
 }
 
+/// <summary>Sums of the test services' counts, over turns or rounds (the snapshot itself only subtracts).</summary>
+internal static class ServerCountsSums
+{
+    public static ServerCountsSnapshot Plus(this ServerCountsSnapshot a, ServerCountsSnapshot b) => new(
+        a.Connections + b.Connections, a.TlsHandshakes + b.TlsHandshakes, a.SessionsStarted + b.SessionsStarted, a.SessionsEnded + b.SessionsEnded, a.Calls + b.Calls,
+        a.EndRecords + b.EndRecords, a.Negotiations + b.Negotiations);
+}
+
 /// <summary>A running perf server: in this process, in a child process, or remote.</summary>
 internal interface IPerfServer : IAsyncDisposable
 {

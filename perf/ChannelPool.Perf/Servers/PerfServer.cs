@@ -113,8 +113,9 @@ internal sealed class PerfServer : IPerfServer
 
         // As in the original's measurements: sessions arrive all at once, live for the whole run, and the server takes
         // them all. The per-session message limit stays at its default (64 messages queued with no poll outstanding).
-        // Every simulated client may use every topic: no topic rule, chosen explicitly. The broadcast and collaboration
-        // scenarios measure a rule's cost against this on a second endpoint (TopicRuleEndpoint).
+        // Every simulated client may use every topic: no topic rule, chosen explicitly. The per-user and per-session bounds
+        // keep their defaults. The broadcast and collaboration scenarios measure a rule's cost, and broadcast the bounds',
+        // against this on twin endpoints (TwinEndpoint). No rate limiter is mapped, so nothing throttles the clients' polls.
         void PubSub(PollingDuplexOptions o)
         {
             o.ServerPollTimeout = settings.PollTimeout;
@@ -131,7 +132,7 @@ internal sealed class PerfServer : IPerfServer
             PubSub(o);
             o.Topics.AllowAnonymous = true;
         });
-        app.MapTopicRuleEndpoint(PubSub);
+        TwinEndpoint.MapTwinEndpoints(app, PubSub);
         app.MapPollingDuplex<FloodHandler>("/flood", o =>
         {
             o.ServerPollTimeout = settings.PollTimeout;

@@ -100,7 +100,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     {
         _transports.AddTo(command);
         base.AddOptions(command);
-        TopicRuleEndpoint.AddTo(command);
+        TwinEndpoint.AddTo(command, TwinEndpoint.TopicRule, TwinEndpoint.Unbounded);
     }
 
     /// <summary>
@@ -119,8 +119,11 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     {
         var settings = base.ReadSettings(parse, quick) with
         {
-            Transports = _transports.Read(parse) with { Protocols = [.. parse.GetValue(_http)!.Select(v => ClientProtocols.Parse(v)!.Value).Distinct()] },
-            CompareTopicRule = TopicRuleEndpoint.Compare(parse),
+            Transports = _transports.Read(parse) with
+            {
+                Protocols = [.. parse.GetValue(_http)!.Select(v => ClientProtocols.Parse(v)!.Value).Distinct()],
+                Twins = TwinEndpoint.Compared(parse, TwinEndpoint.TopicRule, TwinEndpoint.Unbounded),
+            },
         };
         return settings with { Resolution = Math.Min(settings.Resolution, 0.5), StartClients = Math.Min(settings.StartClients, settings.MaxClients) };
     }
@@ -128,14 +131,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     protected override BroadcastSettings Basis(bool quick) => quick ? Quick : new();
 
     public override Task<IReadOnlyList<BroadcastResult>> RunAsync(PerfContext context, BroadcastSettings settings, CancellationToken cancellationToken) =>
-        TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new BroadcastRun(context, settings).RunAsync(list, cancellationToken));
-
-    /// <summary>The median server CPU per delivery over probes: what one delivery costs, rule or no rule.</summary>
-    private static double MedianCpu(IReadOnlyList<BroadcastProbe> probes)
-    {
-        var cpu = probes.Select(p => p.ServerCpuMicrosPerDelivery).Where(double.IsFinite).Order().ToList();
-        return cpu.Count == 0 ? double.NaN : cpu.Count % 2 == 1 ? cpu[cpu.Count / 2] : (cpu[(cpu.Count / 2) - 1] + cpu[cpu.Count / 2]) / 2;
-    }
+        settings.Transports.UseAsync(context, list => new BroadcastRun(context, settings).RunAsync(list, cancellationToken));
 
     public override ReportSection Report(IReadOnlyList<BroadcastResult> results, BroadcastSettings settings, PerfContext context)
     {
@@ -153,7 +149,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
             "Probes",
             ["Transport", "HTTP", "P (s)", "M", "Bursts", "Result", "Worst burst ms", "p50 ms", "p99 ms", "Client CPU µs/delivery", "Server CPU µs/delivery", "Failure"],
             [.. results.SelectMany(r => r.Probes.Select(p => (IReadOnlyList<string>)[
-                r.Transport, r.Protocol, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(p.Bursts), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
+                r.Transport, r.Protocol, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(p.Bursts), p.Verdict,
                 Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P50Ms, "0.0"), Num(p.Latency.P99Ms, "0.0"),
                 Num(p.ClientCpuMicrosPerDelivery, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0"), p.Failure ?? string.Empty]))]));
         if (settings.SideBySide is { } m)
@@ -161,16 +157,17 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
             section.Notes.Add($"Side by side, no search: every transport's fleet of M = {m:N0} clients stays connected while each runs {settings.CompareRounds} K-burst probes in turn, " +
                 "the order reversed every other round; each figure is the median over its rounds. Client and server share the machine's cores, so the total per delivery is what sets capacity.");
             AddSideBySide(section, results);
+            AddTwinTargets(section, results);
             return section;
         }
 
-        if (results.Any(r => r.Alternating.Count > 0))
+        foreach (var twin in TwinEndpoint.All.Where(t => results.Any(r => t.Bare(r.Transport) is not null && r.Alternating.Count > 0)))
         {
             section.Tables.Add(new ReportTable(
-                "A trivial topic rule against none: alternating rounds at one M",
+                $"{twin.Title}: alternating rounds at one M",
                 ["Transport", "P (s)", "M", "Round", "Result", "Worst burst ms", "p99 ms", "Server CPU µs/delivery"],
-                [.. results.SelectMany(r => r.Alternating.Select((p, i) => (IReadOnlyList<string>)[
-                    r.Transport, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(i + 1), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
+                [.. results.Where(r => twin.Bare(r.Transport) is not null || results.Any(t => twin.Bare(t.Transport) == r.Transport)).SelectMany(r => r.Alternating.Select((p, i) => (IReadOnlyList<string>)[
+                    r.Transport, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(i + 1), p.Verdict,
                     Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P99Ms, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0")]))]));
         }
 
@@ -194,12 +191,6 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
         return section;
     }
 
-    private static double Median(IEnumerable<double> values)
-    {
-        var sorted = values.Where(double.IsFinite).Order().ToList();
-        return sorted.Count == 0 ? double.NaN : sorted.Count % 2 == 1 ? sorted[sorted.Count / 2] : (sorted[(sorted.Count / 2) - 1] + sorted[sorted.Count / 2]) / 2;
-    }
-
     /// <summary>
     /// The side-by-side rounds, with each transport's total CPU per delivery over the floor's and long polling's on the
     /// same protocol: client and server share the machine's cores, so the total is what sets capacity, and long polling's
@@ -209,10 +200,10 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
     {
         var rows = results.Select(r => (
             Result: r,
-            Client: Median(r.Alternating.Select(p => p.ClientCpuMicrosPerDelivery)),
-            Server: Median(r.Alternating.Select(p => p.ServerCpuMicrosPerDelivery)),
-            ClientBytes: Median(r.Alternating.Select(p => p.ClientBytesPerDelivery)),
-            ServerBytes: Median(r.Alternating.Select(p => p.ServerBytesPerDelivery)))).ToList();
+            Client: PairedRatio.MedianOf(r.Alternating.Select(p => p.ClientCpuMicrosPerDelivery)),
+            Server: PairedRatio.MedianOf(r.Alternating.Select(p => p.ServerCpuMicrosPerDelivery)),
+            ClientBytes: PairedRatio.MedianOf(r.Alternating.Select(p => p.ClientBytesPerDelivery)),
+            ServerBytes: PairedRatio.MedianOf(r.Alternating.Select(p => p.ServerBytesPerDelivery)))).ToList();
         double Total(string prefix, BroadcastResult like) =>
             rows.FirstOrDefault(x => x.Result.Transport.StartsWith(prefix, StringComparison.Ordinal) && x.Result.Protocol == like.Protocol && x.Result.PeriodSeconds == like.PeriodSeconds)
                 is { Result: not null } row ? row.Client + row.Server : double.NaN;
@@ -230,7 +221,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
             "Rounds",
             ["Transport", "HTTP", "P (s)", "M", "Round", "Result", "Worst burst ms", "p99 ms", "Client CPU µs/delivery", "Server CPU µs/delivery", "Client B/delivery", "Server B/delivery"],
             [.. results.SelectMany(r => r.Alternating.Select((p, i) => (IReadOnlyList<string>)[
-                r.Transport, r.Protocol, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(i + 1), p.Passed ? "pass" : $"fail at burst {p.BurstsOnTime + 1}",
+                r.Transport, r.Protocol, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(i + 1), p.Verdict,
                 Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P99Ms, "0.0"), Num(p.ClientCpuMicrosPerDelivery, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0"),
                 Num(p.ClientBytesPerDelivery, "N0"), Num(p.ServerBytesPerDelivery, "N0")]))]));
     }
@@ -241,38 +232,48 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
             ? $"{p.ClientCpuMicrosPerDelivery:0.0} / {p.ServerCpuMicrosPerDelivery:0.0} µs"
             : "not measured";
 
-    private static void AddTargets(ReportSection section, IReadOnlyList<BroadcastResult> results)
+    /// <summary>What each twin endpoint's difference costs: server CPU per delivery in the alternating rounds, or else the searches' M.</summary>
+    private static void AddTwinTargets(ReportSection section, IReadOnlyList<BroadcastResult> results)
     {
-        foreach (var ruled in results.Where(r => TopicRuleEndpoint.WithoutRule(r.Transport) is not null))
+        foreach (var twinned in results.Where(r => TwinEndpoint.Of(r.Transport) is not null))
         {
-            if (results.FirstOrDefault(r => r.Transport == TopicRuleEndpoint.WithoutRule(ruled.Transport) && r.PeriodSeconds == ruled.PeriodSeconds) is not { } bare)
+            var twin = TwinEndpoint.Of(twinned.Transport)!;
+            if (results.FirstOrDefault(r => r.Transport == twin.Bare(twinned.Transport) && r.PeriodSeconds == twinned.PeriodSeconds) is not { } bare)
             {
                 continue;
             }
 
             // The alternating rounds are the measure; the searches, minutes apart, are shown beside them.
-            var searched = $"largest M searched separately: {ruled.LargestClients:N0} with the rule, {bare.LargestClients:N0} without";
-            if (ruled.Alternating.Count > 0 && bare.Alternating.Count > 0)
+            var what = $"Broadcast at P = {twinned.PeriodSeconds:0.#} s: {twin.Cost.What} cost ≤ {twin.Cost.MaxCost:0%} of the capacity";
+            var searched = twinned.Probes.Count == 0 ? "no search (side by side)" : $"largest M searched separately: {twinned.LargestClients:N0} {twin.Label}, {bare.LargestClients:N0} on /pubsub";
+            if (twinned.Alternating.Count > 0 && bare.Alternating.Count > 0)
             {
-                var (ruledCpu, bareCpu) = (MedianCpu(ruled.Alternating), MedianCpu(bare.Alternating));
-                var cost = ruledCpu / bareCpu - 1;
+                IReadOnlyList<double> Cpu(BroadcastResult r) => [.. r.Alternating.Select(p => p.ServerCpuMicrosPerDelivery)];
+                var (twinCpu, bareCpu) = (PairedRatio.MedianOf(Cpu(twinned)), PairedRatio.MedianOf(Cpu(bare)));
+                var cost = twin.Cost.Of(bareCpu, twinCpu);
+                var paired = twin.Cost.TwinHasIt ? PairedRatio.Of(Cpu(twinned), Cpu(bare)) : PairedRatio.Of(Cpu(bare), Cpu(twinned));
                 section.Targets.Add(new TargetCheck(
-                    $"Broadcast at P = {ruled.PeriodSeconds:0.#} s: a trivial topic rule costs ≤ 5% of the capacity (server CPU per delivery, alternating rounds at M = {ruled.Alternating[0].Clients:N0})",
-                    $"{cost:+0.0%;-0.0%} ({ruledCpu:0.0} vs {bareCpu:0.0} µs, median of {ruled.Alternating.Count}; rounds on time {ruled.Alternating.Count(p => p.Passed)} vs {bare.Alternating.Count(p => p.Passed)}); {searched}",
-                    cost <= 0.05,
-                    cost <= 0.05 ? null : $"{cost:P1} more CPU per delivery with the rule"));
+                    $"{what} (server CPU per delivery, alternating rounds at M = {twinned.Alternating[0].Clients:N0})",
+                    $"{cost:+0.0%;-0.0%} (/pubsub {bareCpu:0.0} µs, {twin.Label} {twinCpu:0.0} µs, median of {bare.Alternating.Count}; " +
+                    $"rounds on time {bare.Alternating.Count(p => p.Passed)} vs {twinned.Alternating.Count(p => p.Passed)}; with ÷ without, round by round: {paired}); {searched}",
+                    cost <= twin.Cost.MaxCost,
+                    cost <= twin.Cost.MaxCost ? null : $"{cost:P1} more CPU per delivery with {twin.Cost.What}"));
             }
-            else if (bare.LargestClients > 0)
+            else if (bare.LargestClients > 0 && twinned.LargestClients > 0)
             {
-                var ratio = (double)ruled.LargestClients / bare.LargestClients;
+                var cost = twin.Cost.Of(twinned.LargestClients, bare.LargestClients);
                 section.Targets.Add(new TargetCheck(
-                    $"Broadcast at P = {ruled.PeriodSeconds:0.#} s: a trivial topic rule costs ≤ 5% of the clients",
-                    $"{Ratio(ratio)}: {searched}; no alternating rounds ran",
-                    ratio >= 0.95,
-                    ratio >= 0.95 ? null : $"{1 - ratio:P1} fewer clients with the rule"));
+                    $"{what} (the searches' M)",
+                    $"{cost:+0.0%;-0.0%}: {searched}; no alternating rounds ran",
+                    cost <= twin.Cost.MaxCost,
+                    cost <= twin.Cost.MaxCost ? null : $"{cost:P1} fewer clients with {twin.Cost.What}"));
             }
         }
+    }
 
+    private static void AddTargets(ReportSection section, IReadOnlyList<BroadcastResult> results)
+    {
+        AddTwinTargets(section, results);
         foreach (var ours in results.Where(r => r.Transport.StartsWith(PubSubTransportChoice.PollingDuplex, StringComparison.Ordinal)))
         {
             if (ours.PeriodSeconds == 1)
@@ -286,7 +287,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
 
             var peer = results.FirstOrDefault(r =>
                 r.Transport.StartsWith(PubSubTransportChoice.SignalRLongPolling, StringComparison.Ordinal) && r.Protocol == ours.Protocol && r.PeriodSeconds == ours.PeriodSeconds);
-            if (peer is { LargestClients: 0 } && ours.LargestClients > 0 && TopicRuleEndpoint.WithoutRule(ours.Transport) is null)
+            if (peer is { LargestClients: 0 } && ours.LargestClients > 0 && TwinEndpoint.Of(ours.Transport) is null)
             {
                 // No ratio to a peer that confirmed nothing: its K-burst probes failed at every M tried, which says the machine, not the peer, set the figure.
                 section.Targets.Add(new TargetCheck(
@@ -295,7 +296,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
                     null,
                     null));
             }
-            else if (peer is { LargestClients: > 0 } && TopicRuleEndpoint.WithoutRule(ours.Transport) is null)
+            else if (peer is { LargestClients: > 0 } && TwinEndpoint.Of(ours.Transport) is null)
             {
                 var ratio = (double)ours.LargestClients / peer.LargestClients;
                 section.Targets.Add(new TargetCheck(
@@ -338,9 +339,6 @@ internal sealed record BroadcastSettings
     /// <summary>Gets which transports run, one after the other.</summary>
     public PubSubTransportChoice Transports { get; init; } = PubSubTransportChoice.Ours;
 
-    /// <summary>Gets whether our clients also run against the endpoint with a trivial topic rule (<see cref="TopicRuleEndpoint"/>).</summary>
-    public bool CompareTopicRule { get; init; }
-
     /// <summary>Gets how many K-burst probes each side of the rule comparison runs, alternating, at one M, after the searches.</summary>
     public int CompareRounds { get; init; } = 4;
 
@@ -355,6 +353,9 @@ internal sealed record BroadcastSettings
 /// <summary>One try at M clients.</summary>
 internal sealed record BroadcastProbe(int Clients, int Bursts, bool Passed, int BurstsOnTime, double WorstBurstMs, LatencySummary Latency, string? Failure)
 {
+    /// <summary>Gets the probe's result as the report's tables say it.</summary>
+    public string Verdict => Passed ? "pass" : $"fail at burst {BurstsOnTime + 1}";
+
     /// <summary>Gets the processor time per delivered notification in the client process, in microseconds (NaN when not measured).</summary>
     public double ClientCpuMicrosPerDelivery { get; init; } = double.NaN;
 
@@ -396,12 +397,27 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
 
     public async Task<IReadOnlyList<BroadcastResult>> RunAsync(IReadOnlyList<IPubSubTransport> transports, CancellationToken cancellationToken)
     {
+        var results = new List<BroadcastResult>();
         if (settings.SideBySide is { } sideBySide)
         {
-            return await SideBySideAsync(transports, sideBySide, cancellationToken);
+            foreach (var period in settings.Periods)
+            {
+                var clients = transports.Select(t => Math.Min(sideBySide, context.CapacityFor(t.Protocol))).ToArray();
+                var probes = await AlternateAsync(transports, clients, period, "side by side", cancellationToken);
+                results.AddRange(transports.Select((t, i) => new BroadcastResult(
+                    t.Name,
+                    t.Protocol.Label(),
+                    period.TotalSeconds,
+                    settings.Bursts,
+                    probes[i].All(p => p.Passed) ? clients[i] : 0,
+                    false,
+                    clients[i] < sideBySide ? $"side by side at {clients[i]:N0}, the open-file cap" : null,
+                    []) { Alternating = probes[i] }));
+            }
+
+            return results;
         }
 
-        var results = new List<BroadcastResult>();
         foreach (var transport in transports)
         {
             foreach (var period in settings.Periods)
@@ -410,126 +426,84 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
             }
         }
 
-        if (settings.CompareTopicRule)
-        {
-            await CompareTopicRuleAsync(transports, results, cancellationToken);
-        }
-
+        await CompareTwinsAsync(transports, results, cancellationToken);
         return results;
     }
 
     /// <summary>
-    /// Each search ran on its own, minutes apart, so on a shared machine their M differ by the load as much as by the rule.
-    /// Here both sides run K-burst probes at the same M, alternating (a b, b a, ...) with both fleets connected throughout,
-    /// so drift falls on both alike; the server's CPU per delivery is what the rule would cost capacity.
+    /// Each search ran on its own, minutes apart, so on a shared machine their M differ by the load as much as by what the
+    /// twin endpoints change. Here <c>/pubsub</c> and its twins run K-burst probes at the same M in alternating rounds; the
+    /// server's CPU per delivery is what the difference would cost capacity.
     /// </summary>
-    private async Task CompareTopicRuleAsync(IReadOnlyList<IPubSubTransport> transports, List<BroadcastResult> results, CancellationToken cancellationToken)
+    private async Task CompareTwinsAsync(IReadOnlyList<IPubSubTransport> transports, List<BroadcastResult> results, CancellationToken cancellationToken)
     {
-        foreach (var ruled in transports.Where(t => TopicRuleEndpoint.WithoutRule(t.Name) is not null))
+        foreach (var bare in transports)
         {
-            if (transports.FirstOrDefault(t => t.Name == TopicRuleEndpoint.WithoutRule(ruled.Name)) is not { } bare)
+            IReadOnlyList<IPubSubTransport> sides = [bare, .. transports.Where(t => TwinEndpoint.Of(t.Name)?.Bare(t.Name) == bare.Name)];
+            foreach (var period in sides.Count > 1 ? settings.Periods : [])
             {
-                continue;
-            }
-
-            foreach (var period in settings.Periods)
-            {
-                var pair = results.Where(r => r.PeriodSeconds == period.TotalSeconds && (r.Transport == bare.Name || r.Transport == ruled.Name)).ToList();
-                var clients = Math.Min(pair.Select(r => r.LargestClients).Where(m => m > 0).DefaultIfEmpty(0).Min(), context.CapacityFor(bare.Protocol) / 2);
+                var searched = results.Where(r => r.PeriodSeconds == period.TotalSeconds && sides.Any(s => s.Name == r.Transport)).Select(r => r.LargestClients);
+                var clients = Math.Min(searched.Where(m => m > 0).DefaultIfEmpty(0).Min(), context.CapacityFor(bare.Protocol) / sides.Count);
                 if (clients == 0)
                 {
                     continue;
                 }
 
-                context.Console.MarkupLine($"  topic rule against none: {settings.CompareRounds} alternating rounds of K = {settings.Bursts} at M = {clients:N0}, P = {period.TotalSeconds:0.#} s");
-                var sides = new List<(IPubSubTransport Transport, ClientFleet Fleet, IPubSubClient Publisher, BurstRun Run, List<BroadcastProbe> Probes)>();
-                try
+                var probes = await AlternateAsync(sides, [.. sides.Select(_ => clients)], period, "twin endpoints against /pubsub", cancellationToken);
+                for (var i = 0; i < sides.Count; i++)
                 {
-                    foreach (var transport in new[] { bare, ruled })
-                    {
-                        var fleet = new ClientFleet(transport, Topic, settings.ConnectConcurrency);
-                        sides.Add((transport, fleet, await transport.ConnectAsync(static _ => { }, cancellationToken), new BurstRun(fleet), []));
-                    }
-
-                    for (var round = 0; round < settings.CompareRounds; round++)
-                    {
-                        foreach (var side in round % 2 == 0 ? sides : Enumerable.Reverse(sides))
-                        {
-                            side.Probes.Add(await ProbeAsync(side.Run, side.Fleet, side.Publisher, side.Transport, clients, period, settings.Bursts, cancellationToken));
-                        }
-                    }
-                }
-                finally
-                {
-                    foreach (var side in sides)
-                    {
-                        await side.Publisher.DisposeAsync();
-                        await side.Fleet.DisposeAsync();
-                    }
-                }
-
-                foreach (var side in sides)
-                {
-                    var index = results.FindIndex(r => r.Transport == side.Transport.Name && r.PeriodSeconds == period.TotalSeconds);
-                    results[index] = results[index] with { Alternating = side.Probes };
+                    var index = results.FindIndex(r => r.Transport == sides[i].Name && r.PeriodSeconds == period.TotalSeconds);
+                    results[index] = results[index] with { Alternating = probes[i] };
                 }
             }
         }
     }
 
     /// <summary>
-    /// Every transport's fleet at the same M, connected throughout; K-burst probes in turn, the order reversed every other
-    /// round, so load from elsewhere falls on each alike. The probes go to <see cref="BroadcastResult.Alternating"/>.
+    /// Every side's fleet connected throughout; K-burst probes on each in turn, the order reversed every other round, so
+    /// load from elsewhere falls on each alike. A first, unrecorded round warms every fleet's code and connections.
     /// </summary>
-    private async Task<IReadOnlyList<BroadcastResult>> SideBySideAsync(IReadOnlyList<IPubSubTransport> transports, int clients, CancellationToken cancellationToken)
+    /// <param name="clients">Each side's M.</param>
+    /// <param name="what">What the rounds compare, for the console.</param>
+    /// <returns>Each side's recorded probes, in the order of <paramref name="sides"/>.</returns>
+    private async Task<List<BroadcastProbe>[]> AlternateAsync(
+        IReadOnlyList<IPubSubTransport> sides, int[] clients, TimeSpan period, string what, CancellationToken cancellationToken)
     {
-        var results = new List<BroadcastResult>();
-        foreach (var period in settings.Periods)
+        var probes = sides.Select(_ => new List<BroadcastProbe>()).ToArray();
+        var fleets = new List<(ClientFleet Fleet, IPubSubClient Publisher, BurstRun Run)>();
+        try
         {
-            var sides = new List<(IPubSubTransport Transport, ClientFleet Fleet, IPubSubClient Publisher, BurstRun Run, List<BroadcastProbe> Probes, int Clients)>();
-            try
+            foreach (var transport in sides)
             {
-                foreach (var transport in transports)
-                {
-                    var fleet = new ClientFleet(transport, Topic, settings.ConnectConcurrency);
-                    sides.Add((transport, fleet, await transport.ConnectAsync(static _ => { }, cancellationToken), new BurstRun(fleet), [], Math.Min(clients, context.CapacityFor(transport.Protocol))));
-                }
+                var fleet = new ClientFleet(transport, Topic, settings.ConnectConcurrency);
+                fleets.Add((fleet, await transport.ConnectAsync(static _ => { }, cancellationToken), new BurstRun(fleet)));
+            }
 
-                context.Console.MarkupLine($"  side by side: an unrecorded round, then {settings.CompareRounds} alternating rounds of K = {settings.Bursts} at M = {clients:N0}, P = {period.TotalSeconds:0.#} s");
-                for (var round = -1; round < settings.CompareRounds; round++)
+            context.Console.MarkupLine(
+                $"  {what}: an unrecorded round, then {settings.CompareRounds} alternating rounds of K = {settings.Bursts} at M = {clients.Max():N0}, P = {period.TotalSeconds:0.#} s");
+            var order = Enumerable.Range(0, sides.Count).ToList();
+            for (var round = -1; round < settings.CompareRounds; round++)
+            {
+                foreach (var i in round % 2 == 0 ? order : Enumerable.Reverse(order))
                 {
-                    foreach (var side in round % 2 == 0 ? sides : Enumerable.Reverse(sides))
+                    var probe = await ProbeAsync(fleets[i].Run, fleets[i].Fleet, fleets[i].Publisher, sides[i], clients[i], period, settings.Bursts, cancellationToken);
+                    if (round >= 0)
                     {
-                        // Round -1 warms every fleet's code and connections, as the suite's other scenarios do, and is not kept.
-                        var probe = await ProbeAsync(side.Run, side.Fleet, side.Publisher, side.Transport, side.Clients, period, settings.Bursts, cancellationToken);
-                        if (round >= 0)
-                        {
-                            side.Probes.Add(probe);
-                        }
+                        probes[i].Add(probe);
                     }
                 }
             }
-            finally
+        }
+        finally
+        {
+            foreach (var (fleet, publisher, _) in fleets)
             {
-                foreach (var side in sides)
-                {
-                    await side.Publisher.DisposeAsync();
-                    await side.Fleet.DisposeAsync();
-                }
+                await publisher.DisposeAsync();
+                await fleet.DisposeAsync();
             }
-
-            results.AddRange(sides.Select(side => new BroadcastResult(
-                side.Transport.Name,
-                side.Transport.Protocol.Label(),
-                period.TotalSeconds,
-                settings.Bursts,
-                side.Probes.All(p => p.Passed) ? side.Clients : 0,
-                false,
-                side.Clients < clients ? $"side by side at {side.Clients:N0}, the open-file cap" : null,
-                []) { Alternating = side.Probes }));
         }
 
-        return results;
+        return probes;
     }
 
     private async Task<BroadcastResult> SearchAsync(IPubSubTransport transport, TimeSpan period, CancellationToken cancellationToken)
@@ -635,13 +609,13 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
         BroadcastProbe probe = null!;
         var stats = serverStats ?? context.Server.GetStatsAsync;
         var serverBefore = await stats(cancellationToken);
-        var clientBefore = ProcessCpuSeconds();
+        var clientBefore = Environment.CpuUsage.TotalTime.TotalSeconds;
         var allocatedBefore = GC.GetTotalAllocatedBytes(precise: false);
         await context.Console.Status().StartAsync(
             $"{Markup.Escape(transport.Name)}: {clients:N0} clients, a burst every {period.TotalSeconds:0.#} s",
             async status => probe = await run.RunAsync(publisher, clients, period, bursts, b => status.Status(
                 $"{Markup.Escape(transport.Name)}: {clients:N0} clients, P = {period.TotalSeconds:0.#} s, burst {b} of {bursts}"), cancellationToken));
-        var clientCpu = ProcessCpuSeconds() - clientBefore;
+        var clientCpu = Environment.CpuUsage.TotalTime.TotalSeconds - clientBefore;
         var clientAllocated = GC.GetTotalAllocatedBytes(precise: false) - allocatedBefore;
         var serverAfter = await stats(cancellationToken);
         if (probe.Latency.Count > 0)
@@ -668,12 +642,6 @@ internal sealed class BroadcastRun(PerfContext context, BroadcastSettings settin
         }
 
         return probe;
-    }
-
-    private static double ProcessCpuSeconds()
-    {
-        using var process = Process.GetCurrentProcess();
-        return process.TotalProcessorTime.TotalSeconds;
     }
 
     /// <summary>Publishes bursts and counts who got them. Stamps carry a probe number, so a late message from an earlier probe is not counted.</summary>

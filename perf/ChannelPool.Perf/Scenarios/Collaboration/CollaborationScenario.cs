@@ -75,7 +75,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     {
         _transports.AddTo(command);
         base.AddOptions(command);
-        Broadcast.TopicRuleEndpoint.AddTo(command);
+        Broadcast.TwinEndpoint.AddTo(command, Broadcast.TwinEndpoint.TopicRule);
     }
 
     /// <summary>
@@ -86,7 +86,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
         (quick ? Quick : new CollaborationSettings { Rows = CollaborationRow.Original7, Iterations = 3, DelayScale = 0.1, EnoughForP99 = true }) with { Transports = _transports.All };
 
     public override CollaborationSettings ReadSettings(ParseResult parse, bool quick) =>
-        base.ReadSettings(parse, quick) with { Transports = _transports.Read(parse), CompareTopicRule = Broadcast.TopicRuleEndpoint.Compare(parse) };
+        base.ReadSettings(parse, quick) with { Transports = _transports.Read(parse) with { Twins = Broadcast.TwinEndpoint.Compared(parse, Broadcast.TwinEndpoint.TopicRule) } };
 
     protected override CollaborationSettings Basis(bool quick) => quick ? Quick : new();
 
@@ -94,7 +94,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
     {
         // After broadcast, on fresh connections: no idle pool left to expire all at once under the first row's clock.
         context.RenewConnections();
-        return Broadcast.TopicRuleEndpoint.UseAsync(settings.Transports, settings.CompareTopicRule, context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
+        return settings.Transports.UseAsync(context, list => new CollaborationRun(context, settings).RunAsync(list, cancellationToken));
     }
 
     public override ReportSection Report(IReadOnlyList<CollaborationResult> results, CollaborationSettings settings, PerfContext context)
@@ -132,13 +132,13 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
             [.. results.Where(r => r.Latency.Count > 0).Select(r => new ChartPoint(r.Transport, r.Row.Label, 0, Math.Max(r.Latency.MeanMs, 0.01))),
              .. results.Where(r => r.Row.Original is not null).DistinctBy(r => r.Row).Select(r => new ChartPoint("original (2009)", r.Row.Label, 0, Math.Max(r.Row.Original!.MeanMs, 0.01)))],
             LogScaleY: true));
-        if (results.Any(r => Broadcast.TopicRuleEndpoint.WithoutRule(r.Transport) is not null))
+        if (results.Any(r => Broadcast.TwinEndpoint.TopicRule.Bare(r.Transport) is not null))
         {
             section.Tables.Add(new ReportTable(
                 "A trivial topic rule against no rule (ms)",
                 ["T×N, D", "Mean without", "Mean with", "p99 without", "p99 with", "Lost with the rule"],
-                [.. results.Where(r => Broadcast.TopicRuleEndpoint.WithoutRule(r.Transport) is not null && r.Latency.Count > 0)
-                    .Select(ruled => (Ruled: ruled, Bare: results.FirstOrDefault(b => b.Transport == Broadcast.TopicRuleEndpoint.WithoutRule(ruled.Transport) && b.Row == ruled.Row)))
+                [.. results.Where(r => Broadcast.TwinEndpoint.TopicRule.Bare(r.Transport) is not null && r.Latency.Count > 0)
+                    .Select(ruled => (Ruled: ruled, Bare: results.FirstOrDefault(b => b.Transport == Broadcast.TwinEndpoint.TopicRule.Bare(ruled.Transport) && b.Row == ruled.Row)))
                     .Where(pair => pair.Bare is { Latency.Count: > 0 })
                     .Select(pair => (IReadOnlyList<string>)[
                         pair.Ruled.Row.Label, Num(pair.Bare!.Latency.MeanMs, "0.0"), Num(pair.Ruled.Latency.MeanMs, "0.0"),
@@ -280,8 +280,6 @@ internal sealed record CollaborationSettings
     /// <summary>Gets which transports run each row, one after the other.</summary>
     public PubSubTransportChoice Transports { get; init; } = PubSubTransportChoice.Ours;
 
-    /// <summary>Gets whether our clients also run against the endpoint with a trivial topic rule (<c>TopicRuleEndpoint</c>).</summary>
-    public bool CompareTopicRule { get; init; }
 }
 
 /// <summary>How the topics' publishes line up in time.</summary>
@@ -312,7 +310,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
         {
             // Comparing a topic rule against none, every other row runs them the other way round, so whichever runs
             // second on a warmer (or busier) machine is not always the same one.
-            foreach (var transport in settings.CompareTopicRule && r % 2 == 1 ? transports.Reverse() : transports)
+            foreach (var transport in settings.Transports.Twins.Count > 0 && r % 2 == 1 ? transports.Reverse() : transports)
             {
                 results.Add(await RunRowAsync(transport, settings.Rows[r], cancellationToken));
             }
@@ -325,18 +323,15 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
     {
         var delay = row.Delay * settings.DelayScale;
         var iterations = settings.IterationsFor(row);
-        if (row.Clients > context.ClientCapacity)
+        var skipped = row.Clients > context.ClientCapacity
+            ? $"skipped: {row.Clients:N0} clients exceed this process's open-file limit ({context.ClientCapacity:N0})"
+            : transport.Name.StartsWith(PubSubTransportChoice.Floor, StringComparison.Ordinal)
+                ? "skipped: the floor answers a publisher's own poll too, so it has no collaboration row; it runs in broadcast"
+                : null;
+        if (skipped is not null)
         {
-            var limit = $"skipped: {row.Clients:N0} clients exceed this process's open-file limit ({context.ClientCapacity:N0})";
-            context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Markup.Escape(limit)}[/]");
-            return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, limit);
-        }
-
-        if (transport.Name.StartsWith(PubSubTransportChoice.Floor, StringComparison.Ordinal))
-        {
-            const string Floor = "skipped: the floor answers a publisher's own poll too, so it has no collaboration row; it runs in broadcast";
-            context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Floor}[/]");
-            return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, Floor);
+            context.Console.MarkupLine($"  [yellow]{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {Markup.Escape(skipped)}[/]");
+            return new CollaborationResult(transport.Name, row, iterations, delay.TotalSeconds, LatencySummary.Empty, 0, 0, 0, skipped);
         }
 
         var topics = Enumerable.Range(0, row.Topics).Select(t => new TopicState(row.ClientsPerTopic)).ToArray();
@@ -381,13 +376,7 @@ internal sealed class CollaborationRun(PerfContext context, CollaborationSetting
                     $"{Markup.Escape(transport.Name)} {Markup.Escape(row.Label)}: {warmup} warm-up iterations",
                     async _ => await Task.WhenAll(Enumerable.Range(0, row.Topics).Select(t =>
                         RunTopicAsync(t, topics[t], members[t], 0, warmup, warmupDelay, StartOffset(t, row.Topics, warmupDelay), cancellationToken))));
-                if (context.HasServer)
-                {
-                    // The redis command's duplex nodes run in this process, so the collection below covers them.
-                    await context.Server.SettleAsync(cancellationToken);
-                }
-
-                Servers.PerfServer.Settle();
+                await context.SettleAsync(cancellationToken);
             }
 
             var warmupLost = topics.Sum(topic => topic.RecordFrom(warmup));

@@ -361,17 +361,15 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
                 context.Console.MarkupLine(Markup.Escape(
                     $"  {binding.Description}, {pool}: {result.AfterFirstStep.Sum(p => p.AwaitedOpens):N0} lease(s) waited for an open after the first step, " +
                     $"{result.Jump.AwaitedOpens:N0} on the jump; at the low step {result.Quiet.MeanIdle:0.#} idle, " +
-                    $"{HandshakesPerMinute(binding, result.Quiet):N0} handshakes/min; at the peak {result.PeakStep.CallsPerSecond:N0} calls/s"));
+                    $"{HandshakesPerMinute(binding.Name == WcfBinding.NetTcp, result.Quiet):N0} handshakes/min; at the peak {result.PeakStep.CallsPerSecond:N0} calls/s"));
             }
         }
 
         return results;
     }
 
-    /// <summary>The handshake that opening a channel costs on <paramref name="binding"/>, per minute of <paramref name="phase"/>.</summary>
+    /// <summary>The handshakes that opening channels cost, per minute of <paramref name="phase"/>: TLS on net.tcp, security context negotiations otherwise.</summary>
     /// <remarks>On net.tcp every channel is a TLS connection; on WSHttp channels share the factory's HTTPS connections, and each negotiates a security context.</remarks>
-    public static double HandshakesPerMinute(WcfBinding binding, HeadroomPhase phase) => HandshakesPerMinute(binding.Name == WcfBinding.NetTcp, phase);
-
     public static double HandshakesPerMinute(bool netTcp, HeadroomPhase phase) =>
         phase.Seconds > 0 ? (netTcp ? phase.Server.TlsHandshakes : phase.Server.Negotiations) * 60 / phase.Seconds : 0;
 
@@ -421,8 +419,7 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
             await using var pool = new ServiceChannelPool<IEchoClient>(binding.CreateBinding(), binding.Address, options, factory => binding.Configure(factory.Credentials));
             using var instruments = new PoolInstruments(options.Name!, tally);
             await pool.WarmUpAsync(pool.PoolSize, cancellationToken);
-            await context.Server.SettleAsync(cancellationToken);
-            PerfServer.Settle();
+            await context.SettleAsync(cancellationToken);
 
             var load = new CallerLoad(pool, cancellationToken);
             var started = Stopwatch.GetTimestamp();
@@ -646,14 +643,7 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
             {
                 _seconds += seconds;
                 _calls += calls;
-                _server = new ServerCountsSnapshot(
-                    _server.Connections + server.Connections,
-                    _server.TlsHandshakes + server.TlsHandshakes,
-                    _server.SessionsStarted + server.SessionsStarted,
-                    _server.SessionsEnded + server.SessionsEnded,
-                    _server.Calls + server.Calls,
-                    _server.EndRecords + server.EndRecords,
-                    _server.Negotiations + server.Negotiations);
+                _server = _server.Plus(server);
             }
         }
 

@@ -408,7 +408,7 @@ internal sealed record ProxiesSettings
 
     /// <summary>
     /// Gets how many rounds each cell runs: every kind takes one turn a round, in reverse order every other round, so
-    /// the kinds' turns pair up round by round (<see cref="Proxies.PairedRatio"/>); each cell's totals sum its turns.
+    /// the kinds' turns pair up round by round (<see cref="PairedRatio"/>); each cell's totals sum its turns.
     /// </summary>
     public int Rounds { get; init; } = 2;
 
@@ -536,13 +536,12 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                     var calls = Math.Min(CallsPerRound(0), settings.CellWarmUpCalls);
                     await RunCallsAsync(proxies[kind], concurrency, calls, Deadline(Shortest(settings.RoundTimeOf(kind), settings.CellWarmUpTime)), latency: null, cancellationToken);
                     await proxies[kind].QuiesceAsync(cancellationToken);
-                    cells[kind].WarmUp = Add(cells[kind].WarmUp, binding.CountersOf(await context.Server.GetStatsAsync(cancellationToken)) - binding.CountersOf(before));
+                    cells[kind].WarmUp = cells[kind].WarmUp.Plus(binding.CountersOf(await context.Server.GetStatsAsync(cancellationToken)) - binding.CountersOf(before));
                 }
 
                 // Set-up garbage (a pool's 50 handshakes against a singleton's one) is collected before the first
                 // round, on both sides, so no kind pays inside its turns for what it did before them.
-                await context.Server.SettleAsync(cancellationToken);
-                PerfServer.Settle();
+                await context.SettleAsync(cancellationToken);
 
                 var previous = string.Empty;
                 for (var round = 0; round < settings.Rounds; round++)
@@ -558,8 +557,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
                         // after such a block.
                         if (OneCallPerSession(previous) && !OneCallPerSession(kind))
                         {
-                            await context.Server.SettleAsync(cancellationToken);
-                            PerfServer.Settle();
+                            await context.SettleAsync(cancellationToken);
                         }
 
                         previous = kind;
@@ -625,11 +623,11 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
         cell.RoundRates.Add(done / seconds);
         var after = await context.Server.GetStatsAsync(cancellationToken);
         cell.ServerCpuSeconds += after.CpuSeconds - serverBefore.CpuSeconds;
-        cell.DuringCalls = Add(cell.DuringCalls, binding.CountersOf(after) - binding.CountersOf(serverBefore));
+        cell.DuringCalls = cell.DuringCalls.Plus(binding.CountersOf(after) - binding.CountersOf(serverBefore));
 
         if (await proxies.QuiesceAsync(cancellationToken))
         {
-            cell.WarmUp = Add(cell.WarmUp, binding.CountersOf(await context.Server.GetStatsAsync(cancellationToken)) - binding.CountersOf(after));
+            cell.WarmUp = cell.WarmUp.Plus(binding.CountersOf(await context.Server.GetStatsAsync(cancellationToken)) - binding.CountersOf(after));
         }
     }
 
@@ -667,10 +665,6 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
     }
 
     private string ServiceTime() => settings.ServiceTime > TimeSpan.Zero ? $", {settings.ServiceTime.TotalMilliseconds:0} ms a call" : string.Empty;
-
-    private static ServerCountsSnapshot Add(ServerCountsSnapshot a, ServerCountsSnapshot b) => new(
-        a.Connections + b.Connections, a.TlsHandshakes + b.TlsHandshakes, a.SessionsStarted + b.SessionsStarted, a.SessionsEnded + b.SessionsEnded, a.Calls + b.Calls, a.EndRecords + b.EndRecords,
-        a.Negotiations + b.Negotiations);
 
     /// <summary>One cell's totals over its rounds.</summary>
     private sealed class Cell

@@ -306,10 +306,10 @@ internal sealed class RedisRun(PerfContext context, RedisSettings settings)
                 var polls = subscribers.Select(s => PollRawAsync(node.PubSub, s, ack: Publishes, cancellationToken)).ToList();
                 await Task.Delay(TimeSpan.FromMilliseconds(500 + (n / 10)), cancellationToken);
                 var waiting = await SnapshotAsync(server);
-                var cpu = ProcessCpu();
+                var cpu = Environment.CpuUsage.TotalTime;
                 await SendRawAsync(node.PubSub, publisher, Publish(topic, Publishes + 1, Publishes + 1), cancellationToken);
                 await Task.WhenAll(polls);
-                processCpu = (ProcessCpu() - cpu).TotalMicroseconds / n;
+                processCpu = (Environment.CpuUsage.TotalTime - cpu).TotalMicroseconds / n;
                 held = (waiting, await SnapshotAsync(server)) is var (w, d) ? ((d.Trips - w.Trips) / (double)n, (d.Commands - w.Commands) / (double)n, (d.Cpu - w.Cpu).TotalMicroseconds / n) : held;
             }
 
@@ -330,12 +330,6 @@ internal sealed class RedisRun(PerfContext context, RedisSettings settings)
         }
 
         return counts;
-    }
-
-    private static TimeSpan ProcessCpu()
-    {
-        using var process = System.Diagnostics.Process.GetCurrentProcess();
-        return process.TotalProcessorTime;
     }
 
     private static string Publish(string topic, long seq, int data) => $"{{\"seq\":{seq},\"data\":{{\"op\":\"publish\",\"topic\":\"{topic}\",\"data\":{data}}}}}\n";

@@ -1,11 +1,11 @@
 using System.Globalization;
 using ChannelPool.Perf.Reporting;
 
-namespace ChannelPool.Perf.Scenarios.Proxies;
+namespace ChannelPool.Perf.Stats;
 
 /// <summary>
-/// The ratio of two kinds' calls per second measured in the same rounds: one ratio per round, from two turns that ran
-/// next to each other in time, and their median with the middle half of them as the spread. A shared machine's load
+/// The ratio of two kinds' figures measured in the same rounds (calls per second, CPU per delivery): one ratio per round,
+/// from two turns that ran next to each other in time, and their median with the middle half of them as the spread. A shared machine's load
 /// drifts by more than the kinds differ; within one round both kinds see about the same load, so the drift cancels
 /// in each round's ratio, and the median drops the rounds a burst of other work landed in.
 /// </summary>
@@ -15,9 +15,9 @@ namespace ChannelPool.Perf.Scenarios.Proxies;
 /// <param name="Rounds">How many rounds the ratio is taken over.</param>
 internal readonly record struct PairedRatio(double Median, double Low, double High, int Rounds)
 {
-    /// <summary>Pairs the rates of two kinds round by round.</summary>
-    /// <param name="rates">Calls per second of the kind on top, one per round.</param>
-    /// <param name="baselineRates">Calls per second of the kind below, one per round, in the same order.</param>
+    /// <summary>Pairs the figures of two kinds round by round.</summary>
+    /// <param name="rates">The figures of the kind on top, one per round.</param>
+    /// <param name="baselineRates">The figures of the kind below, one per round, in the same order.</param>
     /// <returns>The paired ratio, or <see langword="null"/> when the rounds do not pair up or a baseline round made no call.</returns>
     public static PairedRatio? Of(IReadOnlyList<double> rates, IReadOnlyList<double> baselineRates)
     {
@@ -29,6 +29,9 @@ internal readonly record struct PairedRatio(double Median, double Low, double Hi
         var ratios = rates.Zip(baselineRates, (rate, baseline) => rate / baseline).Order().ToArray();
         return new PairedRatio(Quantile(ratios, 0.5), Quantile(ratios, 0.25), Quantile(ratios, 0.75), ratios.Length);
     }
+
+    /// <summary>The median of the finite values, or NaN when there are none.</summary>
+    public static double MedianOf(IEnumerable<double> values) => values.Where(double.IsFinite).Order().ToList() is { Count: > 0 } sorted ? Quantile(sorted, 0.5) : double.NaN;
 
     /// <summary>The <paramref name="q"/> quantile of sorted values, interpolated between the two nearest (as R's type 7 and Excel's PERCENTILE do).</summary>
     /// <param name="sorted">Values in ascending order, at least one.</param>
