@@ -34,9 +34,10 @@ public sealed class NetTcpTestHost : IAsyncDisposable
         _certificate = certificate;
         Counters = counters;
         Concurrency = concurrency;
-        Port = ((IPEndPoint)listener.LocalEndpoint).Port;
-        EchoAddress = new Uri($"net.tcp://127.0.0.1:{Port}/echo");
-        CounterAddress = new Uri($"net.tcp://127.0.0.1:{Port}/counter");
+        var local = (IPEndPoint)listener.LocalEndpoint;
+        Port = local.Port;
+        EchoAddress = new Uri($"net.tcp://{local.Address}:{Port}/echo");
+        CounterAddress = new Uri($"net.tcp://{local.Address}:{Port}/counter");
         _acceptLoop = AcceptLoopAsync();
     }
 
@@ -67,10 +68,14 @@ public sealed class NetTcpTestHost : IAsyncDisposable
     /// tests were written against; <see cref="ServiceConcurrency.Single"/> serves them one at a time, as a WCF service
     /// with its default settings does.
     /// </param>
+    /// <param name="listenAddress">
+    /// The loopback address to listen on; 127.0.0.1 when null. Linux answers on all of 127.0.0.0/8, so hosts on
+    /// 127.0.0.2 and 127.0.0.3 can share one port, as instances behind one DNS name do.
+    /// </param>
     /// <param name="cancellationToken">Not observed after the listener is started; present for symmetry with other hosts.</param>
     /// <returns>The listening host.</returns>
     public static Task<NetTcpTestHost> StartAsync(
-        X509Certificate2 certificate, int port = 0, ServerCounters? counters = null, ServiceConcurrency concurrency = ServiceConcurrency.Multiple, CancellationToken cancellationToken = default)
+        X509Certificate2 certificate, int port = 0, ServerCounters? counters = null, ServiceConcurrency concurrency = ServiceConcurrency.Multiple, IPAddress? listenAddress = null, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(certificate);
         ArgumentOutOfRangeException.ThrowIfNegative(port);
@@ -81,7 +86,7 @@ public sealed class NetTcpTestHost : IAsyncDisposable
 
         cancellationToken.ThrowIfCancellationRequested();
 
-        var listener = new TcpListener(IPAddress.Loopback, port);
+        var listener = new TcpListener(listenAddress ?? IPAddress.Loopback, port);
         listener.Start();
         return Task.FromResult(new NetTcpTestHost(listener, certificate, counters ?? new ServerCounters(), concurrency));
     }
