@@ -47,6 +47,13 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// </summary>
     public const int MaxCredentialSets = 64;
 
+    /// <summary>
+    /// How long an HTTP binding's channel factory, and so its <c>HttpClient</c> and the connections it pooled, serves
+    /// new channels when <see cref="ChannelPoolOptions.FactoryLifetime"/> is not set: 5 minutes, after which a DNS
+    /// change reaches new channels. WCF does not expose the handler's <c>PooledConnectionLifetime</c>.
+    /// </summary>
+    public static readonly TimeSpan HttpFactoryLifetime = TimeSpan.FromMinutes(5);
+
     private readonly Action<ChannelFactory<TContract>>? _configureFactory;
     private readonly TimeProvider? _timeProvider;
     private readonly ILoggerFactory? _loggerFactory;
@@ -546,6 +553,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
                 (leaseMode == LeaseMode.Reuse && _connectionSession && !_contractRequiresSession ? EndpointRules.LeasesPerConnection : 1),
             IsFatalError = options.IsFatalError ?? FatalErrors.IsSecurityFailure,
             LeakDetectionThreshold = options.LeakDetectionThreshold ?? DefaultLeakDetectionThreshold(),
+            FactoryLifetime = options.FactoryLifetime ?? (TraceContextPropagation.IsHttp(Binding) ? HttpFactoryLifetime : null),
         };
     }
 
