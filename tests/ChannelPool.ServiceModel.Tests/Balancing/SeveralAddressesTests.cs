@@ -66,7 +66,7 @@ public sealed class SeveralAddressesTests
         var balanced = pool.BalancedPool!;
 
         using var stop = new CancellationTokenSource();
-        var failures = new ConcurrentQueue<(long StartedAt, Exception Error)>();
+        var failures = new ConcurrentQueue<(long StartedAt, long EndedAt, Exception Error)>();
         var callers = Enumerable.Range(0, 16).Select(caller => LoopAsync(pool, caller, failures, stop.Token)).ToArray();
         await Eventually.That(() => hosts[2].Counters.Calls > 20, "the third instance serves calls");
 
@@ -95,6 +95,73 @@ public sealed class SeveralAddressesTests
         // that started after the ejection does, and no more failed than the connections the instance had.
         Assert.That(failures.Where(f => f.StartedAt > ejectedAt).Select(f => f.Error.Message), Is.Empty);
         Assert.That(failures.Count, Is.LessThanOrEqualTo(16 + 9), string.Join(Environment.NewLine, failures.Select(f => f.Error.Message).Distinct()));
+    }
+
+    [Test]
+    public async Task AnInstance20TimesSlowerThanTheOthers_GetsFarFewerCalls()
+    {
+        var hosts = await StartHostsAsync(3);
+        hosts[2].AddedServiceTime = TimeSpan.FromMilliseconds(95);
+        await using var pool = CreatePool(hosts, new BalancingOptions { OutlierInterval = TimeSpan.FromSeconds(1), LatencyMinimumCalls = 5 });
+        await pool.WarmUpAsync(readyChannels: 9);
+
+        // Every call takes 5 ms of service time; at the slow instance, 100 ms.
+        await Task.WhenAll(Enumerable.Range(0, 16).Select(caller => CallerAsync(pool, caller, calls: 60, serviceMilliseconds: 5)));
+
+        var calls = hosts.Select(h => h.Counters.Calls).ToArray();
+        Assert.That(calls.Sum(), Is.EqualTo(16 * 60));
+        Assert.That(calls[2], Is.LessThan(Math.Min(calls[0], calls[1]) / 5), $"calls per instance: {string.Join(", ", calls)}");
+    }
+
+    [Test]
+    public async Task ARollingRestartOfAllThree_UnderLoad_LosesNoCallStartedAfterAnEjection_AndEndsEvenlySpread()
+    {
+        var hosts = await StartHostsAsync(3);
+        var balancing = new BalancingOptions
+        {
+            ConsecutiveFailures = 2,
+            BaseEjectionTime = TimeSpan.FromSeconds(1),
+            OutlierInterval = TimeSpan.FromMilliseconds(250),
+            LatencyEjectionFactor = 0,
+        };
+        await using var pool = CreatePool(hosts, balancing);
+        await pool.WarmUpAsync(readyChannels: 9);
+        var balanced = pool.BalancedPool!;
+        using var stop = new CancellationTokenSource();
+        var failures = new ConcurrentQueue<(long StartedAt, long EndedAt, Exception Error)>();
+        var callers = Enumerable.Range(0, 16).Select(caller => LoopAsync(pool, caller, failures, stop.Token)).ToArray();
+
+        var windows = new List<(long From, long To)>();
+        for (var i = 0; i < 3; i++)
+        {
+            var port = hosts[i].Port;
+            var killedAt = Stopwatch.GetTimestamp();
+            await hosts[i].StopAsync();
+            var index = i;
+            await Eventually.That(
+                () => balanced.GetEndpoints()[index].State == EndpointState.Ejected,
+                () => $"instance {index} is ejected ({string.Join("; ", balanced.GetEndpoints())})");
+            windows.Add((killedAt, Stopwatch.GetTimestamp()));
+            hosts[i] = await NetTcpTestHost.StartAsync(_certificate, port);
+            _hosts.Add(hosts[i]);
+            await Eventually.That(
+                () => hosts[index].Counters.Calls > 20,
+                () => $"instance {index} takes calls again ({string.Join("; ", balanced.GetEndpoints())})");
+        }
+
+        var before = hosts.Select(h => h.Counters.Calls).ToArray();
+        await Eventually.That(() => hosts.Sum(h => h.Counters.Calls) - before.Sum() > 600, "600 more calls are served");
+        await stop.CancelAsync();
+        await Task.WhenAll(callers);
+
+        // A failure is a call that went out on a connection the instance reset while it stopped; none started later.
+        // Allowed: a call that started before an instance's ejection and was still out when it was killed.
+        var late = failures.Where(f => !windows.Any(w => f.StartedAt <= w.To && f.EndedAt >= w.From))
+            .Select(f => $"{f.Error.GetType().Name} started {string.Join("/", windows.Select(w => Stopwatch.GetElapsedTime(w.From, f.StartedAt).TotalMilliseconds.ToString("0", System.Globalization.CultureInfo.InvariantCulture)))} ms after the kills (ejected {string.Join("/", windows.Select(w => Stopwatch.GetElapsedTime(w.From, w.To).TotalMilliseconds.ToString("0", System.Globalization.CultureInfo.InvariantCulture)))} ms after them): {f.Error.Message}");
+        Assert.That(late, Is.Empty);
+        var spread = hosts.Select((h, i) => h.Counters.Calls - before[i]).ToArray();
+        var even = spread.Sum() / 3.0;
+        Assert.That(spread, Has.All.InRange(even * 0.7, even * 1.3), $"calls per instance after the restarts: {string.Join(", ", spread)}");
     }
 
     [Test]
@@ -210,17 +277,17 @@ public sealed class SeveralAddressesTests
         factory => TestCertificate.TrustOnly(factory.Credentials, _certificate));
 
     /// <summary>A caller as the docs show one: a proxy per call, closed after it, no try/finally.</summary>
-    private static async Task CallerAsync(ServiceChannelPool<IEchoService> pool, int caller, int calls)
+    private static async Task CallerAsync(ServiceChannelPool<IEchoService> pool, int caller, int calls, int serviceMilliseconds = 2)
     {
         for (var i = 0; i < calls; i++)
         {
             var proxy = new EchoProxy(pool);
-            Assert.That(await proxy.EchoAfterAsync($"{caller}/{i}", 2), Is.EqualTo($"{caller}/{i}"));
+            Assert.That(await proxy.EchoAfterAsync($"{caller}/{i}", serviceMilliseconds), Is.EqualTo($"{caller}/{i}"));
             proxy.Close();
         }
     }
 
-    private static async Task LoopAsync(ServiceChannelPool<IEchoService> pool, int caller, ConcurrentQueue<(long, Exception)> failures, CancellationToken stop)
+    private static async Task LoopAsync(ServiceChannelPool<IEchoService> pool, int caller, ConcurrentQueue<(long, long, Exception)> failures, CancellationToken stop)
     {
         for (var i = 0; !stop.IsCancellationRequested; i++)
         {
@@ -233,12 +300,12 @@ public sealed class SeveralAddressesTests
             }
             catch (CommunicationException ex)
             {
-                failures.Enqueue((startedAt, ex));
+                failures.Enqueue((startedAt, Stopwatch.GetTimestamp(), ex));
                 proxy.Abort();
             }
             catch (TimeoutException ex)
             {
-                failures.Enqueue((startedAt, ex));
+                failures.Enqueue((startedAt, Stopwatch.GetTimestamp(), ex));
                 proxy.Abort();
             }
         }

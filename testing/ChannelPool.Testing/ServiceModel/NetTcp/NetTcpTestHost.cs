@@ -41,6 +41,12 @@ public sealed class NetTcpTestHost : IAsyncDisposable
         _acceptLoop = AcceptLoopAsync();
     }
 
+    /// <summary>
+    /// Gets or sets what the host adds to the service time of every call from now on, as an instance that has become
+    /// slow would; zero by default.
+    /// </summary>
+    public TimeSpan AddedServiceTime { get; set; }
+
     /// <summary>Gets the port the host listens on.</summary>
     public int Port { get; }
 
@@ -164,7 +170,7 @@ public sealed class NetTcpTestHost : IAsyncDisposable
 
             Counters.ConnectionAccepted();
             socket.NoDelay = true;
-            var session = new NetTcpSession(socket, _certificate, Counters, ResolveVia, Concurrency, _buffers);
+            var session = new NetTcpSession(socket, _certificate, Counters, ResolveVia, Concurrency, _buffers, () => AddedServiceTime);
             var started = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
 
             // Registered before it runs, so ActiveConnections and StopAsync see it from the first byte.
