@@ -163,6 +163,39 @@ public sealed partial class BalancedChannelPool<TChannel> : IChannelPool<TChanne
         }
     }
 
+    /// <summary>The address <paramref name="lease"/> was leased at, or null when it is not a lease of this pool.</summary>
+    /// <param name="lease">A lease this pool handed out, active or not.</param>
+    /// <returns>Its address.</returns>
+    public PoolAddress? AddressOf(ChannelLease<TChannel> lease) =>
+        lease.Entry?.Pool is { } pool ? Array.Find(_endpoints, e => e.Pool == pool)?.Address : null;
+
+    /// <summary>
+    /// Leases a channel at any address but <paramref name="avoid"/>, if another takes leases: for a caller whose call
+    /// failed there before anything was sent (the connection was refused), to try once more elsewhere.
+    /// </summary>
+    /// <param name="avoid">The address to keep away from; null for none.</param>
+    /// <param name="cancellationToken">Stops the wait.</param>
+    /// <returns>The lease.</returns>
+    public ValueTask<ChannelLease<TChannel>> AcquireElsewhereAsync(PoolAddress? avoid, CancellationToken cancellationToken = default)
+    {
+        var endpoint = PickAvoiding(avoid) ?? throw NoAddress();
+        return AcquireWithFailoverAsync(endpoint, endpoint.Pool.AcquireAsync(cancellationToken), cancellationToken);
+    }
+
+    /// <inheritdoc cref="AcquireElsewhereAsync"/>
+    public ChannelLease<TChannel> AcquireElsewhere(PoolAddress? avoid, CancellationToken cancellationToken = default)
+    {
+        var endpoint = PickAvoiding(avoid) ?? throw NoAddress();
+        try
+        {
+            return endpoint.Pool.Acquire(cancellationToken);
+        }
+        catch (Exception ex) when (CanFailOver(ex, cancellationToken))
+        {
+            return Acquire(cancellationToken);
+        }
+    }
+
     /// <inheritdoc/>
     /// <remarks>The sums over every address; the breaker is closed while any address that takes leases has it closed.</remarks>
     public ChannelPoolSnapshot GetSnapshot()
@@ -441,6 +474,10 @@ public sealed partial class BalancedChannelPool<TChannel> : IChannelPool<TChanne
             }
         }
     }
+
+    private PoolEndpoint<TChannel>? PickAvoiding(PoolAddress? avoid) =>
+        avoid is null ? Pick(tried: null)
+        : Pick([.. _endpoints.Where(e => e.Address.Equals(avoid))]) ?? Pick(tried: null);
 
     private PoolEndpoint<TChannel>? Pick(List<PoolEndpoint<TChannel>>? tried)
     {
