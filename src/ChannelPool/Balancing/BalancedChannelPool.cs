@@ -400,6 +400,7 @@ public sealed partial class BalancedChannelPool<TChannel> : IChannelPool<TChanne
                 return;
             }
 
+            endpoint.ResetAverage(MedianAverage_NoLock(endpoint));
             endpoint.State = EndpointState.Active;
             Publish_NoLock();
         }
@@ -436,6 +437,12 @@ public sealed partial class BalancedChannelPool<TChannel> : IChannelPool<TChanne
                         if (failures == 0 && endpoint.Ejections > 0)
                         {
                             endpoint.Ejections--;
+                        }
+
+                        // No call in a whole interval: its average may be stale from a slow spell; give it the others'.
+                        if (calls == 0)
+                        {
+                            endpoint.ResetAverage(MedianAverage_NoLock(endpoint));
                         }
 
                         if (calls >= _balancing.LatencyMinimumCalls)
@@ -506,7 +513,7 @@ public sealed partial class BalancedChannelPool<TChannel> : IChannelPool<TChanne
 
         var a = routable[first];
         var b = routable[second];
-        return b.InFlight < a.InFlight ? b : a;
+        return b.Cost < a.Cost ? b : a;
     }
 
     /// <summary>
@@ -521,7 +528,7 @@ public sealed partial class BalancedChannelPool<TChannel> : IChannelPool<TChanne
             candidates = _endpoints.Where(e => e.State != EndpointState.Draining && tried?.Contains(e) != true).ToList();
         }
 
-        return candidates.Count == 0 ? null : candidates.MinBy(e => (e.InFlight, Random.Shared.Next()));
+        return candidates.Count == 0 ? null : candidates.MinBy(e => (e.Cost, Random.Shared.Next()));
     }
 
     private async ValueTask<ChannelLease<TChannel>> AcquireWithFailoverAsync(
@@ -557,11 +564,20 @@ public sealed partial class BalancedChannelPool<TChannel> : IChannelPool<TChanne
 
     private ObjectDisposedException NoAddress() => new(GetType().FullName, $"Channel pool '{Name}' is disposed.");
 
+    /// <summary>The median of the other active addresses' average call times; 0 when none has one yet.</summary>
+    private long MedianAverage_NoLock(PoolEndpoint<TChannel> except)
+    {
+        var averages = _endpoints.Where(e => e != except && e.State == EndpointState.Active && e.AverageTicks > 0).Select(e => e.AverageTicks).Order().ToArray();
+        return averages.Length == 0 ? 0 : averages[averages.Length / 2];
+    }
+
     private void Join_NoLock(PoolAddress address, int count)
     {
         var pool = new DefaultChannelPool<TChannel>(
             _factoryFor(address), ShareFor(_options, count, address), _timeProvider, _loggerFactory, _meterFactory);
-        _endpoints = [.. _endpoints, new PoolEndpoint<TChannel>(this, address, pool)];
+        var endpoint = new PoolEndpoint<TChannel>(this, address, pool);
+        endpoint.ResetAverage(MedianAverage_NoLock(endpoint));
+        _endpoints = [.. _endpoints, endpoint];
         _ = pool.WarmUpAsync(readyChannels: 0);
     }
 

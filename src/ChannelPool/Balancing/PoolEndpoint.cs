@@ -13,6 +13,10 @@ internal sealed class PoolEndpoint<TChannel> : IEndpointObserver
     private long _calls;
     private long _failures;
 
+    // A moving average of lease time (call time, for a lease per operation), in ticks; 0 until the first call. Written
+    // by whichever release comes last, without a lock: a lost update only delays the average by one call.
+    private long _averageTicks;
+
     // The outlier interval's calls and their summed lease time, taken and reset by each outlier check.
     private long _intervalCalls;
     private long _intervalTicks;
@@ -41,6 +45,19 @@ internal sealed class PoolEndpoint<TChannel> : IEndpointObserver
 
     public int InFlight => Volatile.Read(ref _inFlight);
 
+    /// <summary>Gets the moving average of this address's call time, in ticks; 0 before its first call.</summary>
+    public long AverageTicks => Volatile.Read(ref _averageTicks);
+
+    /// <summary>
+    /// The balancer's cost of sending one more call here: the calls in flight, plus this one, times the average call
+    /// time. An address that answers 20 times slower costs 20 times more at equal load (Finagle's and Linkerd's
+    /// load-by-latency), so power of two choices leaves it nearly idle rather than giving it one call in two picks.
+    /// </summary>
+    public long Cost => (InFlight + 1) * Math.Max(1, AverageTicks);
+
+    /// <summary>Starts the average afresh at <paramref name="ticks"/>: for an address that joins or comes back, the others' median.</summary>
+    public void ResetAverage(long ticks) => Volatile.Write(ref _averageTicks, ticks);
+
     public void Leased() => Interlocked.Increment(ref _inFlight);
 
     public void Released(bool failed, TimeSpan held)
@@ -49,6 +66,8 @@ internal sealed class PoolEndpoint<TChannel> : IEndpointObserver
         Interlocked.Increment(ref _calls);
         Interlocked.Increment(ref _intervalCalls);
         Interlocked.Add(ref _intervalTicks, held.Ticks);
+        var average = Volatile.Read(ref _averageTicks);
+        Volatile.Write(ref _averageTicks, average == 0 ? Math.Max(1, held.Ticks) : average + ((held.Ticks - average) / 5));
         if (failed)
         {
             Failed();

@@ -47,6 +47,12 @@ public sealed class NetTcpTestHost : IAsyncDisposable
     /// </summary>
     public TimeSpan AddedServiceTime { get; set; }
 
+    /// <summary>
+    /// Gets or sets whether the host serves a via naming another port, as an instance behind a layer-4 balancer sees
+    /// the balancer's address in the via; false by default, when a via must name the host's own port.
+    /// </summary>
+    public bool ServesAnyPort { get; set; }
+
     /// <summary>Gets the port the host listens on.</summary>
     public int Port { get; }
 
@@ -188,7 +194,7 @@ public sealed class NetTcpTestHost : IAsyncDisposable
 
     private ServedContract? ResolveVia(string via)
     {
-        if (!Uri.TryCreate(via, UriKind.Absolute, out Uri? uri) || uri.Scheme != "net.tcp" || uri.Port != Port)
+        if (!Uri.TryCreate(via, UriKind.Absolute, out Uri? uri) || uri.Scheme != "net.tcp" || (uri.Port != Port && !ServesAnyPort))
         {
             return null;
         }
