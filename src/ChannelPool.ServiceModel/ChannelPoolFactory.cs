@@ -8,7 +8,7 @@ namespace ChannelPool.ServiceModel;
 
 /// <summary>
 /// The static entry point for applications without dependency injection, in the original 2007 pool's words:
-/// <see cref="Initialize"/> at start-up, <see cref="Destroy"/> at shutdown. Proxies built with
+/// <c>Initialize</c> at start-up, <see cref="Destroy"/> at shutdown. Proxies built with
 /// <see cref="PooledClientBase{TContract}"/>'s parameterless constructor lease from the pool it initializes.
 /// </summary>
 /// <typeparam name="TContract">The service contract.</typeparam>
@@ -19,7 +19,7 @@ public static class ChannelPoolFactory<TContract>
     private static readonly ConcurrentDictionary<EndpointKey, Lazy<ServiceChannelPool<TContract>>> ByEndpoint = new();
     private static volatile ServiceChannelPool<TContract>? _current;
 
-    /// <summary>Gets the pool <see cref="Initialize"/> created, or null.</summary>
+    /// <summary>Gets the pool <c>Initialize</c> created, or null.</summary>
     public static ServiceChannelPool<TContract>? Current => _current;
 
     /// <summary>Creates the contract's pool and starts filling it in the background.</summary>
@@ -33,6 +33,7 @@ public static class ChannelPoolFactory<TContract>
     /// </param>
     /// <returns>The pool.</returns>
     /// <exception cref="InvalidOperationException">The contract's pool is already initialized; call <see cref="Destroy"/> first.</exception>
+#pragma warning disable RS0026 // Overloads told apart by the address parameter's type, which is never optional.
     public static ServiceChannelPool<TContract> Initialize(
         Binding binding,
         EndpointAddress address,
@@ -40,7 +41,34 @@ public static class ChannelPoolFactory<TContract>
         ChannelPoolOptions? options = null,
         ILoggerFactory? loggerFactory = null)
     {
-        var pool = new ServiceChannelPool<TContract>(binding, address, options, configure, loggerFactory: loggerFactory);
+        return Install(new ServiceChannelPool<TContract>(binding, address, options, configure, loggerFactory: loggerFactory));
+    }
+
+    /// <summary>
+    /// Creates the contract's pool over several addresses of the service, balanced between them (see
+    /// <see cref="BalancedChannelPool{TChannel}"/>), and starts filling it in the background.
+    /// </summary>
+    /// <param name="binding">The binding.</param>
+    /// <param name="addresses">The service's addresses: at least one, all of the binding's scheme, none twice.</param>
+    /// <param name="balancing">How leases are spread and addresses ejected and resolved; defaults when null.</param>
+    /// <param name="configure">Configures each channel factory: credentials, the service certificate check, behaviors.</param>
+    /// <param name="options">Pool settings, shared out over the addresses; defaults when null.</param>
+    /// <param name="loggerFactory">Where the pool logs; null logs nothing.</param>
+    /// <returns>The pool.</returns>
+    /// <exception cref="ArgumentException">The address list is empty, repeats an address or mixes schemes.</exception>
+    /// <exception cref="InvalidOperationException">The contract's pool is already initialized; call <see cref="Destroy"/> first.</exception>
+    public static ServiceChannelPool<TContract> Initialize(
+        Binding binding,
+        IEnumerable<EndpointAddress> addresses,
+        BalancingOptions? balancing = null,
+        Action<ChannelFactory<TContract>>? configure = null,
+        ChannelPoolOptions? options = null,
+        ILoggerFactory? loggerFactory = null) =>
+        Install(new ServiceChannelPool<TContract>(binding, addresses, options, balancing, configure, loggerFactory: loggerFactory));
+#pragma warning restore RS0026
+
+    private static ServiceChannelPool<TContract> Install(ServiceChannelPool<TContract> pool)
+    {
         if (Interlocked.CompareExchange(ref _current, pool, null) is not null)
         {
             pool.Dispose();

@@ -1,3 +1,4 @@
+using System.ServiceModel;
 using System.Collections.Concurrent;
 using System.Linq.Expressions;
 using System.Reflection;
@@ -171,49 +172,120 @@ internal class OperationChannel<TContract> : DispatchProxy
     }
 
     // The two places a call meets a leased channel: the lease is taken, the channel called, the lease released with
-    // the call's outcome recorded on the channel. A step that retries elsewhere wraps these.
+    // the call's outcome recorded on the channel. On a pool over several addresses, a call that failed before anything
+    // was sent is made again on a lease at another address (see NotSent); any other failure goes to the caller.
     private object? CallOnLease(Operation operation, object?[]? args, CallSpan span)
     {
-        var lease = _proxy.StartUsing().Acquire();
-        try
+        var pool = _proxy.StartUsing();
+        var lease = pool.Acquire();
+        for (var attempt = 1; ; attempt++)
         {
-            var channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
-            span.Acquired(lease.ChannelId, channel);
-            return channel.Call(operation.Invoke, args);
-        }
-        finally
-        {
-            _proxy.EndOperation(lease);
+            PoolAddress? failedAt = null;
+            try
+            {
+                var channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
+                span.Acquired(lease.ChannelId, channel);
+                return channel.Call(operation.Invoke, args);
+            }
+            catch (Exception ex) when (MayRetryElsewhere(pool, lease, ex, attempt, out failedAt))
+            {
+                // Released below, broken: the address counts one more failure towards its ejection.
+            }
+            finally
+            {
+                _proxy.EndOperation(lease);
+            }
+
+            lease = ((BalancedChannelPool<TContract>)pool).AcquireElsewhere(failedAt);
         }
     }
 
     private async Task<T> CallOnLeaseAsync<T>(Operation operation, object?[]? args, CallSpan span)
     {
-        var lease = await _proxy.StartUsing().AcquireAsync().ConfigureAwait(false);
-        try
+        var pool = _proxy.StartUsing();
+        var lease = await pool.AcquireAsync().ConfigureAwait(false);
+        for (var attempt = 1; ; attempt++)
         {
-            var channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
-            span.Acquired(lease.ChannelId, channel);
-            var task = (Task)channel.Call(operation.Invoke, args)!;
+            PoolAddress? failedAt = null;
             try
             {
-                if (task is Task<T> typed)
+                var channel = FailureTrackingChannel<TContract>.Of(lease.Channel);
+                span.Acquired(lease.ChannelId, channel);
+                var task = (Task)channel.Call(operation.Invoke, args)!;
+                try
                 {
-                    return await typed.ConfigureAwait(false);
-                }
+                    if (task is Task<T> typed)
+                    {
+                        return await typed.ConfigureAwait(false);
+                    }
 
-                await task.ConfigureAwait(false);
-                return default!;
+                    await task.ConfigureAwait(false);
+                    return default!;
+                }
+                catch (Exception ex) when (channel.Observe(ex))
+                {
+                    throw; // Observe always returns false: the failure is recorded before the lease is released.
+                }
             }
-            catch (Exception ex) when (channel.Observe(ex))
+            catch (Exception ex) when (MayRetryElsewhere(pool, lease, ex, attempt, out failedAt))
             {
-                throw; // Observe always returns false: the failure is recorded before the lease is released.
+                // Released below, broken: the address counts one more failure towards its ejection.
+            }
+            finally
+            {
+                _proxy.EndOperation(lease);
+            }
+
+            lease = await ((BalancedChannelPool<TContract>)pool).AcquireElsewhereAsync(failedAt).ConfigureAwait(false);
+        }
+    }
+
+    /// <summary>
+    /// Whether a failed call goes again on another address: the pool balances several, an address is left to try, and
+    /// the failure shows nothing was sent. Runs as an exception filter, before the lease is released.
+    /// </summary>
+    private static bool MayRetryElsewhere(IChannelPool<TContract> pool, ChannelLease<TContract> lease, Exception error, int attempt, out PoolAddress? failedAt)
+    {
+        failedAt = null;
+        if (pool is not BalancedChannelPool<TContract> balanced || !NotSent(error) || attempt >= Math.Min(3, Math.Max(2, balanced.Configured.Count)))
+        {
+            return false;
+        }
+
+        failedAt = balanced.AddressOf(lease);
+        return failedAt is not null;
+    }
+
+    /// <summary>
+    /// A failure that shows the request never reached a service: the connection could not be made (refused, no route,
+    /// name not found: WCF's HTTP transport wraps the handler's connection error), no endpoint listens there
+    /// (<see cref="EndpointNotFoundException"/>), or the channel had faulted before the call began
+    /// (<see cref="CommunicationObjectFaultedException"/>). Anything else may have reached the service, and a call that
+    /// may have run there is never repeated by the pool; an idempotent operation can be retried by the caller's own
+    /// policy (Polly).
+    /// </summary>
+    internal static bool NotSent(Exception error)
+    {
+        if (error is EndpointNotFoundException or CommunicationObjectFaultedException)
+        {
+            return true;
+        }
+
+        for (var inner = error; inner is not null; inner = inner.InnerException)
+        {
+            switch (inner)
+            {
+                case System.Net.Http.HttpRequestException { HttpRequestError: System.Net.Http.HttpRequestError.ConnectionError or System.Net.Http.HttpRequestError.NameResolutionError }:
+                case System.Net.Sockets.SocketException
+                {
+                    SocketErrorCode: System.Net.Sockets.SocketError.ConnectionRefused or System.Net.Sockets.SocketError.HostUnreachable
+                        or System.Net.Sockets.SocketError.NetworkUnreachable or System.Net.Sockets.SocketError.HostNotFound,
+                }:
+                    return true;
             }
         }
-        finally
-        {
-            _proxy.EndOperation(lease);
-        }
+
+        return false;
     }
 
     // A call on the channel the proxy holds for its life (a session, or InnerChannel pinned it).

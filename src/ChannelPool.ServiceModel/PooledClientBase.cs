@@ -71,7 +71,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     private readonly Lock _sync = new();
     private ServiceChannelPool<TContract>? _endpointPool;
     private ClientCredentials? _credentials;
-    private DefaultChannelPool<TContract>? _pool;
+    private IChannelPool<TContract>? _pool;
     private TContract? _operations;
     private HeldLease? _held;
     private bool? _holdsChannel;
@@ -80,7 +80,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
 
     /// <summary>
     /// Creates a proxy that leases from the pool registered for <typeparamref name="TContract"/> with
-    /// <see cref="ChannelPoolFactory{TContract}.Initialize"/>. The pool is looked up at first use.
+    /// <c>ChannelPoolFactory&lt;TContract&gt;.Initialize</c>. The pool is looked up at first use.
     /// </summary>
     protected PooledClientBase()
     {
@@ -343,7 +343,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     internal bool HoldsChannel() => _holdsChannel ??= ServiceChannelPool.HoldsChannelPerProxy;
 
     /// <summary>The pool a call leases from, once the proxy is known to be open; raises Opening and Opened at first use.</summary>
-    internal DefaultChannelPool<TContract> StartUsing()
+    internal IChannelPool<TContract> StartUsing()
     {
         // Every call after the first: the proxy is open and its pool chosen, so no lock. A Close racing this call
         // lets it run, as a Close just after the lock would have.
@@ -352,7 +352,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
             return chosen;
         }
 
-        DefaultChannelPool<TContract> pool;
+        IChannelPool<TContract> pool;
         var first = false;
         using (_sync.EnterScope())
         {
@@ -428,7 +428,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
             return held;
         }
 
-        DefaultChannelPool<TContract> pool;
+        IChannelPool<TContract> pool;
         using (_sync.EnterScope())
         {
             ThrowIfClosed();
@@ -476,7 +476,7 @@ public abstract class PooledClientBase<TContract> : ICommunicationObject, IDispo
     }
 
     // Credentials are read here, at first use: the original pool's rule, since applications set them after construction.
-    private DefaultChannelPool<TContract> SelectPool() => _pool ??= ServiceChannelPool.GetPool(_credentials);
+    private IChannelPool<TContract> SelectPool() => _pool ??= ServiceChannelPool.GetChannelPool(_credentials);
 
     private void Release(bool broken)
     {

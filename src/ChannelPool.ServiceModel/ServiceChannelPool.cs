@@ -47,6 +47,13 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// </summary>
     public const int MaxCredentialSets = 64;
 
+    /// <summary>
+    /// How long an HTTP binding's channel factory, and so its <c>HttpClient</c> and the connections it pooled, serves
+    /// new channels when <see cref="ChannelPoolOptions.FactoryLifetime"/> is not set: 5 minutes, after which a DNS
+    /// change reaches new channels. WCF does not expose the handler's <c>PooledConnectionLifetime</c>.
+    /// </summary>
+    public static readonly TimeSpan HttpFactoryLifetime = TimeSpan.FromMinutes(5);
+
     private readonly Action<ChannelFactory<TContract>>? _configureFactory;
     private readonly TimeProvider? _timeProvider;
     private readonly ILoggerFactory? _loggerFactory;
@@ -62,6 +69,8 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     private volatile Dictionary<CredentialKey, Pooled> _byCredentials;
     private readonly ConditionalWeakTable<IHeldChannel, IHeldChannel> _held = new();
     private readonly ConcurrentDictionary<MethodInfo, CallTarget> _callTargets = new();
+    private readonly EndpointAddress[] _addresses;
+    private readonly BalancingOptions? _balancing;
     private ChannelPoolOptions _options;
     private bool _paused;
 
@@ -89,16 +98,78 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         TimeProvider? timeProvider = null,
         ILoggerFactory? loggerFactory = null,
         IMeterFactory? meterFactory = null)
+        : this(binding, [address ?? throw new ArgumentNullException(nameof(address))], balancing: null, options, configureFactory, timeProvider, loggerFactory, meterFactory)
+    {
+    }
+
+    /// <summary>
+    /// Creates one pool over several addresses of the service: a <see cref="BalancedChannelPool{TChannel}"/> per set of
+    /// credentials, which spreads leases over the addresses, ejects a failing or slow one, and leases elsewhere when an
+    /// address cannot open a channel. Nothing is opened until warm-up or the first call.
+    /// </summary>
+    /// <param name="binding">The binding, as a <c>ClientBase</c> proxy would take it.</param>
+    /// <param name="addresses">The service's addresses: at least one, all of the binding's scheme, none twice.</param>
+    /// <param name="options">The pool settings; each address gets its share of the sizes. Defaults apply when null.</param>
+    /// <param name="balancing">How leases are spread and addresses ejected and resolved. Defaults apply when null.</param>
+    /// <param name="configureFactory">Configures each channel factory before it opens; runs once per address and credential pool.</param>
+    /// <param name="timeProvider">The pools' source of time. Defaults to <see cref="TimeProvider.System"/>.</param>
+    /// <param name="loggerFactory">Where the pools log.</param>
+    /// <param name="meterFactory">Creates the pools' meters.</param>
+    /// <exception cref="ArgumentNullException"><paramref name="binding"/> or <paramref name="addresses"/> is null.</exception>
+    /// <exception cref="ArgumentException">
+    /// The address list is empty, repeats an address or mixes schemes; an address's scheme is not the binding's; or
+    /// <typeparamref name="TContract"/> is not a service contract.
+    /// </exception>
+    /// <exception cref="OptionsValidationException">An option breaks a rule; the message names it.</exception>
+#pragma warning disable RS0026 // Overloads told apart by the address parameter's type, which is never optional.
+    public ServiceChannelPool(
+        Binding binding,
+        IEnumerable<EndpointAddress> addresses,
+        ChannelPoolOptions? options = null,
+        BalancingOptions? balancing = null,
+        Action<ChannelFactory<TContract>>? configureFactory = null,
+        TimeProvider? timeProvider = null,
+        ILoggerFactory? loggerFactory = null,
+        IMeterFactory? meterFactory = null)
+        : this(binding, addresses?.ToArray() ?? throw new ArgumentNullException(nameof(addresses)), balancing ?? new BalancingOptions(), options, configureFactory, timeProvider, loggerFactory, meterFactory)
+    {
+    }
+#pragma warning restore RS0026
+
+    private ServiceChannelPool(
+        Binding binding,
+        EndpointAddress[] addresses,
+        BalancingOptions? balancing,
+        ChannelPoolOptions? options,
+        Action<ChannelFactory<TContract>>? configureFactory,
+        TimeProvider? timeProvider,
+        ILoggerFactory? loggerFactory,
+        IMeterFactory? meterFactory)
     {
         ArgumentNullException.ThrowIfNull(binding);
-        ArgumentNullException.ThrowIfNull(address);
         EndpointRules.EnsureServiceContract(typeof(TContract));
-        EndpointRules.ValidateAddress(binding, address);
+        if (Array.IndexOf(addresses, null) is var missing and >= 0)
+        {
+            throw new ArgumentException($"Address {missing} of the list is null: give every address of the service.", nameof(addresses));
+        }
+
+        if (addresses.Length == 0)
+        {
+            throw new ArgumentException("The address list is empty: give at least one address of the service.", nameof(addresses));
+        }
+
+        // The balanced pool checks the list itself (repeats, mixed schemes) when it is made below.
+        foreach (var address in addresses)
+        {
+            EndpointRules.ValidateAddress(binding, address);
+        }
 
         options ??= new ChannelPoolOptions();
         Name = options.Name ?? typeof(TContract).Name;
         Binding = binding;
-        Address = address;
+        Address = addresses[0];
+        _addresses = addresses;
+        _balancing = balancing;
         _configureFactory = configureFactory;
         _timeProvider = timeProvider;
         _loggerFactory = loggerFactory;
@@ -110,7 +181,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         ThrowIfConflicting(options);
         _options = options;
 
-        var factory = CreateChannelFactory(credentials: null);
+        var factory = CreateChannelFactory(credentials: null, Address);
 
         // Kept apart from the factory: an opened factory's credentials are read-only, and so are their clones.
         _defaultCredentials = factory.Credentials.Clone();
@@ -125,18 +196,28 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// <summary>Gets the binding every channel uses.</summary>
     public Binding Binding { get; }
 
-    /// <summary>Gets the service's address.</summary>
+    /// <summary>Gets the service's address; with several, the first.</summary>
     public EndpointAddress Address { get; }
 
-    /// <summary>Gets the endpoint of the default pool's channel factory.</summary>
-    public ServiceEndpoint Endpoint => _default.Factory.ChannelFactory.Endpoint;
+    /// <summary>Gets the service's addresses, as configured.</summary>
+    public IReadOnlyList<EndpointAddress> Addresses => Array.AsReadOnly(_addresses);
+
+    /// <summary>Gets the endpoint of the default pool's (first) channel factory.</summary>
+    public ServiceEndpoint Endpoint => _default.First.ChannelFactory.Endpoint;
+
+    /// <summary>
+    /// Gets the balanced pool for the endpoint's own credentials when this endpoint was created over several addresses
+    /// (or with balancing options); null for a single address.
+    /// </summary>
+    public BalancedChannelPool<TContract>? BalancedPool => _default.Pool as BalancedChannelPool<TContract>;
 
     /// <summary>
     /// Gets the pool for the endpoint's own credentials, the one warm-up fills. Reconfigure through
     /// <see cref="Reconfigure"/>, not on this pool: that applies the adapter's defaults for what the options leave unset
     /// (the contract's lease mode, the binding's leases per channel) to every credential pool.
     /// </summary>
-    public DefaultChannelPool<TContract> DefaultPool => _default.Pool;
+    /// <exception cref="InvalidOperationException">This endpoint balances over several addresses: use <see cref="BalancedPool"/>.</exception>
+    public DefaultChannelPool<TContract> DefaultPool => _default.Single ?? throw NotSingle();
 
     /// <inheritdoc />
     public LeaseMode LeaseMode => _default.Pool.LeaseMode;
@@ -155,17 +236,22 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     /// </summary>
     /// <param name="credentials">A proxy's credentials; null for the endpoint's own.</param>
     /// <returns>The pool whose channels were opened with these credentials.</returns>
-    /// <exception cref="InvalidOperationException">More than <see cref="MaxCredentialSets"/> distinct credentials were used.</exception>
-    public DefaultChannelPool<TContract> GetPool(ClientCredentials? credentials)
-    {
-        if (credentials is null)
-        {
-            return _default.Pool;
-        }
+    /// <exception cref="InvalidOperationException">
+    /// More than <see cref="MaxCredentialSets"/> distinct credentials were used; or this endpoint balances over several
+    /// addresses, so there is no single pool: use <see cref="GetChannelPool"/>.
+    /// </exception>
+    public DefaultChannelPool<TContract> GetPool(ClientCredentials? credentials) =>
+        (credentials is null ? _default : PooledFor(credentials)).Single ?? throw NotSingle();
 
-        var key = CredentialKey.From(credentials);
-        return _byCredentials.TryGetValue(key, out var pooled) ? pooled.Pool : CreateCredentialPool(key, credentials);
-    }
+    /// <summary>
+    /// Gets the pool for <paramref name="credentials"/>, creating it the first time those credentials are seen: a
+    /// <see cref="DefaultChannelPool{TChannel}"/> for one address, a <see cref="BalancedChannelPool{TChannel}"/> for several.
+    /// </summary>
+    /// <param name="credentials">A proxy's credentials; null for the endpoint's own.</param>
+    /// <returns>The pool whose channels were opened with these credentials.</returns>
+    /// <exception cref="InvalidOperationException">More than <see cref="MaxCredentialSets"/> distinct credentials were used.</exception>
+    public IChannelPool<TContract> GetChannelPool(ClientCredentials? credentials) =>
+        credentials is null ? _default.Pool : PooledFor(credentials).Pool;
 
     /// <summary>Sums the counts of every credential pool; the breaker state is the worst among them.</summary>
     /// <returns>The counts at this moment.</returns>
@@ -237,7 +323,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         ReleaseHeldChannels();
         var pools = _byCredentials.Values.ToArray();
         await Task.WhenAll(pools.Select(p => p.Pool.DrainAsync(cancellationToken))).ConfigureAwait(false);
-        await Task.WhenAll(pools.Select(p => p.Factory.DisposeAsync().AsTask())).ConfigureAwait(false);
+        await Task.WhenAll(pools.SelectMany(p => p.AllFactories).Select(f => f.DisposeAsync().AsTask())).ConfigureAwait(false);
     }
 
     /// <summary>Applies new settings to every credential pool.</summary>
@@ -268,7 +354,10 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         foreach (var pooled in _byCredentials.Values)
         {
             pooled.Pool.Dispose();
-            pooled.Factory.ChannelFactory.Abort();
+            foreach (var factory in pooled.AllFactories)
+            {
+                factory.ChannelFactory.Abort();
+            }
         }
     }
 
@@ -325,14 +414,23 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         }
     }
 
-    private DefaultChannelPool<TContract> CreateCredentialPool(CredentialKey key, ClientCredentials credentials)
+    private Pooled PooledFor(ClientCredentials credentials)
+    {
+        var key = CredentialKey.From(credentials);
+        return _byCredentials.TryGetValue(key, out var pooled) ? pooled : CreateCredentialPool(key, credentials);
+    }
+
+    private InvalidOperationException NotSingle() => new(
+        $"Channel pool '{Name}' balances over {_addresses.Length} addresses, so it has no single pool: use GetChannelPool or BalancedPool.");
+
+    private Pooled CreateCredentialPool(CredentialKey key, ClientCredentials credentials)
     {
         using (_createLock.EnterScope())
         {
             var current = _byCredentials;
             if (current.TryGetValue(key, out var existing))
             {
-                return existing.Pool;
+                return existing;
             }
 
             if (current.Count >= MaxCredentialSets)
@@ -348,7 +446,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
                 name = $"{Name}[{key}#{n}]";
             }
 
-            var pooled = CreatePool(CreateChannelFactory(credentials), credentials.Clone(), name);
+            var pooled = CreatePool(CreateChannelFactory(credentials, Address), credentials.Clone(), name);
             LogCredentialPoolCreated(_logger, Name, name);
             if (_paused)
             {
@@ -357,16 +455,16 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
 
             // Copy-on-write: lookups on the call path read the dictionary without the lock.
             _byCredentials = new Dictionary<CredentialKey, Pooled>(current) { [key] = pooled };
-            return pooled.Pool;
+            return pooled;
         }
     }
 
     /// <summary>The span and measurement names of a call to <paramref name="method"/>, worked out at its first call that anybody listens to.</summary>
     internal CallTarget CallTargetOf(MethodInfo method) => _callTargets.GetOrAdd(method, static (method, endpoint) => CallTarget.For(endpoint, method), Endpoint);
 
-    private ChannelFactory<TContract> CreateChannelFactory(ClientCredentials? credentials)
+    private ChannelFactory<TContract> CreateChannelFactory(ClientCredentials? credentials, EndpointAddress address)
     {
-        var factory = new ChannelFactory<TContract>(Binding, Address);
+        var factory = new ChannelFactory<TContract>(Binding, address);
         _configureFactory?.Invoke(factory);
         factory.Endpoint.EndpointBehaviors.Add(new TraceContextPropagation(TraceContextPropagation.IsHttp(Binding)));
         if (credentials is not null)
@@ -384,10 +482,60 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
         // The first factory is the one already made; a clear renews it with one made the same way.
         var first = factory;
         var adapter = new ServiceModelChannelFactory<TContract>(
-            () => Interlocked.Exchange(ref first, null) ?? CreateChannelFactory(credentials), _timeProvider);
-        var pool = new DefaultChannelPool<TContract>(
-            adapter, OptionsFor(_options, name), _timeProvider, _loggerFactory, _meterFactory);
-        return new Pooled(pool, adapter);
+            () => Interlocked.Exchange(ref first, null) ?? CreateChannelFactory(credentials, Address), _timeProvider);
+        if (_balancing is null)
+        {
+            var pool = new DefaultChannelPool<TContract>(
+                adapter, OptionsFor(_options, name), _timeProvider, _loggerFactory, _meterFactory);
+            return new Pooled(pool, pool, adapter, new());
+        }
+
+        // The first address reuses the factory already made (the endpoint, its credentials); each other address, and
+        // each address resolution finds, gets one made the same way for its own address.
+        var factories = new ConcurrentQueue<ServiceModelChannelFactory<TContract>>();
+        var adapterTaken = 0;
+        var balanced = new BalancedChannelPool<TContract>(
+            _addresses.Select(a => a.Uri),
+            address =>
+            {
+                var endpoint = AddressFor(address);
+                if (endpoint.Uri == Address.Uri && Interlocked.Exchange(ref adapterTaken, 1) == 0)
+                {
+                    return adapter;
+                }
+
+                var made = new ServiceModelChannelFactory<TContract>(() => CreateChannelFactory(credentials, endpoint), _timeProvider);
+                factories.Enqueue(made);
+                return made;
+            },
+            OptionsFor(_options, name),
+            _balancing,
+            _timeProvider,
+            _loggerFactory,
+            _meterFactory);
+        return new Pooled(balanced, null, adapter, factories);
+    }
+
+    /// <summary>
+    /// The WCF address of one address the balanced pool opens to: the configured one, or, for an IP address resolved
+    /// from a host name, that IP with the configured identity (or the host name's DNS identity, which a TLS binding
+    /// checks the service's certificate against) and headers.
+    /// </summary>
+    private EndpointAddress AddressFor(PoolAddress address)
+    {
+        var configured = _addresses.FirstOrDefault(a => a.Uri == address.Uri)
+            ?? _addresses.FirstOrDefault(a => string.Equals(a.Uri.DnsSafeHost, address.HostName, StringComparison.OrdinalIgnoreCase))
+            ?? Address;
+        if (configured.Uri == address.Uri)
+        {
+            return configured;
+        }
+
+        return new EndpointAddressBuilder(configured)
+        {
+            Uri = address.Uri,
+            Identity = configured.Identity ?? (address.HostName is { } host ? new DnsEndpointIdentity(host) : null),
+        }.ToEndpointAddress();
     }
 
     /// <summary>
@@ -405,6 +553,7 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
                 (leaseMode == LeaseMode.Reuse && _connectionSession && !_contractRequiresSession ? EndpointRules.LeasesPerConnection : 1),
             IsFatalError = options.IsFatalError ?? FatalErrors.IsSecurityFailure,
             LeakDetectionThreshold = options.LeakDetectionThreshold ?? DefaultLeakDetectionThreshold(),
+            FactoryLifetime = options.FactoryLifetime ?? (TraceContextPropagation.IsHttp(Binding) ? HttpFactoryLifetime : null),
         };
     }
 
@@ -447,5 +596,14 @@ public sealed partial class ServiceChannelPool<TContract> : IChannelPool
     [LoggerMessage(301, LogLevel.Information, "Channel pool '{PoolName}' opened a pool for other client credentials: '{CredentialPoolName}'.")]
     private static partial void LogCredentialPoolCreated(ILogger logger, string poolName, string credentialPoolName);
 
-    private sealed record Pooled(DefaultChannelPool<TContract> Pool, ServiceModelChannelFactory<TContract> Factory);
+    /// <summary>One credential set's pool.</summary>
+    /// <param name="Pool">What proxies lease from.</param>
+    /// <param name="Single">The same pool when there is one address; null when it balances over several.</param>
+    /// <param name="First">The factory of the first address.</param>
+    /// <param name="Factories">The factories of the other addresses, made as the balanced pool asks for them.</param>
+    private sealed record Pooled(
+        IChannelPool<TContract> Pool, DefaultChannelPool<TContract>? Single, ServiceModelChannelFactory<TContract> First, ConcurrentQueue<ServiceModelChannelFactory<TContract>> Factories)
+    {
+        public IEnumerable<ServiceModelChannelFactory<TContract>> AllFactories => Factories.Prepend(First);
+    }
 }

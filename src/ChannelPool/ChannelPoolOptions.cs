@@ -162,6 +162,15 @@ public sealed class ChannelPoolOptions
     public TimeSpan? LeakDetectionThreshold { get; set; }
 
     /// <summary>
+    /// Gets or sets how long the channel factory serves new channels before the pool renews it
+    /// (<see cref="IPooledChannelFactory{TChannel}.Renew"/>): the old factory serves the channels it opened until they
+    /// retire, and closes after the last. <see langword="null"/>, the default, never renews it here; the WCF adapter
+    /// renews an HTTP binding's factory every 5 minutes, because each WCF factory owns one <c>HttpClient</c> whose pooled
+    /// connections would otherwise never see a DNS change. At least 1 s.
+    /// </summary>
+    public TimeSpan? FactoryLifetime { get; set; }
+
+    /// <summary>
     /// Gets or sets what an acquire does while the pool is paused (<see cref="DefaultChannelPool{TChannel}.Pause"/>).
     /// Defaults to <see cref="PausedAcquireMode.Fail"/>: it throws <see cref="ChannelPoolUnavailableException"/> at
     /// once, saying the pool is paused.
@@ -266,6 +275,7 @@ public sealed class ChannelPoolOptions
         CloseTimeout = other.CloseTimeout;
         DrainTimeout = other.DrainTimeout;
         LeakDetectionThreshold = other.LeakDetectionThreshold;
+        FactoryLifetime = other.FactoryLifetime;
         AcquireWhilePaused = other.AcquireWhilePaused;
         IsFatalError = other.IsFatalError;
         IdleTarget = new IdleTargetOptions(other.IdleTarget);

@@ -66,6 +66,11 @@ public sealed class ChannelPoolOptionsValidator : IValidateOptions<ChannelPoolOp
                 leak);
         }
 
+        if (options.FactoryLifetime is { } factoryLifetime && factoryLifetime < TimeSpan.FromSeconds(1))
+        {
+            failures.Add(nameof(options.FactoryLifetime), "must be at least 1 second, or null never to renew the channel factory", factoryLifetime);
+        }
+
         // Not annotations: the binder and casts can produce values outside an enum, and the message names the choices.
         if (options.LeaseMode is { } mode && !Enum.IsDefined(mode))
         {

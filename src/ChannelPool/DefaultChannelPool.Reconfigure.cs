@@ -60,6 +60,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         WatchForLeaks(settings.LeakDetectionThreshold);
         FollowSharing();
         RescheduleIdleTarget(settings);
+        ScheduleRenewal(settings.FactoryLifetime);
         Log.PoolReconfigured(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);
         StartOpens(opens);
     }

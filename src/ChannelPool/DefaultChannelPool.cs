@@ -106,6 +106,7 @@ public sealed partial class DefaultChannelPool<TChannel> : IChannelPool<TChannel
         WatchForLeaks(settings.LeakDetectionThreshold);
         FollowSharing();
         _idleTargetTimer = CreateIdleTargetTimer(settings);
+        ScheduleRenewal(settings.FactoryLifetime);
 
         Log.PoolCreated(_logger, Name, settings.PoolSize, settings.MaxChannels, settings.RefillThreshold, settings.ChannelLifetime, settings.LeaseMode);
     }

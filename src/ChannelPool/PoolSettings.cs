@@ -31,6 +31,9 @@ internal sealed record PoolSettings(
 
     public PausedAcquireMode AcquireWhilePaused { get; init; }
 
+    /// <summary>Gets how often the factory is renewed; <see cref="Timeout.InfiniteTimeSpan"/> when never.</summary>
+    public TimeSpan FactoryLifetime { get; init; } = Timeout.InfiniteTimeSpan;
+
     public Func<Exception, bool>? IsFatalError { get; init; }
 
     /// <summary>Gets whether leases share channels always (up to <see cref="MaxLeasesPerChannel"/>) or while it pays.</summary>
@@ -62,6 +65,7 @@ internal sealed record PoolSettings(
             AcquireWhilePaused = options.AcquireWhilePaused,
             IsFatalError = options.IsFatalError,
             LeaseSharing = options.LeaseSharing,
+            FactoryLifetime = options.FactoryLifetime ?? Timeout.InfiniteTimeSpan,
         };
     }
 

@@ -17,6 +17,7 @@ public sealed class FakeChannelFactory : IPooledChannelFactory<FakeChannel>
     private int _maxOpensInFlight;
     private int _closeCalls;
     private int _abortCalls;
+    private int _renewals;
 
     /// <summary>
     /// Gets or sets a function asked on every open attempt for the error to throw; when it (or the property) is null,
@@ -139,6 +140,12 @@ public sealed class FakeChannelFactory : IPooledChannelFactory<FakeChannel>
         Interlocked.Increment(ref _abortCalls);
         channel.MarkAborted();
     }
+
+    /// <summary>Gets how many times the pool renewed this factory.</summary>
+    public int Renewals => Volatile.Read(ref _renewals);
+
+    /// <inheritdoc />
+    public void Renew() => Interlocked.Increment(ref _renewals);
 
     private void UpdateMax(int inFlight)
     {

@@ -32,7 +32,15 @@ public class PerfConsoleTests
 
         using var json = JsonDocument.Parse(await File.ReadAllBytesAsync(Path.Combine(run, "results.json")));
         var sections = json.RootElement.GetProperty("sections").EnumerateArray().ToDictionary(s => s.GetProperty("id").GetString()!, s => s.GetProperty("results"));
-        Assert.That(sections.Keys, Is.EquivalentTo(new[] { "proxies", "headroom", "poll-modes", "floor", "broadcast", "collaboration" }));
+        Assert.That(sections.Keys, Is.EquivalentTo(new[] { "proxies", "headroom", "poll-modes", "floor", "broadcast", "collaboration", "balancing" }));
+
+        // Balancing: four ways of reaching three instances, each measured on real calls, and a rolling restart that
+        // ended evenly spread.
+        var balancing = sections["balancing"];
+        var cells = balancing.GetProperty("cells").EnumerateArray().ToList();
+        Assert.That(cells.Select(c => c.GetProperty("kind").GetString()), Has.Exactly(4).Items);
+        Assert.That(cells.Select(c => c.GetProperty("calls").GetInt64()), Has.All.GreaterThan(0));
+        Assert.That(balancing.GetProperty("restart").GetProperty("secondsToEvenSpread").GetDouble(), Is.GreaterThan(0));
 
         // The figures come from real WCF calls: a per-call proxy pays a TLS handshake per call on every binding (a new
         // ClientBase builds a new factory, and with it a new connection); a warm net.tcp reuse pool pays none.

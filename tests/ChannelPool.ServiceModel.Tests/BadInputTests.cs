@@ -23,7 +23,8 @@ public sealed class BadInputTests
         Assert.Multiple(() =>
         {
             Assert.That(() => new ServiceChannelPool<IEchoService>(null!, TcpAddress), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("binding"));
-            Assert.That(() => new ServiceChannelPool<IEchoService>(NetTcpTestHost.CreateBinding(), null!), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("address"));
+            Assert.That(() => new ServiceChannelPool<IEchoService>(NetTcpTestHost.CreateBinding(), (EndpointAddress)null!), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("address"));
+            Assert.That(() => new ServiceChannelPool<IEchoService>(NetTcpTestHost.CreateBinding(), (IEnumerable<EndpointAddress>)null!), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("addresses"));
             Assert.That(() => new EchoProxy(null!, TcpAddress), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("binding"));
             Assert.That(() => new EchoProxy(NetTcpTestHost.CreateBinding(), null!), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("remoteAddress"));
             Assert.That(() => new EchoProxy((ServiceChannelPool<IEchoService>)null!), Throws.ArgumentNullException.With.Property("ParamName").EqualTo("pool"));

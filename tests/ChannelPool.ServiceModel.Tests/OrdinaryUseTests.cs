@@ -272,7 +272,12 @@ public sealed class OrdinaryUseTests
 
         var leak = logs.GetSnapshot().First(r => r.Id.Id == 23);
         var stack = leak.Message[(leak.Message.IndexOf("acquired at:", StringComparison.Ordinal) + "acquired at:".Length)..].TrimStart();
-        Assert.That(stack, Does.StartWith($"at {typeof(EchoProxy).FullName}.{nameof(EchoProxy.EchoAfterAsync)}"), "the first frame is the application's own proxy method");
+        // The proxy method's own frame, unless the optimizing JIT made its one call a tail call (it did in a full run,
+        // once the method was hot): then the frame that called it, this test, comes first. Never a frame of ours.
+        Assert.That(
+            stack,
+            Does.StartWith($"at {typeof(EchoProxy).FullName}.{nameof(EchoProxy.EchoAfterAsync)}").Or.StartWith($"at {typeof(OrdinaryUseTests).FullName}."),
+            "the first frame is the application's own: its proxy method, or its caller when the JIT tail-called through it");
     }
 
     private static BasicHttpsBinding SoapBindingWithTimeout(TimeSpan timeout)

@@ -5,6 +5,7 @@ using ChannelPool.Perf.Clients;
 using ChannelPool.Perf.Peers;
 using ChannelPool.Perf.Reporting;
 using ChannelPool.Perf.Scenarios;
+using ChannelPool.Perf.Scenarios.Balancing;
 using ChannelPool.Perf.Scenarios.Broadcast;
 using ChannelPool.Perf.Scenarios.Collaboration;
 using ChannelPool.Perf.Scenarios.Headroom;
@@ -71,6 +72,7 @@ internal static class PerfCli
         new RedisScenario(),
         new AsyncCallersScenario(),
         new OneCallerScenario(),
+        new BalancingScenario(),
     ];
 
     private static Command BuildCommand(CommonOptions common, PerfPeers peers, string name, string description, IReadOnlyList<IPerfScenario> scenarios)

@@ -37,22 +37,33 @@ public static class ServiceChannelPoolServiceCollectionExtensions
         {
             var endpoint = new ServiceEndpointOptions<TContract>();
             configureEndpoint(endpoint, provider);
-            if (endpoint.Binding is null || endpoint.Address is null)
+            var addresses = endpoint.AllAddresses();
+            if (endpoint.Binding is null || addresses.Length == 0)
             {
                 throw new OptionsValidationException(
                     name,
                     typeof(ServiceEndpointOptions<TContract>),
-                    [$"Channel pool '{name}': the endpoint callback must set both Binding and Address (Binding is {Describe(endpoint.Binding)}, Address is {Describe(endpoint.Address)})."]);
+                    [$"Channel pool '{name}': the endpoint callback must set both Binding and Address (or Addresses) (Binding is {Describe(endpoint.Binding)}, Address is {Describe(endpoint.Address)}, Addresses has {endpoint.Addresses.Count})."]);
             }
 
-            return new ServiceChannelPool<TContract>(
-                endpoint.Binding,
-                endpoint.Address,
-                options,
-                endpoint.ConfigureChannelFactory,
-                provider.GetService<TimeProvider>(),
-                provider.GetService<ILoggerFactory>(),
-                provider.GetService<IMeterFactory>());
+            return addresses.Length == 1 && endpoint.Balancing is null
+                ? new ServiceChannelPool<TContract>(
+                    endpoint.Binding,
+                    addresses[0],
+                    options,
+                    endpoint.ConfigureChannelFactory,
+                    provider.GetService<TimeProvider>(),
+                    provider.GetService<ILoggerFactory>(),
+                    provider.GetService<IMeterFactory>())
+                : new ServiceChannelPool<TContract>(
+                    endpoint.Binding,
+                    addresses,
+                    options,
+                    endpoint.Balancing,
+                    endpoint.ConfigureChannelFactory,
+                    provider.GetService<TimeProvider>(),
+                    provider.GetService<ILoggerFactory>(),
+                    provider.GetService<IMeterFactory>());
         });
         services.TryAddSingleton(provider => provider.GetRequiredKeyedService<ServiceChannelPool<TContract>>(name));
         return builder;

@@ -46,6 +46,7 @@ public sealed partial class DefaultChannelPool<TChannel>
             _resumeTimer.Dispose();
             _leakTimer.Dispose();
             _idleTargetTimer.Dispose();
+            _renewTimer?.Dispose();
             _clock.Dispose();
             await _shutdown.CancelAsync().ConfigureAwait(false);
 

@@ -237,7 +237,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     {
         // The slot is ours alone until we release it; its version was written under the gate when it was claimed or freed.
         ref var lease = ref entry.SlotAt(slot);
-        if (waitStartedAt != NotMeasured || _metrics.UseTimeEnabled || _leakThreshold != 0 || _sampleLeases)
+        if (waitStartedAt != NotMeasured || _metrics.UseTimeEnabled || _leakThreshold != 0 || _sampleLeases || _endpoint is not null)
         {
             StartMeasured(ref lease, waitStartedAt, acquiredAt);
         }
@@ -263,7 +263,8 @@ public sealed partial class DefaultChannelPool<TChannel>
         }
 
         var watchLeaks = _leakThreshold != 0;
-        lease.StartedAt = _metrics.UseTimeEnabled || watchLeaks || _sampleLeases ? now : NotMeasured;
+        lease.StartedAt = _metrics.UseTimeEnabled || watchLeaks || _sampleLeases || _endpoint is not null ? now : NotMeasured;
+        _endpoint?.Leased();
         if (watchLeaks)
         {
             Watch(ref lease, acquiredAt, now);
@@ -313,6 +314,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         }
 
         _metrics.RecordUseTime(_timeProvider.GetElapsedTime(leaseStartedAt, now));
+        _endpoint?.Released(failed: reason is EvictionReason.Broken or EvictionReason.Unusable, _timeProvider.GetElapsedTime(leaseStartedAt, now));
         if (watch is not null)
         {
             EndWatch(entry, watch);

@@ -111,6 +111,7 @@ public sealed partial class DefaultChannelPool<TChannel>
             activity?.SetTag(ChannelPoolTelemetry.ErrorTypeTag, error.GetType().FullName);
             activity?.AddException(error);
             Log.OpenAttemptFailed(_logger, Name, error);
+            _endpoint?.OpenFailed(error);
             ClearIfFatal(generation, error);
             throw;
         }
@@ -121,6 +122,7 @@ public sealed partial class DefaultChannelPool<TChannel>
         var entry = new PooledChannel<TChannel>(
             this, id, channel, generation, _timeProvider.GetTimestamp(), Random.Shared.NextDouble(), _state.Settings.MaxLeasesPerChannel);
         var outcome = _state.Opened(entry, openTime);
+        _endpoint?.Opened();
         if (outcome.Evicted is { } reason)
         {
             // Finished after the drain began, or after a clear that came while it was opening.

@@ -50,6 +50,13 @@ public sealed class ChannelPoolUnavailableException : Exception
         Snapshot = pausedSnapshot;
     }
 
+    internal ChannelPoolUnavailableException(string poolName, ChannelPoolSnapshot snapshot, string reason, Exception? lastOpenError)
+        : base($"Pool '{poolName}' turned its waiting callers away: {reason} ({snapshot})", lastOpenError)
+    {
+        PoolName = poolName;
+        Snapshot = snapshot;
+    }
+
     /// <summary>Gets the name of the pool.</summary>
     public string PoolName { get; }
 

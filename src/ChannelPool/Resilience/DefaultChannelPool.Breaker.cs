@@ -34,6 +34,7 @@ public sealed partial class DefaultChannelPool<TChannel>
     /// <summary>Called by the default pipeline's circuit breaker when it opens, before the failed open returns.</summary>
     private void OnBreakerOpened(TimeSpan breakDuration)
     {
+        _endpoint?.BreakerOpened();
         if (_state.BreakerOpened(breakDuration) is { } pause)
         {
             ArmResumeTimer(pause);

@@ -89,4 +89,7 @@ internal static partial class Log
 
     [LoggerMessage(25, LogLevel.Warning, "Channel pool '{PoolName}' was cleared, but its channel factory could not start afresh: the new channels share what the old ones shared.")]
     public static partial void RenewFailed(ILogger logger, string poolName, Exception error);
+
+    [LoggerMessage(42, LogLevel.Debug, "Channel pool '{PoolName}' renewed its channel factory: new channels come from a fresh one (FactoryLifetime).")]
+    public static partial void FactoryRenewed(ILogger logger, string poolName);
 }

@@ -234,6 +234,7 @@ public class ChannelPoolOptionsTests
             DrainTimeout = TimeSpan.FromSeconds(14),
             IdleTimeout = TimeSpan.FromSeconds(15),
             LeakDetectionThreshold = TimeSpan.FromSeconds(16),
+            FactoryLifetime = TimeSpan.FromSeconds(17),
             AcquireWhilePaused = PausedAcquireMode.Wait,
             IsFatalError = static _ => true,
             OpenPipeline = Polly.ResiliencePipeline.Empty,

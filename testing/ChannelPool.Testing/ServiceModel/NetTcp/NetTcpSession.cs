@@ -34,6 +34,7 @@ internal sealed class NetTcpSession
     private readonly Func<string, ServedContract?> _resolveVia;
     private readonly ServiceConcurrency _concurrency;
     private readonly BufferManager _buffers;
+    private readonly Func<TimeSpan> _addedServiceTime;
     private readonly Lock _gate = new();
     private ConnectionState _state;
     private int _callsInProgress;
@@ -45,9 +46,11 @@ internal sealed class NetTcpSession
     /// <param name="resolveVia">Maps a via to the contract served there, or <see langword="null"/> when none is.</param>
     /// <param name="concurrency">Whether a session's calls are served one at a time or at once.</param>
     /// <param name="buffers">The host's pool of message buffers, which every session shares.</param>
+    /// <param name="addedServiceTime">What the host adds to every call's service time, read at each call.</param>
     public NetTcpSession(
-        Socket socket, X509Certificate2 certificate, ServerCounters counters, Func<string, ServedContract?> resolveVia, ServiceConcurrency concurrency, BufferManager buffers)
+        Socket socket, X509Certificate2 certificate, ServerCounters counters, Func<string, ServedContract?> resolveVia, ServiceConcurrency concurrency, BufferManager buffers, Func<TimeSpan> addedServiceTime)
     {
+        _addedServiceTime = addedServiceTime;
         _buffers = buffers;
         _socket = socket;
         _certificate = certificate;
@@ -192,7 +195,7 @@ internal sealed class NetTcpSession
         bool graceful = false;
         try
         {
-            graceful = await RunEnvelopesAsync(tls, reader, new TestServiceDispatcher(contract.Value, _counters), cancellationToken).ConfigureAwait(false);
+            graceful = await RunEnvelopesAsync(tls, reader, new TestServiceDispatcher(contract.Value, _counters, _addedServiceTime), cancellationToken).ConfigureAwait(false);
             return graceful && TryMoveTo(ConnectionState.BetweenSessions);
         }
         finally

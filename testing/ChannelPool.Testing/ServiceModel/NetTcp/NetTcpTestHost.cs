@@ -34,11 +34,24 @@ public sealed class NetTcpTestHost : IAsyncDisposable
         _certificate = certificate;
         Counters = counters;
         Concurrency = concurrency;
-        Port = ((IPEndPoint)listener.LocalEndpoint).Port;
-        EchoAddress = new Uri($"net.tcp://127.0.0.1:{Port}/echo");
-        CounterAddress = new Uri($"net.tcp://127.0.0.1:{Port}/counter");
+        var local = (IPEndPoint)listener.LocalEndpoint;
+        Port = local.Port;
+        EchoAddress = new Uri($"net.tcp://{local.Address}:{Port}/echo");
+        CounterAddress = new Uri($"net.tcp://{local.Address}:{Port}/counter");
         _acceptLoop = AcceptLoopAsync();
     }
+
+    /// <summary>
+    /// Gets or sets what the host adds to the service time of every call from now on, as an instance that has become
+    /// slow would; zero by default.
+    /// </summary>
+    public TimeSpan AddedServiceTime { get; set; }
+
+    /// <summary>
+    /// Gets or sets whether the host serves a via naming another port, as an instance behind a layer-4 balancer sees
+    /// the balancer's address in the via; false by default, when a via must name the host's own port.
+    /// </summary>
+    public bool ServesAnyPort { get; set; }
 
     /// <summary>Gets the port the host listens on.</summary>
     public int Port { get; }
@@ -67,10 +80,14 @@ public sealed class NetTcpTestHost : IAsyncDisposable
     /// tests were written against; <see cref="ServiceConcurrency.Single"/> serves them one at a time, as a WCF service
     /// with its default settings does.
     /// </param>
+    /// <param name="listenAddress">
+    /// The loopback address to listen on; 127.0.0.1 when null. Linux answers on all of 127.0.0.0/8, so hosts on
+    /// 127.0.0.2 and 127.0.0.3 can share one port, as instances behind one DNS name do.
+    /// </param>
     /// <param name="cancellationToken">Not observed after the listener is started; present for symmetry with other hosts.</param>
     /// <returns>The listening host.</returns>
     public static Task<NetTcpTestHost> StartAsync(
-        X509Certificate2 certificate, int port = 0, ServerCounters? counters = null, ServiceConcurrency concurrency = ServiceConcurrency.Multiple, CancellationToken cancellationToken = default)
+        X509Certificate2 certificate, int port = 0, ServerCounters? counters = null, ServiceConcurrency concurrency = ServiceConcurrency.Multiple, IPAddress? listenAddress = null, CancellationToken cancellationToken = default)
     {
         ArgumentNullException.ThrowIfNull(certificate);
         ArgumentOutOfRangeException.ThrowIfNegative(port);
@@ -81,7 +98,7 @@ public sealed class NetTcpTestHost : IAsyncDisposable
 
         cancellationToken.ThrowIfCancellationRequested();
 
-        var listener = new TcpListener(IPAddress.Loopback, port);
+        var listener = new TcpListener(listenAddress ?? IPAddress.Loopback, port);
         listener.Start();
         return Task.FromResult(new NetTcpTestHost(listener, certificate, counters ?? new ServerCounters(), concurrency));
     }
@@ -159,7 +176,7 @@ public sealed class NetTcpTestHost : IAsyncDisposable
 
             Counters.ConnectionAccepted();
             socket.NoDelay = true;
-            var session = new NetTcpSession(socket, _certificate, Counters, ResolveVia, Concurrency, _buffers);
+            var session = new NetTcpSession(socket, _certificate, Counters, ResolveVia, Concurrency, _buffers, () => AddedServiceTime);
             var started = new TaskCompletionSource(TaskCreationOptions.RunContinuationsAsynchronously);
 
             // Registered before it runs, so ActiveConnections and StopAsync see it from the first byte.
@@ -177,7 +194,7 @@ public sealed class NetTcpTestHost : IAsyncDisposable
 
     private ServedContract? ResolveVia(string via)
     {
-        if (!Uri.TryCreate(via, UriKind.Absolute, out Uri? uri) || uri.Scheme != "net.tcp" || uri.Port != Port)
+        if (!Uri.TryCreate(via, UriKind.Absolute, out Uri? uri) || uri.Scheme != "net.tcp" || (uri.Port != Port && !ServesAnyPort))
         {
             return null;
         }

@@ -21,7 +21,7 @@ internal enum ServedContract
 /// </summary>
 /// <param name="contract">The contract the session's via selected.</param>
 /// <param name="counters">Where dispatched calls are counted.</param>
-internal sealed class TestServiceDispatcher(ServedContract contract, ServerCounters counters)
+internal sealed class TestServiceDispatcher(ServedContract contract, ServerCounters counters, Func<TimeSpan> addedServiceTime)
 {
     private const string FaultAction = "http://www.w3.org/2005/08/addressing/soap/fault";
     private const string AddressingFaultAction = "http://www.w3.org/2005/08/addressing/fault";
@@ -69,6 +69,12 @@ internal sealed class TestServiceDispatcher(ServedContract contract, ServerCount
                 _ => ActionNotSupported(action),
             };
             request.Close();
+        }
+
+        // After the request is read: its buffer goes back to the pool once it is closed.
+        if (addedServiceTime() is { Ticks: > 0 } added)
+        {
+            await Task.Delay(added, cancellationToken).ConfigureAwait(false);
         }
 
         if (operation is not null)
