@@ -133,6 +133,60 @@ public sealed class HostingTests
     }
 
     [Test]
+    public async Task AddressesAndBalancingBoundFromConfiguration_MakeOneBalancedPool()
+    {
+        using var certificate = TestCertificate.CreateEcdsa();
+        await using var first = await NetTcpTestHost.StartAsync(certificate);
+        await using var second = await NetTcpTestHost.StartAsync(certificate);
+        var configuration = new Dictionary<string, string?>
+        {
+            ["ChannelPool:Pools:echo:PoolSize"] = "4",
+            ["ChannelPool:Pools:echo:Addresses:0"] = first.EchoAddress.ToString(),
+            ["ChannelPool:Pools:echo:Addresses:1"] = second.EchoAddress.ToString(),
+            ["ChannelPool:Pools:echo:DnsIdentity"] = TestCertificate.DnsName,
+            ["ChannelPool:Pools:echo:Balancing:Policy"] = "RoundRobin",
+            ["ChannelPool:Pools:echo:Balancing:ConsecutiveFailures"] = "3",
+        };
+        await using var host = TestHost.Create(
+            services => services
+                .AddPooledClient<IEchoService, EchoProxy>("echo", (endpoint, _) =>
+                {
+                    endpoint.Binding = NetTcpTestHost.CreateBinding();
+                    endpoint.ConfigureChannelFactory = factory => TestCertificate.TrustOnly(factory.Credentials, certificate);
+                })
+                .BindConfiguration()
+                .BindAddresses(),
+            configuration);
+        await host.StartAsync();
+        var pool = host.Services.GetRequiredKeyedService<ServiceChannelPool<IEchoService>>("echo");
+
+        for (var i = 0; i < 10; i++)
+        {
+            await using var scope = host.Services.CreateAsyncScope();
+            Assert.That(scope.ServiceProvider.GetRequiredService<EchoProxy>().Echo("x"), Is.EqualTo("x"));
+        }
+
+        Assert.That(pool.Addresses.Select(a => a.Uri), Is.EqualTo(new[] { first.EchoAddress, second.EchoAddress }));
+        Assert.That((first.Counters.Calls, second.Counters.Calls), Is.EqualTo((5L, 5L)), "round robin, from configuration");
+        Assert.That(pool.PoolSize, Is.EqualTo(4));
+        await host.StopAsync();
+    }
+
+    [Test]
+    public async Task AConfiguredAddressThatIsNotAUri_FailsStart_NamingTheKey()
+    {
+        var configuration = new Dictionary<string, string?> { ["ChannelPool:Pools:echo:Addresses:0"] = "not a uri" };
+        await using var host = TestHost.Create(
+            services => services
+                .AddPooledClient<IEchoService, EchoProxy>("echo", (endpoint, _) => endpoint.Binding = NetTcpTestHost.CreateBinding())
+                .BindAddresses(),
+            configuration);
+
+        var error = Assert.ThrowsAsync<OptionsValidationException>(() => host.StartAsync());
+        Assert.That(error!.Message, Does.Contain("Channel pool 'echo': Addresses:0 is 'not a uri', which is not an absolute URI"));
+    }
+
+    [Test]
     public async Task OptionsBoundFromConfigurationWithoutALeaseMode_KeepTheContractDefault()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);

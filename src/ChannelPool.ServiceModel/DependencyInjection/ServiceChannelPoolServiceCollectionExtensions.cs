@@ -1,4 +1,5 @@
 using System.Diagnostics.Metrics;
+using System.ServiceModel;
 using ChannelPool;
 using ChannelPool.ServiceModel;
 using Microsoft.Extensions.DependencyInjection.Extensions;
@@ -37,7 +38,9 @@ public static class ServiceChannelPoolServiceCollectionExtensions
         {
             var endpoint = new ServiceEndpointOptions<TContract>();
             configureEndpoint(endpoint, provider);
-            var addresses = endpoint.AllAddresses();
+            var configured = provider.GetService<IOptionsMonitor<ServiceAddressOptions>>()?.Get(name);
+            var addresses = WithConfigured(name, endpoint, configured);
+            endpoint.Balancing ??= configured?.Balancing;
             if (endpoint.Binding is null || addresses.Length == 0)
             {
                 throw new OptionsValidationException(
@@ -103,6 +106,45 @@ public static class ServiceChannelPoolServiceCollectionExtensions
             return proxy;
         });
         return builder;
+    }
+
+    /// <summary>
+    /// Binds the pool's addresses and balancing from configuration (<see cref="ServiceAddressOptions"/>): a list of
+    /// URIs under <c>Addresses</c> and <see cref="BalancingOptions"/> under <c>Balancing</c>, beside the pool's options.
+    /// </summary>
+    /// <param name="builder">The pool's builder, from <c>AddChannelPool</c> or <c>AddPooledClient</c>.</param>
+    /// <param name="sectionPath">The section; defaults to <c>ChannelPool:Pools:{name}</c>, the pool options' own.</param>
+    /// <typeparam name="TContract">The service contract.</typeparam>
+    /// <returns>The builder.</returns>
+    public static ChannelPoolBuilder<TContract> BindAddresses<TContract>(this ChannelPoolBuilder<TContract> builder, string? sectionPath = null)
+        where TContract : class
+    {
+        ArgumentNullException.ThrowIfNull(builder);
+        builder.Services.AddOptions<ServiceAddressOptions>(builder.Name).BindConfiguration(sectionPath ?? $"ChannelPool:Pools:{builder.Name}");
+        return builder;
+    }
+
+    /// <summary>The callback's addresses, then configuration's, each once; a configured one takes the callback address's identity.</summary>
+    private static EndpointAddress[] WithConfigured<TContract>(string name, ServiceEndpointOptions<TContract> endpoint, ServiceAddressOptions? configured)
+        where TContract : class
+    {
+        var addresses = endpoint.AllAddresses();
+        if (configured is not { Addresses.Count: > 0 })
+        {
+            return addresses;
+        }
+
+        var relative = configured.Addresses.Select((uri, i) => (uri, i)).Where(a => a.uri is not { IsAbsoluteUri: true }).ToList();
+        if (relative.Count > 0)
+        {
+            throw new OptionsValidationException(
+                name,
+                typeof(ServiceAddressOptions),
+                relative.Select(a => $"Channel pool '{name}': Addresses:{a.i} is '{a.uri}', which is not an absolute URI. Give each address as an absolute URI of the binding's scheme."));
+        }
+
+        var identity = configured.DnsIdentity is { Length: > 0 } dns ? new DnsEndpointIdentity(dns) : addresses.FirstOrDefault()?.Identity;
+        return [.. addresses, .. configured.Addresses.Where(uri => !addresses.Any(a => a.Uri == uri)).Select(uri => new EndpointAddress(uri, identity))];
     }
 
     private static string Describe(object? value) => value is null ? "not set" : "set";
