@@ -1,5 +1,6 @@
 using System.Diagnostics;
 using System.Diagnostics.Metrics;
+using System.Globalization;
 using System.Security.Cryptography.X509Certificates;
 using System.ServiceModel;
 using BenchmarkDotNet.Attributes;
@@ -38,17 +39,14 @@ public class CallTelemetryCost
     public void SetupListener()
     {
         Start();
-        _listening = new Listeners();
+        _listening = new Listeners(spans: true);
     }
 
     [GlobalSetup(Target = nameof(SdkExporting))]
     public void SetupSdk()
     {
         Start();
-        _listening = new Sdk2(
-            Sdk.CreateTracerProviderBuilder().AddChannelPoolInstrumentation().AddProcessor(new SimpleActivityExportProcessor(new Dropping<Activity>())).Build(),
-            Sdk.CreateMeterProviderBuilder().AddChannelPoolInstrumentation()
-                .AddReader(new PeriodicExportingMetricReader(new Dropping<Metric>(), exportIntervalMilliseconds: 1_000)).Build());
+        _listening = CreateSdk();
     }
 
     [GlobalCleanup]
@@ -83,6 +81,107 @@ public class CallTelemetryCost
     [Benchmark(Description = "proxy call, OpenTelemetry SDK exporting")]
     public string SdkExporting() => _proxy.Echo("x");
 
+    /// <summary>
+    /// The same calls timed in alternating rounds in one process, so load from elsewhere on a shared machine hits every
+    /// variant alike; each variant's listeners are attached just before its round and removed after it. Per variant: the
+    /// median over rounds of process CPU and wall time a call, the caller thread's allocation a call, and the median
+    /// over rounds of its ratio to telemetry off in the same round (with the middle half of those ratios). One more
+    /// variant has nobody listening but the caller's own activity current, so the call carries the trace context header
+    /// and no span: it parts what the in-process test host pays to read that header from what the client pays. Run:
+    /// <c>dotnet run -c Release --project perf/ChannelPool.Benchmarks -- telemetry-interleaved [rounds] [calls a round]</c>.
+    /// </summary>
+    /// <param name="rounds">How many rounds; the first tenth warms up and is dropped.</param>
+    /// <param name="callsPerRound">How many calls each variant makes a round.</param>
+    public static void RunInterleaved(int rounds, int callsPerRound)
+    {
+        var bench = new CallTelemetryCost();
+        bench.Start();
+        try
+        {
+            (string Name, Func<string> Call, Func<IDisposable?> Attach)[] variants =
+            [
+                ("lease + channel call, no per-call instrumentation", bench.NoInstrumentation, () => null),
+                ("proxy, telemetry off (nobody listens)", bench.Off, () => null),
+                ("proxy, nobody listens, caller's activity current (header only)", bench.Off, CallerActivity),
+                ("proxy, MeterListener only (duration, no span, no header)", bench.Off, () => new Listeners(spans: false)),
+                ("proxy, ActivityListener + MeterListener", bench.Off, () => new Listeners(spans: true)),
+                ("proxy, OpenTelemetry SDK exporting", bench.Off, CreateSdk),
+            ];
+            const int Off = 1;
+            var cpu = variants.Select(_ => new List<double>()).ToArray();
+            var wall = variants.Select(_ => new List<double>()).ToArray();
+            var bytes = variants.Select(_ => new List<double>()).ToArray();
+            var cpuToOff = variants.Select(_ => new List<double>()).ToArray();
+            var wallToOff = variants.Select(_ => new List<double>()).ToArray();
+            using var process = Process.GetCurrentProcess();
+            for (var round = 0; round < rounds; round++)
+            {
+                var roundCpu = new double[variants.Length];
+                var roundWall = new double[variants.Length];
+                for (var i = 0; i < variants.Length; i++)
+                {
+                    // Every other round in reverse order, so no variant always follows the same one.
+                    var v = round % 2 == 0 ? i : variants.Length - 1 - i;
+                    using var attached = variants[v].Attach();
+                    process.Refresh();
+                    var cpuBefore = process.TotalProcessorTime;
+                    var allocatedBefore = GC.GetAllocatedBytesForCurrentThread();
+                    var started = Stopwatch.GetTimestamp();
+                    for (var call = 0; call < callsPerRound; call++)
+                    {
+                        _ = variants[v].Call();
+                    }
+
+                    var elapsed = Stopwatch.GetElapsedTime(started);
+                    var allocated = GC.GetAllocatedBytesForCurrentThread() - allocatedBefore;
+                    process.Refresh();
+                    roundCpu[v] = (process.TotalProcessorTime - cpuBefore).TotalMicroseconds / callsPerRound;
+                    roundWall[v] = elapsed.TotalMicroseconds / callsPerRound;
+                    bytes[v].Add((double)allocated / callsPerRound);
+                }
+
+                if (round < rounds / 10)
+                {
+                    continue;
+                }
+
+                for (var v = 0; v < variants.Length; v++)
+                {
+                    cpu[v].Add(roundCpu[v]);
+                    wall[v].Add(roundWall[v]);
+                    cpuToOff[v].Add(roundCpu[v] / roundCpu[Off]);
+                    wallToOff[v].Add(roundWall[v] / roundWall[Off]);
+                }
+            }
+
+            Console.WriteLine(string.Create(CultureInfo.InvariantCulture, $"{rounds - (rounds / 10)} rounds of {callsPerRound:N0} calls a variant, one caller, net.tcp TLS, the test host in process; medians over rounds, [middle half of the per-round ratios]"));
+            Console.WriteLine("| Variant | Process CPU a call | / off, same round | Wall a call | / off, same round | Caller thread allocates a call |");
+            Console.WriteLine("|---|---:|---:|---:|---:|---:|");
+            for (var v = 0; v < variants.Length; v++)
+            {
+                Console.WriteLine(string.Create(
+                    CultureInfo.InvariantCulture,
+                    $"| {variants[v].Name} | {Median(cpu[v]):F1} µs | {Median(cpuToOff[v]):F3} [{Quantile(cpuToOff[v], 0.25):F3}–{Quantile(cpuToOff[v], 0.75):F3}] | {Median(wall[v]):F1} µs | {Median(wallToOff[v]):F3} [{Quantile(wallToOff[v], 0.25):F3}–{Quantile(wallToOff[v], 0.75):F3}] | {Median(bytes[v]):F0} B |"));
+            }
+        }
+        finally
+        {
+            bench.Cleanup();
+        }
+
+        static IDisposable CallerActivity() =>
+            new Activity("caller").SetIdFormat(ActivityIdFormat.W3C).Start();
+    }
+
+    private static double Median(List<double> values) => Quantile(values, 0.5);
+
+    private static double Quantile(List<double> values, double q) => values.Order().ElementAt((int)Math.Round((values.Count - 1) * q));
+
+    private static Sdk2 CreateSdk() => new(
+        Sdk.CreateTracerProviderBuilder().AddChannelPoolInstrumentation().AddProcessor(new SimpleActivityExportProcessor(new Dropping<Activity>())).Build(),
+        Sdk.CreateMeterProviderBuilder().AddChannelPoolInstrumentation()
+            .AddReader(new PeriodicExportingMetricReader(new Dropping<Metric>(), exportIntervalMilliseconds: 1_000)).Build());
+
     private void Start()
     {
         _certificate = TestCertificate.Create();
@@ -104,17 +203,21 @@ public class CallTelemetryCost
 
     private sealed class Listeners : IDisposable
     {
-        private readonly ActivityListener _activities = new()
-        {
-            ShouldListenTo = source => source.Name == CallTelemetry.ActivitySourceName,
-            Sample = (ref ActivityCreationOptions<ActivityContext> _) => ActivitySamplingResult.AllDataAndRecorded,
-        };
-
+        private readonly ActivityListener? _activities;
         private readonly MeterListener _meters = new();
 
-        public Listeners()
+        public Listeners(bool spans)
         {
-            ActivitySource.AddActivityListener(_activities);
+            if (spans)
+            {
+                _activities = new ActivityListener
+                {
+                    ShouldListenTo = source => source.Name == CallTelemetry.ActivitySourceName,
+                    Sample = (ref ActivityCreationOptions<ActivityContext> _) => ActivitySamplingResult.AllDataAndRecorded,
+                };
+                ActivitySource.AddActivityListener(_activities);
+            }
+
             _meters.InstrumentPublished = (instrument, listener) =>
             {
                 if (instrument.Meter.Name == CallTelemetry.MeterName)
@@ -128,7 +231,7 @@ public class CallTelemetryCost
 
         public void Dispose()
         {
-            _activities.Dispose();
+            _activities?.Dispose();
             _meters.Dispose();
         }
     }
