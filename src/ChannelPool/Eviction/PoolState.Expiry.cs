@@ -4,7 +4,8 @@ namespace ChannelPool;
 // idle channels evicted at theirs.
 //
 // Deadlines are phases on a circle of period P = lifetime − lead. A cursor remembers the last deadline placed; each open
-// places its channel one spacing s = P / PoolSize after it, wrapped into the window a channel opened now may have. So a
+// places its channel one spacing s = P / n after it, n being the channels the circle holds (the idle target, or the
+// channels open and opening when there are more), wrapped into the window a channel opened now may have. So a
 // warm-up of N channels spreads them over a whole lifetime, a replacement opened just before its predecessor's deadline
 // lands one period after it, and a refill after a mass eviction spreads again. The period is the lifetime less the lead,
 // not the lifetime, because a replacement opens one lead early and must still end within one lifetime of its open; with
@@ -150,7 +151,11 @@ internal sealed partial class PoolState<TChannel>
         var lifetime = _clock.ToTimestampDelta(settings.ChannelLifetime);
         var lead = _clock.ToTimestampDelta(ReplacementLeadFor(settings.ChannelLifetime));
         var period = Math.Max(lifetime - lead, 1);
-        var spacing = Math.Max(period / Math.Max(settings.PoolSize, _idleTarget), 1);
+
+        // One slot per channel the circle holds: the idle target's (PoolSize when fixed) while the pool fills, or the
+        // channels open and opening when there are more. Never PoolSize alone: an adaptive pool that keeps 4 channels of
+        // a PoolSize of 50 would space them for 50, and each would circle the lattice in 4/50 of a lifetime.
+        var spacing = Math.Max(period / Math.Max(Math.Max(_idleTarget, _open.Count + _openingCount), 1), 1);
 
         // Jitter within one spacing keeps each deadline in its slot; more would only let neighbours bunch again.
         var jitterSpan = Math.Min((long)(lifetime * settings.LifetimeJitter), spacing);

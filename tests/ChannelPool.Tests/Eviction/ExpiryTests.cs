@@ -51,6 +51,52 @@ public class ExpiryTests : PoolTestBase
     }
 
     [Test]
+    public async Task AnAdaptivePoolAtLowDemand_ReplacesEachChannelOncePerLifetime_NotAtItsPoolSizesRate()
+    {
+        // PoolSize 24, but one caller: the adaptive target comes down to its minimum within a few seconds, and the pool
+        // keeps a handful of channels. Those must each live a whole lifetime, as the pool's 24 would: were deadlines
+        // spaced for 24 channels, the few would circle the lattice in a fraction of a lifetime and reopen at the rate 24
+        // channels need.
+        var lifetime = TimeSpan.FromSeconds(20);
+        var options = SmallPool(poolSize: 24, maxChannels: 60);
+        options.ChannelLifetime = lifetime;
+        options.LifetimeJitter = new ChannelPoolOptions().LifetimeJitter;
+        options.IdleTarget.Mode = IdleTargetMode.Adaptive;
+        options.IdleTarget.Window = TimeSpan.FromSeconds(4);
+        options.IdleTarget.DecayHalfLife = TimeSpan.FromSeconds(1);
+        var pool = CreatePool(options);
+        await pool.WarmUpAsync().Within();
+        var step = TimeSpan.FromMilliseconds(100);
+        var steps = (int)(lifetime * 10 / step);
+        long openedAtHalf = 0;
+        var liveSamples = new List<int>();
+
+        for (var i = 1; i <= steps; i++)
+        {
+            Time.Advance(step);
+            (await pool.AcquireAsync().Within()).Dispose();
+            await UntilQuiet(pool);
+            if (i == steps / 2)
+            {
+                openedAtHalf = Factory.Opened;
+            }
+            else if (i > steps / 2)
+            {
+                var snapshot = pool.GetSnapshot();
+                liveSamples.Add(snapshot.Idle + snapshot.Leased + snapshot.Opening);
+            }
+        }
+
+        // The last five lifetimes: every channel the pool kept is replaced about once a lifetime (a replacement opens a
+        // lead early, and one may overlap its predecessor), so at most twice the most channels it held, per lifetime.
+        var opens = Factory.Opened - openedAtHalf;
+        var held = liveSamples.Max();
+        Assert.That(held, Is.LessThan(options.PoolSize / 2), $"the target came down: {pool.GetSnapshot()}");
+        Assert.That(opens, Is.LessThanOrEqualTo(5 * 2 * held), $"{opens} opens in five lifetimes, holding at most {held} channels");
+        Assert.That(opens, Is.GreaterThanOrEqualTo(5), "the channels it kept were replaced as they aged");
+    }
+
+    [Test]
     public async Task AWarmUp_SpreadsItsDeadlinesOverAWholeLifetime_ReplacingOneChannelAtATime()
     {
         var pool = CreatePool(DefaultJitterPool(TimeSpan.FromSeconds(100)));

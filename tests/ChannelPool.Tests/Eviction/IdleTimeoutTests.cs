@@ -123,7 +123,7 @@ public class IdleTimeoutTests : PoolTestBase
         burst.ForEach(l => l.Dispose());
 
         var options = SmallPool(poolSize: 2);
-        options.ChannelLifetime = TimeSpan.FromSeconds(300);
+        options.ChannelLifetime = TimeSpan.FromHours(1);
         options.IdleTimeout = TimeSpan.FromSeconds(10);
         pool.Reconfigure(options);
         Time.Advance(TimeSpan.FromSeconds(25));
@@ -134,8 +134,10 @@ public class IdleTimeoutTests : PoolTestBase
 
     private DefaultChannelPool<FakeChannel> Pool(Action<ChannelPoolOptions> configure)
     {
+        // A burst's channels take slots spread over the lifetime, the first within a few seconds of now: an hour keeps
+        // every deadline beyond these tests' minutes, so only the idle timeout closes what they count.
         var options = SmallPool(poolSize: 2);
-        options.ChannelLifetime = TimeSpan.FromSeconds(300);
+        options.ChannelLifetime = TimeSpan.FromHours(1);
         configure(options);
         return CreatePool(options, meterFactory: _services.GetRequiredService<IMeterFactory>());
     }
