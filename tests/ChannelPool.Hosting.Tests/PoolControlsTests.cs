@@ -75,7 +75,10 @@ public class PoolControlsTests
             new Dictionary<string, string?>
             {
                 [$"{Section}:PoolSize"] = "2",
-                [$"{Section}:ChannelLifetime"] = "00:10:00",
+                // The burst's channels take slots spread over the lifetime: a day without jitter keeps every deadline
+                // beyond these minutes, so only the idle timeout closes what the test counts.
+                [$"{Section}:ChannelLifetime"] = "1.00:00:00",
+                [$"{Section}:LifetimeJitter"] = "0",
                 [$"{Section}:IdleTimeout"] = "-00:00:00.001",
                 [$"{Section}:Startup:WaitForReadyChannels"] = "2",
             },
