@@ -258,6 +258,37 @@ public sealed class CallTelemetryTests
     }
 
     [Test]
+    public async Task ThePropagatorInForce_DecidesWhatTheServiceReceives_AsItDoesForHttpClient([Values(Transport.NetTcp, Transport.BasicHttps)] Transport transport)
+    {
+        await using var service = await TestService.StartAsync(transport);
+        await using var pool = new ServiceChannelPool<IEchoService>(service.Binding, service.EchoAddress, new ChannelPoolOptions { PoolSize = 1 }, service.Configure);
+        using var recorded = new Recorded();
+        var before = DistributedContextPropagator.Current;
+        DistributedContextPropagator.Current = DistributedContextPropagator.CreateNoOutputPropagator();
+        try
+        {
+            using (recorded.Caller())
+            {
+                _ = new EchoProxy(pool).Echo("untraced");
+            }
+        }
+        finally
+        {
+            DistributedContextPropagator.Current = before;
+        }
+
+        Assert.That(recorded.CallSpans().Count(), Is.EqualTo(1), "the span is still recorded");
+        Assert.That(service.Counters.TraceParents, Is.Empty, "an application that sends no trace context over HTTP sends none over WCF");
+
+        using (recorded.Caller())
+        {
+            _ = new EchoProxy(pool).Echo("traced");
+        }
+
+        Assert.That(service.Counters.TraceParents, Has.Count.EqualTo(1), "the default propagator sends it again");
+    }
+
+    [Test]
     public async Task WithCallsTurnedOff_TheProvidersRecordNoCallSpanAndNoDuration()
     {
         await using var service = await TestService.StartAsync(Transport.NetTcp);

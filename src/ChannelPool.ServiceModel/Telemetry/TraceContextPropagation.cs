@@ -7,45 +7,39 @@ using System.Xml;
 namespace ChannelPool.ServiceModel;
 
 /// <summary>
-/// Sends the current activity's W3C trace context with every call of a pooled endpoint: as <c>traceparent</c> and
-/// <c>tracestate</c> HTTP headers on HTTP bindings, as SOAP headers in <see cref="CallTelemetry.TraceContextNamespace"/>
-/// on the others (net.tcp), so the service can continue the caller's trace.
+/// Sends the current activity's trace context with every call of a pooled endpoint, written by
+/// <see cref="DistributedContextPropagator.Current"/> as <c>HttpClient</c> writes it (W3C <c>traceparent</c> and
+/// <c>tracestate</c> by default): as HTTP headers on HTTP bindings, as SOAP headers in
+/// <see cref="CallTelemetry.TraceContextNamespace"/> on the others (net.tcp), so the service can continue the caller's
+/// trace. An application that sets another propagator (or <see cref="DistributedContextPropagator.CreateNoOutputPropagator"/>)
+/// changes what its WCF calls send as it changes what its HTTP calls send.
 /// </summary>
 /// <param name="http">Whether the binding's transport is HTTP.</param>
 internal sealed class TraceContextPropagation(bool http) : IEndpointBehavior, IClientMessageInspector
 {
+    private static readonly DistributedContextPropagator.PropagatorSetterCallback HttpSetter = static (carrier, name, value) =>
+    {
+        var request = (Message)carrier!;
+        if (!request.Properties.TryGetValue(HttpRequestMessageProperty.Name, out var found) || found is not HttpRequestMessageProperty property)
+        {
+            property = new HttpRequestMessageProperty();
+            request.Properties[HttpRequestMessageProperty.Name] = property;
+        }
+
+        property.Headers[name] = value;
+    };
+
+    private static readonly DistributedContextPropagator.PropagatorSetterCallback SoapSetter = static (carrier, name, value) =>
+        ((Message)carrier!).Headers.Add(TraceContextHeader.Create(name, value));
+
     public static bool IsHttp(Binding binding) => binding.Scheme is "http" or "https";
 
     public object? BeforeSendRequest(ref Message request, System.ServiceModel.IClientChannel channel)
     {
         // Runs on the call's own flow, where the call's span (or the caller's activity) is current.
-        if (Activity.Current is not { IdFormat: ActivityIdFormat.W3C, Id: { } traceParent } activity)
+        if (Activity.Current is { } activity)
         {
-            return null;
-        }
-
-        var traceState = activity.TraceStateString;
-        if (http)
-        {
-            if (!request.Properties.TryGetValue(HttpRequestMessageProperty.Name, out var value) || value is not HttpRequestMessageProperty property)
-            {
-                property = new HttpRequestMessageProperty();
-                request.Properties[HttpRequestMessageProperty.Name] = property;
-            }
-
-            property.Headers[CallTelemetry.TraceParentHeader] = traceParent;
-            if (!string.IsNullOrEmpty(traceState))
-            {
-                property.Headers[CallTelemetry.TraceStateHeader] = traceState;
-            }
-        }
-        else
-        {
-            request.Headers.Add(new TraceContextHeader(TraceContextHeader.TraceParent, traceParent));
-            if (!string.IsNullOrEmpty(traceState))
-            {
-                request.Headers.Add(new TraceContextHeader(TraceContextHeader.TraceState, traceState));
-            }
+            DistributedContextPropagator.Current.Inject(activity, request, http ? HttpSetter : SoapSetter);
         }
 
         return null;
@@ -79,10 +73,16 @@ internal sealed class TraceContextPropagation(bool http) : IEndpointBehavior, IC
     {
         private static readonly XmlDictionary Names = new();
         private static readonly XmlDictionaryString NamespaceName = Names.Add(CallTelemetry.TraceContextNamespace);
+        private static readonly XmlDictionaryString TraceParent = Names.Add(CallTelemetry.TraceParentHeader);
+        private static readonly XmlDictionaryString TraceState = Names.Add(CallTelemetry.TraceStateHeader);
 
-        public static readonly XmlDictionaryString TraceParent = Names.Add(CallTelemetry.TraceParentHeader);
-
-        public static readonly XmlDictionaryString TraceState = Names.Add(CallTelemetry.TraceStateHeader);
+        /// <summary>A header named as the propagator asks: the W3C names from the dictionary, any other (baggage, a custom propagator's) as WCF writes a string header.</summary>
+        public static MessageHeader Create(string name, string value) => name switch
+        {
+            CallTelemetry.TraceParentHeader => new TraceContextHeader(TraceParent, value),
+            CallTelemetry.TraceStateHeader => new TraceContextHeader(TraceState, value),
+            _ => CreateHeader(name, CallTelemetry.TraceContextNamespace, value),
+        };
 
         public override string Name => name.Value;
 
