@@ -121,12 +121,6 @@ public class PerfConsoleTests
             Assert.That(row.GetProperty("duplicates").GetInt64(), Is.Zero, console);
             Assert.That(row.GetProperty("latency").GetProperty("count").GetInt64(), Is.EqualTo(row.GetProperty("expected").GetInt64()));
         }
-
-        // Every chart is drawn in-process, as PNG with SVG beside it, and the report embeds each PNG.
-        var pngs = Directory.GetFiles(run, "*.png");
-        Assert.That(pngs, Has.Length.GreaterThanOrEqualTo(13), "two per binding for proxies, two per binding of the service-time pass, and the other scenarios'");
-        Assert.That(pngs.Select(png => Path.ChangeExtension(png, ".svg")), Has.All.Matches<string>(File.Exists), console);
-        Assert.That(pngs.Select(png => $"({Path.GetFileName(png)})"), Has.All.Matches<string>(markdown.Contains), "the report embeds every chart");
     }
 
     [Test]
@@ -155,7 +149,7 @@ public class PerfConsoleTests
         Assert.That(Phase(results[0], "low step, quiet").GetProperty("meanTarget").GetDouble(), Is.EqualTo(50));
         Assert.That(Phase(results[1], "low step, quiet").GetProperty("meanTarget").GetDouble(), Is.LessThan(25), console);
         var markdown = await File.ReadAllTextAsync(Path.Combine(run, "report.md"));
-        Assert.That(markdown, Does.Contain("## Headroom").And.Contain("(headroom-nettcp-timeline.png)").And.Contain("(headroom-low-step.png)"));
+        Assert.That(markdown, Does.Contain("## Headroom"));
     }
 
     [Test]

@@ -75,17 +75,6 @@ internal sealed class FloorScenario : PerfScenario<FloorSettings, IReadOnlyList<
             ["Delivery", "Protocol", "Messages a response", .. Enumerable.Range(1, results.Max(r => r.Rounds.Count)).Select(i => $"Round {i}")],
             [.. results.Select(r => (IReadOnlyList<string>)[
                 r.Name, r.Protocol, Num(r.MessagesPerDelivery), .. r.Rounds.Select(x => $"{Num(x.ServerMicrosPerMessage, "0.0")} / {Num(x.ClientMicrosPerMessage, "0.0")}")])]));
-        section.Charts.Add(new Chart(
-            "floor-cpu",
-            "CPU per delivered message, as a multiple of the floor",
-            ChartKind.GroupedBar,
-            "Delivery",
-            "× the floor's CPU per message",
-            [.. results.Where(r => r.Name != FloorRun.FloorName && double.IsFinite(r.ServerRatio) && double.IsFinite(r.ClientRatio)).SelectMany(r => new[]
-            {
-                new ChartPoint("server", $"{r.Name}, {r.Protocol}{(r.MessagesPerDelivery > 1 ? $", {r.MessagesPerDelivery} a response" : string.Empty)}", 0, r.ServerRatio),
-                new ChartPoint("client", $"{r.Name}, {r.Protocol}{(r.MessagesPerDelivery > 1 ? $", {r.MessagesPerDelivery} a response" : string.Empty)}", 0, r.ClientRatio),
-            })]));
         foreach (var ours in results.Where(r => r.Name == "ours, multiple"))
         {
             var shape = $"multiple mode, {ours.Protocol}, {(ours.MessagesPerDelivery == 1 ? "one message a response" : $"{ours.MessagesPerDelivery} a response")}";

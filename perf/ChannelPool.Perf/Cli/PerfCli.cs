@@ -35,7 +35,7 @@ internal static class PerfCli
         var root = new RootCommand(
             $"ChannelPool perf console{(peers.Any ? " with its peers" : string.Empty)}. With no command, runs the suite: {string.Join(", ", suite.Select(s => s.Name))}, " +
             (peers.Any ? "against ours and SignalR's where there is a peer, " : "ChannelPool alone (the peers console, perf/ChannelPool.Perf.Peers, runs SignalR and the floor beside it), ") +
-            "against servers it starts on 127.0.0.1, and writes a report (markdown, JSON, charts) under --output.");
+            "against servers it starts on 127.0.0.1, and writes a report (markdown and JSON) under --output.");
         common.AddTo(root);
         root.SetAction((parse, token) => RunAsync(parse, common, peers, "suite", suite, (scenario, context) => scenario.RunInSuiteAsync(context, token), token));
 
@@ -161,17 +161,13 @@ internal static class PerfCli
             }
         }
 
-        var charts = await report.WriteAsync(directory, cancellationToken);
+        await report.WriteAsync(directory, cancellationToken);
         console.WriteLine();
-        console.MarkupLine($"Report: [bold]{Markup.Escape(Path.Combine(directory, "report.md"))}[/] (and results.json, {charts.Written.Count} chart(s))");
-        if (charts.Problem is { } problem)
-        {
-            console.MarkupLine($"[yellow]Charts: {Markup.Escape(problem)}[/]");
-        }
+        console.MarkupLine($"Report: [bold]{Markup.Escape(Path.Combine(directory, "report.md"))}[/] (and results.json)");
 
         if (parse.GetValue(common.Publish) is { } publish)
         {
-            foreach (var folder in await report.PublishAsync(publish.FullName, charts, cancellationToken))
+            foreach (var folder in await report.PublishAsync(publish.FullName, cancellationToken))
             {
                 console.MarkupLine($"Published: [bold]{Markup.Escape(Path.Combine(folder, "report.md"))}[/]");
             }

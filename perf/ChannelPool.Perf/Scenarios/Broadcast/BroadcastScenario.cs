@@ -171,13 +171,6 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
                     Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P99Ms, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0")]))]));
         }
 
-        section.Charts.Add(new Chart(
-            "broadcast-clients",
-            "Broadcast: largest M clients by burst period",
-            ChartKind.GroupedBar,
-            "Burst period P",
-            "Largest M (clients)",
-            [.. results.Select(r => new ChartPoint(r.Transport, $"P = {r.PeriodSeconds:0.#} s", r.PeriodSeconds, Math.Max(r.LargestClients, 0)))]));
         if (results.Any(r => r.Protocol == ClientProtocol.Http2.Label()))
         {
             section.Notes.Add(

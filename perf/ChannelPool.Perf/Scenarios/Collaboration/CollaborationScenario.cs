@@ -115,23 +115,6 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
                 r.Transport, r.Row.Label, Num(r.Row.Clients), Num(Publishes(r)), Num(r.Latency.MeanMs, "0.0"), Num(r.Latency.MedianMs, "0.0"), Num(r.Latency.StdevMs, "0.0"),
                 Num(r.Latency.P99Ms, "0.0"), Num(r.Latency.MaxMs, "0.0"), r.Limit ?? $"{r.Lost:N0} of {r.Expected:N0}", Num(r.Duplicates),
                 r.Row.Original is { } o ? $"{o.MeanMs:0} / {o.MedianMs:0} / {o.StdevMs:0}" : "—"])]));
-        section.Charts.Add(new Chart(
-            "collaboration-p99",
-            "Collaboration: p99 latency by row",
-            ChartKind.GroupedBar,
-            "T×N, D",
-            "p99 latency (ms)",
-            [.. results.Where(r => r.Latency.Count > 0).Select(r => new ChartPoint(r.Transport, r.Row.Label, 0, Math.Max(r.Latency.P99Ms, 0.01)))],
-            LogScaleY: true));
-        section.Charts.Add(new Chart(
-            "collaboration-mean",
-            "Collaboration: mean latency by row",
-            ChartKind.GroupedBar,
-            "T×N, D",
-            "Mean latency (ms)",
-            [.. results.Where(r => r.Latency.Count > 0).Select(r => new ChartPoint(r.Transport, r.Row.Label, 0, Math.Max(r.Latency.MeanMs, 0.01))),
-             .. results.Where(r => r.Row.Original is not null).DistinctBy(r => r.Row).Select(r => new ChartPoint("original (2009)", r.Row.Label, 0, Math.Max(r.Row.Original!.MeanMs, 0.01)))],
-            LogScaleY: true));
         if (results.Any(r => Broadcast.TwinEndpoint.TopicRule.Bare(r.Transport) is not null))
         {
             section.Tables.Add(new ReportTable(

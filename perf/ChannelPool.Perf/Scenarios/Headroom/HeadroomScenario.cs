@@ -110,31 +110,6 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
 
         foreach (var binding in byBinding)
         {
-            var slug = binding.First().Binding.StartsWith("net.tcp", StringComparison.Ordinal) ? WcfBinding.NetTcp : WcfBinding.WsHttpSecureConversation;
-            section.Charts.Add(new Chart(
-                $"headroom-{slug}-timeline",
-                $"{binding.Key}: callers, idle channels and the adaptive target (round 1)",
-                ChartKind.Line,
-                "Seconds since the load started",
-                "Callers / channels",
-                [
-                    .. binding.First().Timeline.Select(s => new ChartPoint("callers", string.Empty, s.Seconds, s.Callers)),
-                    .. binding.SelectMany(r => r.Timeline.Select(s => new ChartPoint($"{r.Pool}: idle", string.Empty, s.Seconds, s.Idle))),
-                    .. binding.Where(r => r.Pool == HeadroomRun.Adaptive).SelectMany(r => r.Timeline.Select(s => new ChartPoint("adaptive: idle target", string.Empty, s.Seconds, s.Target))),
-                ]));
-        }
-
-        section.Charts.Add(new Chart(
-            "headroom-low-step",
-            "At the low step: handshakes per minute (log scale)",
-            ChartKind.GroupedBar,
-            "Binding",
-            "Handshakes per minute",
-            [.. results.Select(r => new ChartPoint(r.Pool, r.Binding, 0, Math.Max(HandshakesPerMinute(r, r.Quiet), 0.1)))],
-            LogScaleY: true));
-
-        foreach (var binding in byBinding)
-        {
             var (fix, adaptive) = (binding.Single(r => r.Pool == HeadroomRun.Fixed), binding.Single(r => r.Pool == HeadroomRun.Adaptive));
             var waited = adaptive.AfterFirstStep.Sum(p => p.AwaitedOpens);
             section.Targets.Add(new TargetCheck(

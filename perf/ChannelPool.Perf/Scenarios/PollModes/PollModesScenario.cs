@@ -56,14 +56,6 @@ internal sealed class PollModesScenario : PerfScenario<PollModesSettings, IReadO
             [.. results.Select(r => (IReadOnlyList<string>)[
                 r.Transport, r.Encoding, Num(r.MessagesPerSecond), $"{Num(r.RoundMessagesPerSecond.Min())}–{Num(r.RoundMessagesPerSecond.Max())}",
                 Num(r.MegabytesPerSecond, "0.0"), Baseline(r, results) is { MessagesPerSecond: > 0 } ws ? Percent(r.MessagesPerSecond / ws.MessagesPerSecond) : "—"])]));
-        section.Charts.Add(new Chart(
-            "poll-modes-throughput",
-            "Poll modes: messages per second (log scale)",
-            ChartKind.GroupedBar,
-            "Encoding",
-            "Messages per second",
-            [.. results.Select(r => new ChartPoint(r.Transport, r.Encoding, 0, Math.Max(r.MessagesPerSecond, 1)))],
-            LogScaleY: true));
         foreach (var encoding in results.Select(r => r.Encoding).Distinct())
         {
             var ws = results.Single(r => r.Encoding == encoding && IsBaseline(r));

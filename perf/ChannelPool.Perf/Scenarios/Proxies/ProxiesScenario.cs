@@ -259,36 +259,6 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
                 Num(r.CpuMicrosPerCall), double.IsFinite(r.ServerCpuMicrosPerCall) ? Num(r.ServerCpuMicrosPerCall) : "—", Num(r.AllocatedBytesPerCall), Num(r.WarmUp.TlsHandshakes), Num(r.DuringCalls.TlsHandshakes),
                 Num(r.WarmUp.SessionsStarted), Num(r.DuringCalls.SessionsStarted), Num(r.WarmUp.Negotiations), Num(r.DuringCalls.Negotiations)])]));
 
-        // One chart pair per binding and service time; within it a group of bars per concurrency and service setting,
-        // the two settings side by side.
-        foreach (var cells in results.GroupBy(r => (r.Binding, r.ServiceTimeMs)))
-        {
-            var name = CommandName(cells.Key.Binding) + (cells.Key.ServiceTimeMs > 0 ? $"-{cells.Key.ServiceTimeMs:0}ms" : string.Empty);
-            var title = cells.Key.Binding + (cells.Key.ServiceTimeMs > 0 ? $", {cells.Key.ServiceTimeMs:0} ms a call" : string.Empty);
-            var bothSettings = cells.Select(r => r.Service).Distinct().Count() > 1;
-            string Category(ProxiesResult r) => bothSettings ? $"c = {r.Concurrency}, {ShortService(r.Service)}" : $"concurrency {r.Concurrency}";
-            var axis = bothSettings ? "Concurrency and service setting" : "Concurrency";
-
-            // Bar groups in order of concurrency, each setting beside the other (a stable sort keeps the settings' order).
-            var ordered = cells.OrderBy(r => r.Concurrency).ToList();
-            section.Charts.Add(new Chart(
-                $"proxies-{name}-throughput",
-                $"{title}: calls per second",
-                ChartKind.GroupedBar,
-                axis,
-                "Calls per second",
-                [.. ordered.Select(r => new ChartPoint(r.Kind, Category(r), r.Concurrency, r.CallsPerSecond))],
-                LogScaleY: true));
-            section.Charts.Add(new Chart(
-                $"proxies-{name}-p99",
-                $"{title}: p99 latency",
-                ChartKind.GroupedBar,
-                axis,
-                "p99 latency (ms)",
-                [.. ordered.Select(r => new ChartPoint(r.Kind, Category(r), r.Concurrency, Math.Max(r.Latency.P99Ms, 0.001)))],
-                LogScaleY: true));
-        }
-
         // The targets hold under every service setting: a miss under one is a miss.
         foreach (var g in groups)
         {
@@ -332,18 +302,6 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
                 && other.Key.Concurrency == g.Key.Concurrency && other.Cells.Any(c => OneCallPerSession(c.Kind)) && !g.Cells.Any(c => OneCallPerSession(c.Kind))),
         });
     }
-
-    private static string CommandName(string description) => description switch
-    {
-        var d when d.StartsWith("net.tcp", StringComparison.Ordinal) => WcfBinding.NetTcp,
-        var d when d.StartsWith("Basic", StringComparison.Ordinal) => WcfBinding.BasicHttps,
-        var d when d.EndsWith("SecureConversation", StringComparison.Ordinal) => WcfBinding.WsHttpSecureConversation,
-        _ => WcfBinding.WsHttpUserName,
-    };
-
-    // "concurrent (Multiple)" reads "Multiple" under a bar group: the axis has room for a word.
-    private static string ShortService(string service) =>
-        service.IndexOf('(', StringComparison.Ordinal) is var open and >= 0 ? service[(open + 1)..].TrimEnd(')') : service;
 
     private static void AddCheck(ReportSection section, string target, CellGroup g, string kind, string baseline, double goal, bool strict)
     {
