@@ -362,8 +362,6 @@ public class PerfConsoleTests
     [TestCase("redis --subscribers 0", "--subscribers values must be from 1 to 100000; got 0.")]
     [TestCase("redis --rows 8", "--rows are the original's rows 1 to 7, or 0 for none; got 8.")]
     [TestCase("redis --stores carrier-pigeon", "carrier-pigeon")]
-    [TestCase("--server somewhere", "somewhere")]
-    [TestCase("--server-url ftp://example.com/", "--server-url must be an absolute http:// or https:// address")]
     [TestCase("--loopback-addresses 300", "--loopback-addresses must be from 1 to 254; got 300.")]
     [TestCase("--quick --publish docs/perf", "a --quick run's figures are not measurements: drop --quick or --publish.")]
     [TestCase("broadcast --quick --publish docs/perf", "drop --quick or --publish.")]

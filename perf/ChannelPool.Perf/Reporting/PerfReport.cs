@@ -42,7 +42,7 @@ internal sealed record RunInfo(
 }
 
 /// <summary>
-/// The perf console's report: sections added as scenarios finish, written as markdown, JSON and charts into a run's
+/// The perf console's report: sections added as scenarios finish, written as markdown and JSON into a run's
 /// own folder, and, when published, as one current report per scenario, replaced in place.
 /// </summary>
 internal sealed class PerfReport(RunInfo info)

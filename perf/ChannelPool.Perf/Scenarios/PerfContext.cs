@@ -15,7 +15,7 @@ internal sealed class PerfContext : IAsyncDisposable
     private readonly IPerfServer? _server;
 
     /// <summary>Initializes a new instance of the <see cref="PerfContext"/> class.</summary>
-    /// <param name="server">The embedded or remote servers, or <see langword="null"/> when the scenarios start their own.</param>
+    /// <param name="server">The embedded servers, or <see langword="null"/> when the scenarios start their own.</param>
     /// <param name="serverSettings">What the servers were started with.</param>
     /// <param name="console">Where progress and tables go.</param>
     /// <param name="loopbackAddresses">Local addresses clients connect from.</param>
@@ -105,9 +105,8 @@ internal sealed class PerfContext : IAsyncDisposable
 
     /// <summary>Gets the servers' base address for <paramref name="protocol"/>.</summary>
     /// <returns>The base address, ending in <c>/</c>.</returns>
-    /// <exception cref="InvalidOperationException">HTTP/2 was asked of a server that gives no HTTP/2 address (a remote one).</exception>
     public Uri BaseAddress(ClientProtocol protocol) => protocol == ClientProtocol.Http2
-        ? Server.Endpoints.Http2 ?? throw new InvalidOperationException("--http 2 needs the servers' HTTP/2 address, and a remote server (--server-url) gives none: use --http 1.1 or the embedded servers.")
+        ? Server.Endpoints.Http2 ?? throw new InvalidOperationException("The servers gave no HTTP/2 address.")
         : Server.Endpoints.Http;
 
     /// <summary>Gets or sets whether the scenario runs its own servers in this process (the redis command's nodes), so each client costs two sockets here.</summary>
@@ -128,7 +127,7 @@ internal sealed class PerfContext : IAsyncDisposable
     public int CapacityFor(ClientProtocol protocol)
     {
         var limit = ClientHttp.OpenFileLimit();
-        var perClient = _server?.Kind == "in-process" || ServesInProcess ? 2.2 : 1.1;
+        var perClient = ServesInProcess ? 2.2 : 1.1;
         if (protocol == ClientProtocol.Http2)
         {
             // Twice the streams' share: a client's send can be in flight beside its poll.

@@ -99,15 +99,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
 
     public override ReportSection Report(IReadOnlyList<CollaborationResult> results, CollaborationSettings settings, PerfContext context)
     {
-        var section = NewSection(
-            "Collaboration: T topics × N clients, publish to receipt latency",
-            (settings.Phase == CollaborationPhase.Spread
-                ? "In every topic, one client publishes and the other N − 1 receive; then the topic is quiet for D. The topics run out of step, as independent clients would: topic t starts t/T of D late, so the T topics' publishes are spread evenly over D. "
-                : "In every topic at the same instant, one client publishes and the other N − 1 receive; then the topic is quiet for D. The topics run in step, so every iteration is a synchronised burst of T publishes: the worst case. ") +
-            $"{settings.Iterations} iterations per topic" +
-            (settings.EnoughForP99 ? $", or more where a row needs them for {CollaborationSettings.P99Publishes:N0} publishes; a row's p99 is judged only over that many" : string.Empty) +
-            (settings.DelayScale == 1.0 ? "." : $"; every D is scaled by {settings.DelayScale:0.###} to shorten the run (shorter quiet time means more load, not less)."),
-            results);
+        var section = NewSection("Collaboration: T topics × N clients, publish to receipt latency", results);
         section.Tables.Add(new ReportTable(
             "Latency (ms)",
             ["Transport", "T×N, D", "Clients", "Publishes", "Mean", "Median", "Stdev", "p99", "Max", "Lost", "Duplicated", "Original mean / median / stdev"],

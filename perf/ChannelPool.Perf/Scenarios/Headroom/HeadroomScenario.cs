@@ -92,7 +92,7 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
 
     public override ReportSection Report(IReadOnlyList<HeadroomResult> results, HeadroomSettings settings, PerfContext context)
     {
-        var section = NewSection("Headroom: a fixed idle target against one that follows demand", Describe(settings), results);
+        var section = NewSection("Headroom: a fixed idle target against one that follows demand", results);
         var byBinding = results.GroupBy(r => r.Binding).ToList();
         section.Tables.Add(new ReportTable(
             "Opens on the callers' path, lease wait, the low step and the peak",
@@ -127,27 +127,9 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
                 peak >= 0.95 ? null : $"{Percent(1 - peak)} below fixed"));
         }
 
-        section.Notes.Add(
-            $"Time is scaled: both pools run with a ChannelLifetime of {settings.ChannelLifetime.TotalSeconds:0.#} s instead of 90 s, and the adaptive window and half-life follow it " +
-            $"({settings.ChannelLifetime.TotalSeconds:0.#} s and {settings.ChannelLifetime.TotalSeconds / 3:0.#} s), so the low step of {settings.LowStepTime.TotalSeconds:0.#} s stands for " +
-            $"{settings.LowStepTime.TotalSeconds * 90 / settings.ChannelLifetime.TotalSeconds / 60:0.#} minutes of quiet at the defaults. Handshakes per minute scale with it (an idle channel is reopened once per lifetime); their ratio does not.");
-        section.Notes.Add(
-            "Handshakes are what opening a channel costs the service: on net.tcp a TLS handshake per channel; on WSHttp a security context negotiation per channel (its HTTPS connections are the factory's, shared).");
-        section.Notes.Add(
-            "\"Waited for an open\" is the pool's channelpool.channel.awaited_opens: leases that found nothing idle and got a channel straight from its open. The jump returns from the quiet low step " +
-            "to the peak at once: a fixed pool meets it with its 50 idle channels, an adaptive one with what quiet demand left it, so it is reported but not judged.");
+        section.Notes.Add($"Time is scaled: a ChannelLifetime of {settings.ChannelLifetime.TotalSeconds:0.#} s stands for 90 s, so handshakes per minute scale with it; their ratio does not.");
         return section;
     }
-
-    /// <summary>What the scenario measured and how, for the section's paragraph.</summary>
-    private static string Describe(HeadroomSettings settings) =>
-        $"Echo calls through pooled WCF proxies (a new `PooledClientBase<T>` per call over a `ServiceChannelPool`, as the proxies scenario's pooled reuse), against the WCF test services on 127.0.0.1. " +
-        $"The load: {string.Join(", ", settings.Ramp)} concurrent callers, {settings.StepTime.TotalSeconds:0.#} s each; then 1 caller for {settings.LowStepTime.TotalSeconds:0.#} s " +
-        $"(the last {settings.QuietTime.TotalSeconds:0.#} s are the quiet figures); then {settings.Peak} at once for {settings.JumpTime.TotalSeconds:0.#} s. " +
-        $"Two pools run it in turn, {settings.Rounds} round(s) each, in reverse order every other round, with library defaults but for the lifetime and its jitter ({settings.LifetimeJitter:0.##}, so that expiries spread over more than an open takes, as 10% of 90 s does): `fixed 50` (the original's PoolSize 50, refill at 25) " +
-        "and `adaptive` (`IdleTarget.Mode = Adaptive`: it starts at 50; then it keeps idle the channels of callers recently here and gone, as many again as are in use now for arrivals " +
-        "but at most half the room under MaxChannels (126), and the channels used up while one opens; down to a minimum of 2). " +
-        "Both are warmed to 50 before the load. An unreported pass at 8 callers on each binding warms the JIT first.";
 
     private static double HandshakesPerMinute(HeadroomResult result, HeadroomPhase phase) =>
         HeadroomRun.HandshakesPerMinute(result.Binding.StartsWith("net.tcp", StringComparison.Ordinal), phase);

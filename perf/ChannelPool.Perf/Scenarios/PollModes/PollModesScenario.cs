@@ -43,13 +43,7 @@ internal sealed class PollModesScenario : PerfScenario<PollModesSettings, IReadO
 
     public override ReportSection Report(IReadOnlyList<PollModesResult> results, PollModesSettings settings, PerfContext context)
     {
-        var section = NewSection(
-            "Poll modes: server-to-client throughput",
-            $"{settings.Streams} streams side by side, each pushing {settings.MessageSize}-byte JSON messages as fast as its client takes them, measured for {settings.Duration.TotalSeconds:0.#} s after " +
-            $"{settings.WarmUp.TotalSeconds:0.#} s of warm-up; each cell's figure is the median of {settings.Rounds} interleaved round(s), after one unrecorded warm-up pass over every cell. The duplex flood endpoint lets a multiple-mode response carry up to {context.ServerSettings.FloodWindow} messages (MaxPendingMessagesPerSession; the original's " +
-            "measurements set it to Int32.MaxValue); a single-mode response carries one. The WebSocket baseline sends each message as one WebSocket message and awaits each send; " +
-            "in text, its client checks each message is JSON in valid UTF-8 (Utf8.IsValid, Utf8JsonReader), the check our client makes on every text frame before handing its data on.",
-            results);
+        var section = NewSection("Poll modes: server-to-client throughput", results);
         section.Tables.Add(new ReportTable(
             "Throughput",
             ["Transport", "Encoding", "Messages/s (median)", "Rounds (min–max)", "MB/s", "vs WebSocket"],

@@ -77,13 +77,7 @@ internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
 
     public override ReportSection Report(RedisResults results, RedisSettings settings, PerfContext context)
     {
-        var section = NewSection(
-            "Redis: one node in memory, on one Redis and on a Redis Cluster; Redis work per publish and per delivery",
-            "One node on Kestrel in this process, its pub/sub endpoint on each store in turn: in memory, on one redis-server, and on a Redis Cluster of three masters (redis-cli --cluster create), all on 127.0.0.1 without persistence. " +
-            $"Broadcast: the largest M clients on one topic for which each of K = {settings.Broadcast.Bursts} bursts, one a second, reaches every client within the second (the broadcast command's search, binary, multiple mode). " +
-            $"Collaboration: the original's seven rows, topics out of step, {settings.Collaboration.Iterations} iterations, every D × {settings.Collaboration.DelayScale:0.##}. " +
-            $"Then, on one redis-server, {RedisSettings.PublishesPerCount} publishes to N subscribers with no poll outstanding; one poll per subscriber taking all of them; and one publish to N held polls; counted with INFO commandstats and INFO cpu.",
-            results);
+        var section = NewSection("Redis: one node in memory, on one Redis and on a Redis Cluster; Redis work per publish and per delivery", results);
         var memory = results.Stores.FirstOrDefault(s => s.Store == "in memory")?.Broadcast.LargestClients;
         section.Tables.Add(new ReportTable(
             "Broadcast capacity at P = 1 s, one node",
