@@ -142,7 +142,6 @@ public class PerfConsoleTests
             var phases = result.GetProperty("phases").EnumerateArray().ToList();
             Assert.That(phases.Select(p => p.GetProperty("callers").GetInt32()), Is.EqualTo(new[] { 1, 2, 4, 8, 1, 1, 8 }));
             Assert.That(phases.Select(p => p.GetProperty("calls").GetInt64()), Is.All.GreaterThan(0), console);
-            Assert.That(result.GetProperty("timeline").GetArrayLength(), Is.GreaterThan(10), "the sampler kept the counts");
         }
 
         // The fixed pool's target is its PoolSize throughout; the adaptive one's follows the quiet low step down.

@@ -134,11 +134,6 @@ internal static class PerfCli
                     // What each scenario adds to the suite's time, for keeping the suite near ten minutes.
                     console.MarkupLine($"[grey]{Markup.Escape(scenario.Name)}: {System.Diagnostics.Stopwatch.GetElapsedTime(started).TotalSeconds:N0} s[/]");
                 }
-
-                if (report.Sections.Count > 1)
-                {
-                    context.PrintSummary(report.Sections);
-                }
             }
             catch (Exception ex) when (ex is not OperationCanceledException || !cancellationToken.IsCancellationRequested)
             {

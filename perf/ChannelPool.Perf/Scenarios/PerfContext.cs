@@ -151,35 +151,14 @@ internal sealed class PerfContext : IAsyncDisposable
         PerfServer.Settle();
     }
 
-    /// <summary>Prints a finished section's tables and target checks.</summary>
-    public void Print(ReportSection section) => Print(section, section.Tables);
-
-    /// <summary>
-    /// Prints, once every section has run, each section's first table (its answer) and every target check again, so
-    /// that the end of a long run shows the whole result without scrolling back or opening the report.
-    /// </summary>
-    public void PrintSummary(IReadOnlyList<ReportSection> sections)
-    {
-        Console.WriteLine();
-        Console.Write(new Rule("[bold]Summary[/]").LeftJustified());
-        foreach (var section in sections)
-        {
-            Print(section, section.Tables.Take(1));
-        }
-    }
-
-    private void Print(ReportSection section, IEnumerable<ReportTable> tables)
+    /// <summary>Prints a finished section's tables and target checks (a quick run's figures judge nothing).</summary>
+    public void Print(ReportSection section)
     {
         Console.WriteLine();
         Console.Write(new Rule($"[bold]{Markup.Escape(section.Title)}[/]").LeftJustified());
-        foreach (var table in tables)
+        foreach (var table in section.Tables)
         {
             Console.Write(table.ToConsole());
-        }
-
-        if (Quick && section.Targets.Count > 0)
-        {
-            Console.MarkupLine("[grey]Quick run: these figures check that the console works and are not measurements, so no target is judged.[/]");
         }
 
         foreach (var target in section.Targets)

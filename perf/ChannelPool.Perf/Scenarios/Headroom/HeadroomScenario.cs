@@ -213,8 +213,7 @@ internal sealed record HeadroomSettings
 /// <param name="Pool">The pool: <c>fixed 50</c> or <c>adaptive</c>.</param>
 /// <param name="Phases">Each step of the load, in order.</param>
 /// <param name="LeaseWait">The time callers waited for a channel over the ramp and the low step (the jump has its own, in its phase).</param>
-/// <param name="Timeline">The first round's counts every 100 ms, for the chart.</param>
-internal sealed record HeadroomResult(string Binding, string Pool, IReadOnlyList<HeadroomPhase> Phases, LatencySummary LeaseWait, IReadOnlyList<HeadroomSample> Timeline)
+internal sealed record HeadroomResult(string Binding, string Pool, IReadOnlyList<HeadroomPhase> Phases, LatencySummary LeaseWait)
 {
     /// <summary>Gets the ramp's first step.</summary>
     public HeadroomPhase FirstStep => Phases[0];
@@ -266,13 +265,6 @@ internal sealed record HeadroomPhase(
     public double CallsPerSecond => Seconds > 0 ? Calls / Seconds : 0;
 }
 
-/// <summary>A pool's counts at one moment of a run.</summary>
-/// <param name="Seconds">Since the run's load started.</param>
-/// <param name="Callers">Concurrent callers then.</param>
-/// <param name="Idle">Idle channels.</param>
-/// <param name="Open">Idle, leased and opening channels.</param>
-/// <param name="Target">The idle target.</param>
-internal sealed record HeadroomSample(double Seconds, int Callers, int Idle, int Open, int Target);
 
 /// <summary>
 /// Runs the load that steps from one caller up to the peak, down to one and back, through pooled WCF proxies on real
@@ -379,9 +371,8 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
             await context.SettleAsync(cancellationToken);
 
             var load = new CallerLoad(pool, cancellationToken);
-            var started = Stopwatch.GetTimestamp();
             using var stopSampling = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-            var sampling = SampleAsync(pool, load, tally, started, keepTimeline: round == 0, stopSampling.Token);
+            var sampling = SampleAsync(pool, tally, stopSampling.Token);
             for (var i = 0; i < plan.Count; i++)
             {
                 var phase = plan[i];
@@ -405,8 +396,7 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
         });
     }
 
-    private static async Task SampleAsync(
-        ServiceChannelPool<IEchoClient> pool, CallerLoad load, Tally tally, long started, bool keepTimeline, CancellationToken cancellationToken)
+    private static async Task SampleAsync(ServiceChannelPool<IEchoClient> pool, Tally tally, CancellationToken cancellationToken)
     {
         using var timer = new PeriodicTimer(SampleEvery);
         try
@@ -414,15 +404,9 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
             while (await timer.WaitForNextTickAsync(cancellationToken))
             {
                 var s = pool.GetSnapshot();
-                var open = s.Idle + s.Leased + s.Opening;
                 if (tally.Current is var i and >= 0)
                 {
-                    tally.Phases[i].Sample(s.Idle, open, s.IdleTarget);
-                }
-
-                if (keepTimeline)
-                {
-                    tally.Timeline.Add(new HeadroomSample(Stopwatch.GetElapsedTime(started).TotalSeconds, load.Callers, s.Idle, open, s.IdleTarget));
+                    tally.Phases[i].Sample(s.Idle, s.Idle + s.Leased + s.Opening, s.IdleTarget);
                 }
             }
         }
@@ -550,8 +534,6 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
 
         public PhaseTally[] Phases { get; } = [.. plan.Select(p => new PhaseTally(p.Name, p.Kind, p.Callers))];
 
-        public List<HeadroomSample> Timeline { get; } = [];
-
         /// <summary>Gets the lease waits of the ramp and the low step.</summary>
         public LatencyRecorder LeaseWait { get; } = new();
 
@@ -562,7 +544,7 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
             set => _current = value;
         }
 
-        public HeadroomResult ToResult(string binding, string pool) => new(binding, pool, [.. Phases.Select(p => p.ToPhase())], LeaseWait.Summarize(), Timeline);
+        public HeadroomResult ToResult(string binding, string pool) => new(binding, pool, [.. Phases.Select(p => p.ToPhase())], LeaseWait.Summarize());
     }
 
     private sealed class PhaseTally(string name, HeadroomPhaseKind kind, int callers)
