@@ -1,5 +1,4 @@
 using System.CommandLine;
-using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
 namespace ChannelPool.Perf.Cli;
 
@@ -36,22 +35,14 @@ internal sealed class CommonOptions
         Recursive = true,
     };
 
-    public Option<int> LoopbackAddresses { get; } = Recursive(PositiveInt("--loopback-addresses", "Local addresses (127.0.0.1 up) clients connect from, so thousands of them do not run out of ephemeral ports.", 4, max: 254));
-
     /// <summary>Gets the options a report's command line leaves out: where the reports went says nothing about what was measured.</summary>
     public IReadOnlyList<Option> NotRecorded => [Output, Publish];
 
     public void AddTo(RootCommand root)
     {
-        foreach (var option in new Option[] { Quick, Output, Publish, LoopbackAddresses })
+        foreach (var option in new Option[] { Quick, Output, Publish })
         {
             root.Add(option);
         }
-    }
-
-    private static Option<T> Recursive<T>(Option<T> option)
-    {
-        option.Recursive = true;
-        return option;
     }
 }

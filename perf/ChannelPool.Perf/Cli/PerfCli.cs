@@ -114,13 +114,13 @@ internal static class PerfCli
         {
             ["Mode"] = quick ? "quick (every scenario shrunk to check the console works; the figures mean little)" : name,
             ["Long-poll timeout (ours and SignalR's)"] = $"{serverSettings.PollTimeout.TotalSeconds:0.#} s",
-            ["Loopback client addresses"] = parse.GetValue(common.LoopbackAddresses).ToString(CultureInfo.InvariantCulture),
+            ["Loopback client addresses"] = PerfContext.LoopbackAddresses.ToString(CultureInfo.InvariantCulture),
             ["Client process open-file limit"] = ClientHttp.OpenFileLimit().ToString(CultureInfo.InvariantCulture),
         };
         var servers = server is null ? "started by the scenario itself" : $"embedded on loopback, {server.Kind}";
         var report = new PerfReport(RunInfo.Capture(CommandLine(parse, common.NotRecorded), servers, settings));
         var directory = PerfReport.NewDirectory(parse.GetValue(common.Output)!.FullName);
-        await using (var context = new PerfContext(server, serverSettings, console, report, parse.GetValue(common.LoopbackAddresses), quick, peers))
+        await using (var context = new PerfContext(server, serverSettings, console, report, quick, peers))
         {
             try
             {

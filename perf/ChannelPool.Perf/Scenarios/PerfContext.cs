@@ -18,10 +18,9 @@ internal sealed class PerfContext : IAsyncDisposable
     /// <param name="server">The embedded servers, or <see langword="null"/> when the scenarios start their own.</param>
     /// <param name="serverSettings">What the servers were started with.</param>
     /// <param name="console">Where progress and tables go.</param>
-    /// <param name="loopbackAddresses">Local addresses clients connect from.</param>
     /// <param name="quick">Whether this is a <c>--quick</c> run.</param>
     /// <param name="peers">The peer transports the pub/sub scenarios may name.</param>
-    public PerfContext(IPerfServer? server, PerfServerSettings serverSettings, IAnsiConsole console, PerfReport report, int loopbackAddresses, bool quick, PerfPeers peers)
+    public PerfContext(IPerfServer? server, PerfServerSettings serverSettings, IAnsiConsole console, PerfReport report, bool quick, PerfPeers peers)
     {
         Peers = peers;
         _server = server;
@@ -29,8 +28,7 @@ internal sealed class PerfContext : IAsyncDisposable
         Console = console;
         Report = report;
         Quick = quick;
-        LoopbackAddresses = loopbackAddresses;
-        (_handler, Http, _http2Handler, Http2) = CreateClients(loopbackAddresses);
+        (_handler, Http, _http2Handler, Http2) = CreateClients(LoopbackAddresses);
     }
 
     private static (SocketsHttpHandler, HttpClient, SocketsHttpHandler, HttpClient) CreateClients(int loopbackAddresses)
@@ -82,7 +80,8 @@ internal sealed class PerfContext : IAsyncDisposable
 
     public bool Quick { get; }
 
-    public int LoopbackAddresses { get; }
+    /// <summary>Local addresses (127.0.0.1 up) clients connect from, so thousands of them do not run out of ephemeral ports.</summary>
+    public const int LoopbackAddresses = 4;
 
     /// <summary>Gets the handler every simulated client shares (WebSocket clients connect through it too).</summary>
     public HttpMessageHandler Handler => _handler;

@@ -27,7 +27,6 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
     public HeadroomScenario()
     {
         Options.Add(Names("--binding", "Bindings to run", HeadroomSettings.AllBindings), (s, v) => s with { Bindings = Chosen(v, HeadroomSettings.AllBindings) });
-        Options.Add(PositiveInt("--peak", "The most concurrent callers; the ramp doubles from 1 up to it.", 64, max: ChannelPoolOptions.DefaultMaxChannels), (s, v) => s with { Peak = v });
         var lifetime = Options.Add(
             PositiveDouble("--lifetime", "Seconds of ChannelLifetime for both pools; the adaptive window and half-life follow it.", 10), (s, v) => s with { ChannelLifetime = TimeSpan.FromSeconds(v) });
         Options.Add(PositiveDouble("--step", "Seconds each step of the ramp lasts.", 2), (s, v) => s with { StepTime = TimeSpan.FromSeconds(v) });

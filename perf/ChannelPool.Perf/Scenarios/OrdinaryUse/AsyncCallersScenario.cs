@@ -9,7 +9,6 @@ using Spectre.Console;
 using ServiceConcurrency = ChannelPool.Testing.ServiceModel.ServiceConcurrency;
 using TestContract = ChannelPool.Testing.ServiceModel.TestContract;
 using static ChannelPool.Perf.Reporting.ReportFormat;
-using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
 namespace ChannelPool.Perf.Scenarios.OrdinaryUse;
 
@@ -52,24 +51,6 @@ internal sealed class AsyncCallersScenario : PerfScenario<AsyncCallersSettings, 
 
     // Those that cannot block run first, so a thread pool a blocking variant grew does not carry into them.
     private static readonly string[] RunOrder = [TwinOpenAsync, Generated, HandWritten, Twin];
-
-    public AsyncCallersScenario()
-    {
-        Options.Add(PositiveInt("--calls", "Calls in all.", 1000), (s, v) => s with { Calls = v });
-        Options.Add(PositiveInt("--callers", "Concurrent tasks making them.", 300, max: 10_000), (s, v) => s with { Callers = v });
-        Options.Add(
-            PositiveInt("--service-time", "Milliseconds the service spends on each call.", 200, min: 0, max: TestContract.MaxServiceTimeMilliseconds, unit: "milliseconds"), (s, v) => s with { ServiceTimeMs = v });
-        Options.Add(PositiveInt("--max-channels", "The pools' MaxChannels.", ChannelPoolOptions.DefaultMaxChannels), (s, v) => s with { MaxChannels = v });
-        var variants = Options.Add(
-            new Option<string[]>("--variant")
-            {
-                Description = $"The proxies to compare: {string.Join(", ", Described.Keys)}. Default: all, side by side.",
-                DefaultValueFactory = _ => [.. Described.Keys],
-                AllowMultipleArgumentsPerToken = true,
-            },
-            (s, v) => s with { Variants = [.. v.Distinct()] });
-        variants.AcceptOnlyFromAmong([.. Described.Keys]);
-    }
 
     public override string Name => "async-callers";
 

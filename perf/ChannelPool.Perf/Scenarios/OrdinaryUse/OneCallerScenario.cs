@@ -32,11 +32,8 @@ internal sealed class OneCallerScenario : PerfScenario<OneCallerSettings, OneCal
 {
     public OneCallerScenario()
     {
-        var binding = Options.Add(new Option<string>("--binding") { Description = "nettcp or basichttps. Default: nettcp.", DefaultValueFactory = _ => WcfBinding.NetTcp }, (s, v) => s with { Binding = v });
-        binding.AcceptOnlyFromAmong(WcfBinding.NetTcp, WcfBinding.BasicHttps);
         Options.Add(PositiveDouble("--lifetime", "ChannelLifetime, in seconds.", 90), (s, v) => s with { LifetimeSeconds = v });
         Options.Add(PositiveDouble("--duration", "How long the caller calls, in seconds (ten 90 s lifetimes by default).", 900), (s, v) => s with { DurationSeconds = v });
-        Options.Add(PositiveInt("--pool-size", "PoolSize.", ChannelPoolOptions.DefaultPoolSize, max: ChannelPoolOptions.DefaultMaxChannels), (s, v) => s with { PoolSize = v });
     }
 
     public override string Name => "one-caller";

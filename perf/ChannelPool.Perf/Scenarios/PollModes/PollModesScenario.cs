@@ -21,8 +21,6 @@ internal sealed class PollModesScenario : PerfScenario<PollModesSettings, IReadO
     public PollModesScenario()
     {
         Options.Add(PositiveDouble("--duration", "Seconds each cell is measured, after a warm-up.", 5), (s, v) => s with { Duration = TimeSpan.FromSeconds(v) });
-        Options.Add(PositiveInt("--streams", "Streams side by side per cell.", 4, max: 256), (s, v) => s with { Streams = v });
-        Options.Add(PositiveInt("--size", "Message size in bytes.", 256, min: FloodPayload.MinSize, max: FloodPayload.MaxSize, unit: "bytes"), (s, v) => s with { MessageSize = v });
         Options.Add(PositiveInt("--rounds", "Interleaved rounds per cell; each cell reports its median.", 3, max: 100), (s, v) => s with { Rounds = v });
     }
 
