@@ -88,9 +88,6 @@ internal sealed class PerfContext : IAsyncDisposable
 
     public HttpClient Http { get; private set; }
 
-    /// <summary>Gets the handler HTTP/2 clients share: h2c with prior knowledge, as many connections as their streams need.</summary>
-    public HttpMessageHandler Http2Handler => _http2Handler;
-
     /// <summary>Gets a client whose requests ask for HTTP/2 exactly (h2c with prior knowledge on cleartext addresses).</summary>
     public HttpClient Http2 { get; private set; }
 
@@ -99,7 +96,7 @@ internal sealed class PerfContext : IAsyncDisposable
     public HttpClient HttpFor(ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? Http2 : Http;
 
     /// <summary>Gets the handler for <paramref name="protocol"/>.</summary>
-    /// <returns><see cref="Handler"/> or <see cref="Http2Handler"/>.</returns>
+    /// <returns><see cref="Handler"/> or the HTTP/2 clients' handler.</returns>
     public HttpMessageHandler HandlerFor(ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? _http2Handler : _handler;
 
     /// <summary>Gets the servers' base address for <paramref name="protocol"/>.</summary>
