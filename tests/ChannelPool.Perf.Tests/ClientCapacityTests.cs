@@ -14,7 +14,7 @@ internal sealed class ClientCapacityTests
     public async Task Http2Clients_ShareSockets_SoTheOpenFileLimitAllowsAHundredTimesMoreOfThem()
     {
         await using var context = new PerfContext(
-            null, new PerfServerSettings(), AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(TextWriter.Null) }), new PerfReport(RunInfo.Capture("ChannelPool.Perf", "none", new Dictionary<string, string>())), 4, quick: false, PerfPeers.None);
+            null, new PerfServerSettings(), AnsiConsole.Create(new AnsiConsoleSettings { Out = new AnsiConsoleOutput(TextWriter.Null) }), new PerfReport(RunInfo.Capture("ChannelPool.Perf", "none", new Dictionary<string, string>())), quick: false, PerfPeers.None);
         var limit = ClientHttp.OpenFileLimit();
 
         var http11 = context.CapacityFor(ClientProtocol.Http11);

@@ -26,7 +26,6 @@ internal sealed class FloorScenario : PerfScenario<FloorSettings, IReadOnlyList<
         Options.Add(PositiveInt("--clients", "Clients per cell, each holding one long poll.", 500, max: 5000), (s, v) => s with { Clients = v });
         Options.Add(PositiveInt("--bursts", "Bursts (one delivery to every client) per cell and round.", 40), (s, v) => s with { Bursts = v });
         Options.Add(PositiveInt("--rounds", "Interleaved rounds per cell; each cell reports its median.", 5, max: 100), (s, v) => s with { Rounds = v });
-        Options.Add(PositiveInt("--batch", "Messages a batched delivery carries.", 8, max: 64), (s, v) => s with { Batch = v });
         var cells = Options.Add(
             new Option<string[]>("--cells")
             {
@@ -53,17 +52,7 @@ internal sealed class FloorScenario : PerfScenario<FloorSettings, IReadOnlyList<
 
     public override ReportSection Report(IReadOnlyList<FloorResult> results, FloorSettings settings, PerfContext context)
     {
-        var section = NewSection(
-            "Floor: CPU per long-poll delivery against a bare Kestrel endpoint",
-            $"Each cell holds {settings.Clients:N0} clients, each with one long poll outstanding; a burst publishes once (or {settings.Batch} times in one request) " +
-            $"to all of them, and the next follows {settings.Pause.TotalMilliseconds:0} ms after every client has its messages, past the 20 ms batch window. " +
-            $"A round is {settings.Bursts} bursts; each figure is a process's CPU time over the round divided by the messages delivered, server and clients in " +
-            $"separate processes, the median of {settings.Rounds} interleaved round(s) after an unrecorded pass of {settings.WarmUpBursts} bursts a cell. " +
-            "The floor is a Kestrel endpoint that holds a GET until a publish and answers it with the binary frame(s) our endpoint would send, and whose client " +
-            "reads the body and hands each notification's data on as ours does: no session, token, acknowledgement, queue, limit or telemetry. Ratios are each " +
-            "round's figure over the same round's floor with the same protocol and batch, median. HTTP/2 is cleartext with prior knowledge (h2c) on loopback. " +
-            "Ours is binary; SignalR is the official client with the JSON protocol.",
-            results);
+        var section = NewSection("Floor: CPU per long-poll delivery against a bare Kestrel endpoint", results);
         section.Tables.Add(new ReportTable(
             "CPU per delivered message, against the floor",
             ["Delivery", "Protocol", "Messages a response", "Server µs/msg", "Server × floor", "Client µs/msg", "Client × floor", "Messages/s", "Polls answered a delivery"],
@@ -75,17 +64,6 @@ internal sealed class FloorScenario : PerfScenario<FloorSettings, IReadOnlyList<
             ["Delivery", "Protocol", "Messages a response", .. Enumerable.Range(1, results.Max(r => r.Rounds.Count)).Select(i => $"Round {i}")],
             [.. results.Select(r => (IReadOnlyList<string>)[
                 r.Name, r.Protocol, Num(r.MessagesPerDelivery), .. r.Rounds.Select(x => $"{Num(x.ServerMicrosPerMessage, "0.0")} / {Num(x.ClientMicrosPerMessage, "0.0")}")])]));
-        section.Charts.Add(new Chart(
-            "floor-cpu",
-            "CPU per delivered message, as a multiple of the floor",
-            ChartKind.GroupedBar,
-            "Delivery",
-            "× the floor's CPU per message",
-            [.. results.Where(r => r.Name != FloorRun.FloorName && double.IsFinite(r.ServerRatio) && double.IsFinite(r.ClientRatio)).SelectMany(r => new[]
-            {
-                new ChartPoint("server", $"{r.Name}, {r.Protocol}{(r.MessagesPerDelivery > 1 ? $", {r.MessagesPerDelivery} a response" : string.Empty)}", 0, r.ServerRatio),
-                new ChartPoint("client", $"{r.Name}, {r.Protocol}{(r.MessagesPerDelivery > 1 ? $", {r.MessagesPerDelivery} a response" : string.Empty)}", 0, r.ClientRatio),
-            })]));
         foreach (var ours in results.Where(r => r.Name == "ours, multiple"))
         {
             var shape = $"multiple mode, {ours.Protocol}, {(ours.MessagesPerDelivery == 1 ? "one message a response" : $"{ours.MessagesPerDelivery} a response")}";
@@ -100,7 +78,6 @@ internal sealed class FloorScenario : PerfScenario<FloorSettings, IReadOnlyList<
         }
 
         section.Notes.Add("Every fleet stays connected for the whole run, so the idle fleets' polls (one per client per poll timeout) fall into every cell's CPU alike.");
-        section.Notes.Add("Ours pays for what the floor leaves out: a session lookup with a SHA-256 of its token, acknowledgements, a queue per session, and the perf server's listener on its counters, called once a poll and once a take.");
         return section;
     }
 }
@@ -184,7 +161,7 @@ internal sealed class FloorRun(PerfContext context, FloorSettings settings)
     public async Task<IReadOnlyList<FloorResult>> RunAsync(CancellationToken cancellationToken)
     {
         var endpoints = context.Server.Endpoints;
-        var http2Base = endpoints.Http2 ?? throw new InvalidOperationException("The floor scenario needs the servers' HTTP/2 address; a remote server gives none.");
+        var http2Base = endpoints.Http2 ?? throw new InvalidOperationException("The floor scenario needs the servers' HTTP/2 address.");
         var http2 = context.Http2;
 
         var fleets = new List<Fleet>

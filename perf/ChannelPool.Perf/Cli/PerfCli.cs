@@ -35,7 +35,7 @@ internal static class PerfCli
         var root = new RootCommand(
             $"ChannelPool perf console{(peers.Any ? " with its peers" : string.Empty)}. With no command, runs the suite: {string.Join(", ", suite.Select(s => s.Name))}, " +
             (peers.Any ? "against ours and SignalR's where there is a peer, " : "ChannelPool alone (the peers console, perf/ChannelPool.Perf.Peers, runs SignalR and the floor beside it), ") +
-            "against servers it starts on 127.0.0.1, and writes a report (markdown, JSON, charts) under --output.");
+            "against servers it starts on 127.0.0.1, and writes a report (markdown and JSON) under --output.");
         common.AddTo(root);
         root.SetAction((parse, token) => RunAsync(parse, common, peers, "suite", suite, (scenario, context) => scenario.RunInSuiteAsync(context, token), token));
 
@@ -55,7 +55,7 @@ internal static class PerfCli
                 [new BroadcastScenario(peerTransports), new CollaborationScenario(peerTransports)]));
         }
 
-        root.Add(BuildServe(common, peers));
+        root.Add(BuildServe(peers));
         return root;
     }
 
@@ -87,18 +87,13 @@ internal static class PerfCli
         return command;
     }
 
-    /// <summary>The embedded servers for a console in another process, which passes its --poll-timeout and --flood-window on.</summary>
-    private static Command BuildServe(CommonOptions common, PerfPeers peers)
+    /// <summary>The embedded servers for a console in another process.</summary>
+    private static Command BuildServe(PerfPeers peers)
     {
-        var wcf = new Option<bool>("--wcf") { Description = "Start the WCF test services.", DefaultValueFactory = _ => true };
-        var command = new Command("serve", "Runs the embedded servers for another perf console process (used internally).") { wcf };
-        command.Hidden = true;
-        command.SetAction((parse, _) => ServerProcess.ServeAsync(ServerSettings(parse, common) with { Wcf = parse.GetValue(wcf) }, peers, Console.In, Console.Out));
+        var command = new Command("serve", "Runs the embedded servers for another perf console process (used internally).") { Hidden = true };
+        command.SetAction((_, _) => ServerProcess.ServeAsync(new PerfServerSettings(), peers, Console.In, Console.Out));
         return command;
     }
-
-    private static PerfServerSettings ServerSettings(ParseResult parse, CommonOptions common) =>
-        new() { FloodWindow = parse.GetValue(common.FloodWindow), PollTimeout = TimeSpan.FromSeconds(parse.GetValue(common.PollTimeout)) };
 
     /// <summary>Starts the servers, runs each scenario, prints and writes the report (and publishes it when asked); returns the exit code.</summary>
     private static async Task<int> RunAsync(
@@ -113,24 +108,19 @@ internal static class PerfCli
         var console = CreateConsole(parse.InvocationConfiguration.Output);
         var quick = parse.GetValue(common.Quick);
         ClientHttp.RaiseOpenFileLimit();
-        var serverSettings = ServerSettings(parse, common);
-        var server = scenarios.Any(s => s.UsesEmbeddedServers) ? await StartServerAsync(parse, common, peers, serverSettings, console, cancellationToken) : null;
+        var serverSettings = new PerfServerSettings();
+        var server = scenarios.Any(s => s.UsesEmbeddedServers) ? await StartServerAsync(peers, serverSettings, console, cancellationToken) : null;
         var settings = new Dictionary<string, string>
         {
             ["Mode"] = quick ? "quick (every scenario shrunk to check the console works; the figures mean little)" : name,
             ["Long-poll timeout (ours and SignalR's)"] = $"{serverSettings.PollTimeout.TotalSeconds:0.#} s",
-            ["Loopback client addresses"] = parse.GetValue(common.LoopbackAddresses).ToString(CultureInfo.InvariantCulture),
+            ["Loopback client addresses"] = PerfContext.LoopbackAddresses.ToString(CultureInfo.InvariantCulture),
             ["Client process open-file limit"] = ClientHttp.OpenFileLimit().ToString(CultureInfo.InvariantCulture),
         };
-        var servers = server switch
-        {
-            null => "started by the scenario itself",
-            RemotePerfServer => $"remote, {parse.GetValue(common.Endpoint)}",
-            _ => $"embedded on loopback, {server.Kind}",
-        };
+        var servers = server is null ? "started by the scenario itself" : $"embedded on loopback, {server.Kind}";
         var report = new PerfReport(RunInfo.Capture(CommandLine(parse, common.NotRecorded), servers, settings));
         var directory = PerfReport.NewDirectory(parse.GetValue(common.Output)!.FullName);
-        await using (var context = new PerfContext(server, serverSettings, console, report, parse.GetValue(common.LoopbackAddresses), quick, peers))
+        await using (var context = new PerfContext(server, serverSettings, console, report, quick, peers))
         {
             try
             {
@@ -144,11 +134,6 @@ internal static class PerfCli
                     // What each scenario adds to the suite's time, for keeping the suite near ten minutes.
                     console.MarkupLine($"[grey]{Markup.Escape(scenario.Name)}: {System.Diagnostics.Stopwatch.GetElapsedTime(started).TotalSeconds:N0} s[/]");
                 }
-
-                if (report.Sections.Count > 1)
-                {
-                    context.PrintSummary(report.Sections);
-                }
             }
             catch (Exception ex) when (ex is not OperationCanceledException || !cancellationToken.IsCancellationRequested)
             {
@@ -161,17 +146,13 @@ internal static class PerfCli
             }
         }
 
-        var charts = await report.WriteAsync(directory, cancellationToken);
+        await report.WriteAsync(directory, cancellationToken);
         console.WriteLine();
-        console.MarkupLine($"Report: [bold]{Markup.Escape(Path.Combine(directory, "report.md"))}[/] (and results.json, {charts.Written.Count} chart(s))");
-        if (charts.Problem is { } problem)
-        {
-            console.MarkupLine($"[yellow]Charts: {Markup.Escape(problem)}[/]");
-        }
+        console.MarkupLine($"Report: [bold]{Markup.Escape(Path.Combine(directory, "report.md"))}[/] (and results.json)");
 
         if (parse.GetValue(common.Publish) is { } publish)
         {
-            foreach (var folder in await report.PublishAsync(publish.FullName, charts, cancellationToken))
+            foreach (var folder in await report.PublishAsync(publish.FullName, cancellationToken))
             {
                 console.MarkupLine($"Published: [bold]{Markup.Escape(Path.Combine(folder, "report.md"))}[/]");
             }
@@ -180,18 +161,10 @@ internal static class PerfCli
         return 0;
     }
 
-    private static async Task<IPerfServer> StartServerAsync(ParseResult parse, CommonOptions common, PerfPeers peers, PerfServerSettings settings, IAnsiConsole console, CancellationToken cancellationToken)
+    private static async Task<IPerfServer> StartServerAsync(PerfPeers peers, PerfServerSettings settings, IAnsiConsole console, CancellationToken cancellationToken)
     {
-        if (parse.GetValue(common.Endpoint) is { } remote)
-        {
-            return new RemotePerfServer(new PerfEndpoints(remote, null));
-        }
-
-        var where = parse.GetValue(common.Server)!;
-        console.MarkupLine($"Starting the embedded servers ({Markup.Escape(where)}) on 127.0.0.1…");
-        return where == "in-process"
-            ? await PerfServer.StartAsync(settings, peers, cancellationToken)
-            : await ServerProcess.StartAsync(settings, peers, cancellationToken);
+        console.MarkupLine("Starting the embedded servers (child process) on 127.0.0.1…");
+        return await ServerProcess.StartAsync(settings, peers, cancellationToken);
     }
 
     private static IAnsiConsole CreateConsole(TextWriter output)

@@ -17,8 +17,6 @@ internal sealed class ReportSection(string id, string title, string description)
 
     public List<ReportTable> Tables { get; } = [];
 
-    public List<Chart> Charts { get; } = [];
-
     public List<TargetCheck> Targets { get; } = [];
 
     public List<string> Notes { get; } = [];
@@ -44,7 +42,7 @@ internal sealed record RunInfo(
 }
 
 /// <summary>
-/// The perf console's report: sections added as scenarios finish, written as markdown, JSON and charts into a run's
+/// The perf console's report: sections added as scenarios finish, written as markdown and JSON into a run's
 /// own folder, and, when published, as one current report per scenario, replaced in place.
 /// </summary>
 internal sealed class PerfReport(RunInfo info)
@@ -63,14 +61,11 @@ internal sealed class PerfReport(RunInfo info)
     public static string NewDirectory(string root) =>
         Path.Combine(root, DateTimeOffset.Now.ToString("yyyyMMdd-HHmmss", CultureInfo.InvariantCulture));
 
-    /// <summary>Writes <c>report.md</c>, <c>results.json</c> and the charts into <paramref name="directory"/>.</summary>
-    /// <returns>What the chart renderer said, for the console.</returns>
-    public async Task<ChartRenderResult> WriteAsync(string directory, CancellationToken cancellationToken)
+    /// <summary>Writes <c>report.md</c> and <c>results.json</c> into <paramref name="directory"/>.</summary>
+    public async Task WriteAsync(string directory, CancellationToken cancellationToken)
     {
         Directory.CreateDirectory(directory);
-        var charts = Sections.SelectMany(s => s.Charts).ToList();
-        var rendered = await ChartRenderer.RenderAsync(charts, directory, cancellationToken);
-        await File.WriteAllTextAsync(Path.Combine(directory, "report.md"), ToMarkdown(Sections, rendered), cancellationToken);
+        await File.WriteAllTextAsync(Path.Combine(directory, "report.md"), ToMarkdown(Sections), cancellationToken);
         await using var json = File.Create(Path.Combine(directory, "results.json"));
         await JsonSerializer.SerializeAsync(
             json,
@@ -81,17 +76,15 @@ internal sealed class PerfReport(RunInfo info)
             },
             Json,
             cancellationToken);
-        return rendered;
     }
 
     /// <summary>
     /// Writes each section as the current report of its scenario: <c>&lt;root&gt;/&lt;section id&gt;/report.md</c> with the
-    /// section's charts (PNG) beside it, after removing the report and charts that were there. Git keeps the ones before.
+    /// after removing the report (and any charts an older console drew) that were there. Git keeps the ones before.
     /// </summary>
     /// <param name="root">The folder that holds one folder per scenario (the repository's <c>docs/perf</c>).</param>
-    /// <param name="rendered">The charts <see cref="WriteAsync"/> drew, which are copied from the run's folder.</param>
     /// <returns>The folders written, one per section.</returns>
-    public async Task<IReadOnlyList<string>> PublishAsync(string root, ChartRenderResult rendered, CancellationToken cancellationToken)
+    public async Task<IReadOnlyList<string>> PublishAsync(string root, CancellationToken cancellationToken)
     {
         var folders = new List<string>();
         foreach (var section in Sections)
@@ -103,11 +96,7 @@ internal sealed class PerfReport(RunInfo info)
                 File.Delete(stale);
             }
 
-            await File.WriteAllTextAsync(Path.Combine(folder, "report.md"), ToMarkdown([section], rendered), cancellationToken);
-            foreach (var png in section.Charts.Select(c => rendered.Written.FirstOrDefault(w => Path.GetFileName(w) == c.Name + ".png")).OfType<string>())
-            {
-                File.Copy(png, Path.Combine(folder, Path.GetFileName(png)));
-            }
+            await File.WriteAllTextAsync(Path.Combine(folder, "report.md"), ToMarkdown([section]), cancellationToken);
 
             folders.Add(folder);
         }
@@ -117,8 +106,7 @@ internal sealed class PerfReport(RunInfo info)
 
     /// <summary>The report of <paramref name="sections"/> as markdown: the run, the targets those sections checked, then each section.</summary>
     /// <param name="sections">The sections to write: all of them, or one scenario's when published.</param>
-    /// <param name="rendered">The charts drawn, or <see langword="null"/> when none were.</param>
-    public string ToMarkdown(IReadOnlyList<ReportSection> sections, ChartRenderResult? rendered)
+    public string ToMarkdown(IReadOnlyList<ReportSection> sections)
     {
         var md = new StringBuilder();
         md.AppendLine("# ChannelPool perf report").AppendLine();
@@ -145,15 +133,6 @@ internal sealed class PerfReport(RunInfo info)
             foreach (var table in section.Tables)
             {
                 table.WriteMarkdown(md);
-            }
-
-            foreach (var chart in section.Charts)
-            {
-                var png = chart.Name + ".png";
-                md.AppendLine(rendered?.Written.Any(w => Path.GetFileName(w) == png) == true
-                    ? $"![{chart.Title}]({png})"
-                    : $"Chart *{chart.Title}*: not drawn ({rendered?.Problem ?? "no renderer"}).");
-                md.AppendLine();
             }
 
             foreach (var note in section.Notes)

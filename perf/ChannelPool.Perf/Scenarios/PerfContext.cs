@@ -15,13 +15,12 @@ internal sealed class PerfContext : IAsyncDisposable
     private readonly IPerfServer? _server;
 
     /// <summary>Initializes a new instance of the <see cref="PerfContext"/> class.</summary>
-    /// <param name="server">The embedded or remote servers, or <see langword="null"/> when the scenarios start their own.</param>
+    /// <param name="server">The embedded servers, or <see langword="null"/> when the scenarios start their own.</param>
     /// <param name="serverSettings">What the servers were started with.</param>
     /// <param name="console">Where progress and tables go.</param>
-    /// <param name="loopbackAddresses">Local addresses clients connect from.</param>
     /// <param name="quick">Whether this is a <c>--quick</c> run.</param>
     /// <param name="peers">The peer transports the pub/sub scenarios may name.</param>
-    public PerfContext(IPerfServer? server, PerfServerSettings serverSettings, IAnsiConsole console, PerfReport report, int loopbackAddresses, bool quick, PerfPeers peers)
+    public PerfContext(IPerfServer? server, PerfServerSettings serverSettings, IAnsiConsole console, PerfReport report, bool quick, PerfPeers peers)
     {
         Peers = peers;
         _server = server;
@@ -29,8 +28,7 @@ internal sealed class PerfContext : IAsyncDisposable
         Console = console;
         Report = report;
         Quick = quick;
-        LoopbackAddresses = loopbackAddresses;
-        (_handler, Http, _http2Handler, Http2) = CreateClients(loopbackAddresses);
+        (_handler, Http, _http2Handler, Http2) = CreateClients(LoopbackAddresses);
     }
 
     private static (SocketsHttpHandler, HttpClient, SocketsHttpHandler, HttpClient) CreateClients(int loopbackAddresses)
@@ -82,15 +80,13 @@ internal sealed class PerfContext : IAsyncDisposable
 
     public bool Quick { get; }
 
-    public int LoopbackAddresses { get; }
+    /// <summary>Local addresses (127.0.0.1 up) clients connect from, so thousands of them do not run out of ephemeral ports.</summary>
+    public const int LoopbackAddresses = 4;
 
     /// <summary>Gets the handler every simulated client shares (WebSocket clients connect through it too).</summary>
     public HttpMessageHandler Handler => _handler;
 
     public HttpClient Http { get; private set; }
-
-    /// <summary>Gets the handler HTTP/2 clients share: h2c with prior knowledge, as many connections as their streams need.</summary>
-    public HttpMessageHandler Http2Handler => _http2Handler;
 
     /// <summary>Gets a client whose requests ask for HTTP/2 exactly (h2c with prior knowledge on cleartext addresses).</summary>
     public HttpClient Http2 { get; private set; }
@@ -100,14 +96,13 @@ internal sealed class PerfContext : IAsyncDisposable
     public HttpClient HttpFor(ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? Http2 : Http;
 
     /// <summary>Gets the handler for <paramref name="protocol"/>.</summary>
-    /// <returns><see cref="Handler"/> or <see cref="Http2Handler"/>.</returns>
+    /// <returns><see cref="Handler"/> or the HTTP/2 clients' handler.</returns>
     public HttpMessageHandler HandlerFor(ClientProtocol protocol) => protocol == ClientProtocol.Http2 ? _http2Handler : _handler;
 
     /// <summary>Gets the servers' base address for <paramref name="protocol"/>.</summary>
     /// <returns>The base address, ending in <c>/</c>.</returns>
-    /// <exception cref="InvalidOperationException">HTTP/2 was asked of a server that gives no HTTP/2 address (a remote one).</exception>
     public Uri BaseAddress(ClientProtocol protocol) => protocol == ClientProtocol.Http2
-        ? Server.Endpoints.Http2 ?? throw new InvalidOperationException("--http 2 needs the servers' HTTP/2 address, and a remote server (--server-url) gives none: use --http 1.1 or the embedded servers.")
+        ? Server.Endpoints.Http2 ?? throw new InvalidOperationException("The servers gave no HTTP/2 address.")
         : Server.Endpoints.Http;
 
     /// <summary>Gets or sets whether the scenario runs its own servers in this process (the redis command's nodes), so each client costs two sockets here.</summary>
@@ -128,7 +123,7 @@ internal sealed class PerfContext : IAsyncDisposable
     public int CapacityFor(ClientProtocol protocol)
     {
         var limit = ClientHttp.OpenFileLimit();
-        var perClient = _server?.Kind == "in-process" || ServesInProcess ? 2.2 : 1.1;
+        var perClient = ServesInProcess ? 2.2 : 1.1;
         if (protocol == ClientProtocol.Http2)
         {
             // Twice the streams' share: a client's send can be in flight beside its poll.
@@ -152,35 +147,14 @@ internal sealed class PerfContext : IAsyncDisposable
         PerfServer.Settle();
     }
 
-    /// <summary>Prints a finished section's tables and target checks.</summary>
-    public void Print(ReportSection section) => Print(section, section.Tables);
-
-    /// <summary>
-    /// Prints, once every section has run, each section's first table (its answer) and every target check again, so
-    /// that the end of a long run shows the whole result without scrolling back or opening the report.
-    /// </summary>
-    public void PrintSummary(IReadOnlyList<ReportSection> sections)
-    {
-        Console.WriteLine();
-        Console.Write(new Rule("[bold]Summary[/]").LeftJustified());
-        foreach (var section in sections)
-        {
-            Print(section, section.Tables.Take(1));
-        }
-    }
-
-    private void Print(ReportSection section, IEnumerable<ReportTable> tables)
+    /// <summary>Prints a finished section's tables and target checks (a quick run's figures judge nothing).</summary>
+    public void Print(ReportSection section)
     {
         Console.WriteLine();
         Console.Write(new Rule($"[bold]{Markup.Escape(section.Title)}[/]").LeftJustified());
-        foreach (var table in tables)
+        foreach (var table in section.Tables)
         {
             Console.Write(table.ToConsole());
-        }
-
-        if (Quick && section.Targets.Count > 0)
-        {
-            Console.MarkupLine("[grey]Quick run: these figures check that the console works and are not measurements, so no target is judged.[/]");
         }
 
         foreach (var target in section.Targets)

@@ -23,7 +23,7 @@ internal interface IPerfScenario
     void AddOptions(Command command);
 
     /// <summary>Runs the scenario with the settings its options say, and returns its report section.</summary>
-    /// <returns>The section, with its tables, charts, targets and results.</returns>
+    /// <returns>The section, with its tables, targets and results.</returns>
     Task<ReportSection> RunAsync(PerfContext context, ParseResult parse, CancellationToken cancellationToken);
 
     /// <summary>Runs the scenario as the suite sizes it, and returns its report section.</summary>
@@ -70,7 +70,7 @@ internal abstract class PerfScenario<TSettings, TResults> : IPerfScenario
     /// <param name="context">The run's servers, console and clients' HTTP handler.</param>
     public abstract Task<TResults> RunAsync(PerfContext context, TSettings settings, CancellationToken cancellationToken);
 
-    /// <summary>Turns results into the report section: formatted tables, charts, target checks and notes.</summary>
+    /// <summary>Turns results into the report section: formatted tables, target checks and notes.</summary>
     /// <param name="results">What <see cref="RunAsync(PerfContext, TSettings, CancellationToken)"/> measured.</param>
     /// <param name="context">The run, for how its servers ran.</param>
     /// <returns>The section; start it with <see cref="NewSection"/>.</returns>
@@ -82,11 +82,13 @@ internal abstract class PerfScenario<TSettings, TResults> : IPerfScenario
     Task<ReportSection> IPerfScenario.RunInSuiteAsync(PerfContext context, CancellationToken cancellationToken) =>
         RunAndReportAsync(context, SuiteSettings(context.Quick) ?? throw new InvalidOperationException($"The suite does not run the {Name} scenario."), cancellationToken);
 
-    /// <summary>Starts this scenario's section, under its <see cref="Name"/>, holding <paramref name="results"/> for results.json.</summary>
-    /// <param name="description">What was measured and how, in a paragraph.</param>
-    /// <returns>An empty section to add tables, charts, targets and notes to.</returns>
-    protected ReportSection NewSection(string title, string description, TResults results) =>
-        new(Name, title, description) { Results = results };
+    /// <summary>
+    /// Starts this scenario's section, under its <see cref="Name"/>, holding <paramref name="results"/> for results.json.
+    /// Its paragraph is the command's help text: the report's header says the command and the servers, and
+    /// docs/performance.md explains the figures, so a report carries no prose of its own.
+    /// </summary>
+    /// <returns>An empty section to add tables, targets and notes to.</returns>
+    protected ReportSection NewSection(string title, TResults results) => new(Name, title, Description) { Results = results };
 
     private async Task<ReportSection> RunAndReportAsync(PerfContext context, TSettings settings, CancellationToken cancellationToken) =>
         Report(await RunAsync(context, settings, cancellationToken), settings, context);

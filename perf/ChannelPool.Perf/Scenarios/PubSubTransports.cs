@@ -65,14 +65,12 @@ internal sealed record PubSubTransportChoice(IReadOnlyList<string> Names, Pollin
 }
 
 /// <summary>
-/// The <c>--transport</c>, <c>--mode</c> and <c>--encoding</c> options. The peer command's two scenarios share one
-/// instance, so the options appear once and both scenarios read the same choice.
+/// The <c>--transport</c> option. The peer command's two scenarios share one instance, so the option appears once and
+/// both scenarios read the same choice.
 /// </summary>
 internal sealed class PubSubTransportOptions
 {
     private readonly Option<string[]> _transport;
-    private readonly Option<string> _mode = new("--mode") { Description = "Our clients' poll mode: multiple (default) or single.", DefaultValueFactory = _ => "multiple" };
-    private readonly Option<string> _encoding = new("--encoding") { Description = "Our clients' encoding: binary (default) or text.", DefaultValueFactory = _ => "binary" };
 
     /// <param name="peers">The peer transports besides ours.</param>
     /// <param name="allByDefault">Whether the command runs every transport unless told (the peer command) or ours alone.</param>
@@ -98,8 +96,6 @@ internal sealed class PubSubTransportOptions
                 }
             }
         });
-        _mode.AcceptOnlyFromAmong("multiple", "single");
-        _encoding.AcceptOnlyFromAmong("binary", "text");
     }
 
     /// <summary>Gets what <c>--transport all</c> runs: ours and every peer but the floor.</summary>
@@ -111,21 +107,15 @@ internal sealed class PubSubTransportOptions
     /// <summary>Gets ours beside every peer, as the suite runs them (ours alone in this console).</summary>
     public PubSubTransportChoice All => PubSubTransportChoice.Ours with { Names = AllNames };
 
-    /// <summary>Adds the three options to <paramref name="command"/>, unless another scenario of the same command already did.</summary>
+    /// <summary>Adds the option to <paramref name="command"/>, unless another scenario of the same command already did.</summary>
     public void AddTo(Command command)
     {
-        foreach (var option in new Option[] { _transport, _mode, _encoding }.Where(o => !command.Options.Contains(o)))
+        if (!command.Options.Contains(_transport))
         {
-            command.Add(option);
+            command.Add(_transport);
         }
     }
 
-    public PubSubTransportChoice Read(ParseResult parse)
-    {
-        var names = parse.GetValue(_transport)!;
-        return new PubSubTransportChoice(
-            names.Contains("all") ? AllNames : names,
-            parse.GetValue(_mode) == "single" ? PollingDuplexMode.SingleMessagePerPoll : PollingDuplexMode.MultipleMessagesPerPoll,
-            parse.GetValue(_encoding) == "text" ? DuplexEncoding.Text : DuplexEncoding.Binary);
-    }
+    public PubSubTransportChoice Read(ParseResult parse) =>
+        PubSubTransportChoice.Ours with { Names = parse.GetValue(_transport)!.Contains("all") ? AllNames : parse.GetValue(_transport)! };
 }

@@ -38,7 +38,7 @@ internal sealed record WcfEndpoints(int NetTcpPort, int SoapPort, int SingleNetT
 }
 
 /// <summary>What a server process has done so far; the console reports deltas between two of these.</summary>
-/// <param name="IsKnown">Whether the counters were read (a remote server's are not).</param>
+/// <param name="IsKnown">Whether the counters were read (the redis command's nodes have none).</param>
 /// <param name="CpuSeconds">Processor time the server process used.</param>
 /// <param name="AllocatedBytes">Bytes the server process allocated.</param>
 /// <param name="Duplex">The polling duplex endpoints' counters, by instrument name (for example <c>pollingduplex.messages.redelivered</c>).</param>
@@ -60,21 +60,21 @@ internal static class ServerCountsSums
         a.EndRecords + b.EndRecords, a.Negotiations + b.Negotiations);
 }
 
-/// <summary>A running perf server: in this process, in a child process, or remote.</summary>
+/// <summary>A running perf server: in this process, or in a child process.</summary>
 internal interface IPerfServer : IAsyncDisposable
 {
     /// <summary>Gets where it listens.</summary>
     PerfEndpoints Endpoints { get; }
 
-    /// <summary>Gets how it runs, for the report: <c>child process</c>, <c>in-process</c> or <c>remote</c>.</summary>
+    /// <summary>Gets how it runs, for the report: <c>child process</c> or <c>in-process</c>.</summary>
     string Kind { get; }
 
-    /// <summary>Reads the server's counters; <see cref="ServerStats.Unknown"/> for a remote server.</summary>
+    /// <summary>Reads the server's counters.</summary>
     Task<ServerStats> GetStatsAsync(CancellationToken cancellationToken);
 
     /// <summary>
     /// Collects the server's garbage, so that the set-up before a timed round (a pool's 50 handshakes, say) leaves no
-    /// collection to land inside it; the console does the same on its side. Nothing for a remote server.
+    /// collection to land inside it; the console does the same on its side.
     /// </summary>
     Task SettleAsync(CancellationToken cancellationToken);
 }

@@ -30,13 +30,6 @@ internal sealed record PerfServerSettings
 
     /// <summary>Gets whether to start the WCF test services (net.tcp with TLS, SoapCore over HTTPS) for the proxies scenario.</summary>
     public bool Wcf { get; init; } = true;
-
-    public IEnumerable<string> ToArguments() =>
-    [
-        "--poll-timeout", PollTimeout.TotalSeconds.ToString(System.Globalization.CultureInfo.InvariantCulture),
-        "--flood-window", FloodWindow.ToString(System.Globalization.CultureInfo.InvariantCulture),
-        "--wcf", Wcf ? "true" : "false",
-    ];
 }
 
 /// <summary>

@@ -43,10 +43,6 @@ internal sealed class ServerProcess : IPerfServer
         start.ArgumentList.Add("exec");
         start.ArgumentList.Add(peers.Program.Location);
         start.ArgumentList.Add("serve");
-        foreach (var argument in settings.ToArguments())
-        {
-            start.ArgumentList.Add(argument);
-        }
 
         var process = Process.Start(start) ?? throw new InvalidOperationException($"Could not start the server process: {start.FileName}.");
         try

@@ -7,11 +7,10 @@ using ChannelPool.Testing;
 using ChannelPool.Testing.ServiceModel.NetTcp;
 using Spectre.Console;
 using static ChannelPool.Perf.Reporting.ReportFormat;
-using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
 namespace ChannelPool.Perf.Scenarios.Balancing;
 
-/// <summary>What one balancing run measures.</summary>
+/// <summary>What one balancing run measures (no options: the command runs as docs/performance.md names it).</summary>
 internal sealed record BalancingSettings(int Callers, double CellSeconds, int ServiceMilliseconds, int SlowFactor, int PoolSize, double LifetimeSeconds, double EjectionSeconds);
 
 /// <summary>One way of reaching three instances, one of them slow: its throughput, latency and the slow one's share.</summary>
@@ -37,17 +36,6 @@ internal sealed class BalancingScenario : PerfScenario<BalancingSettings, Balanc
     private const string PowerOfTwo = "three addresses, power of two choices";
     private const string RoundRobin = "three addresses, round robin";
     private const string Proxy = "one address behind a round-robin TCP proxy";
-
-    public BalancingScenario()
-    {
-        Options.Add(PositiveInt("--callers", "Concurrent callers.", 32), (s, v) => s with { Callers = v });
-        Options.Add(PositiveDouble("--cell-seconds", "How long each way of reaching the instances is measured, in seconds.", 15), (s, v) => s with { CellSeconds = v });
-        Options.Add(PositiveInt("--service-ms", "Each call's service time at a healthy instance, in milliseconds.", 5, max: 1000), (s, v) => s with { ServiceMilliseconds = v });
-        Options.Add(PositiveInt("--slow-factor", "How many times slower the slow instance serves a call.", 20, max: 1000), (s, v) => s with { SlowFactor = v });
-        Options.Add(PositiveInt("--pool-size", "PoolSize of each pool.", 24, max: ChannelPoolOptions.DefaultMaxChannels), (s, v) => s with { PoolSize = v });
-        Options.Add(PositiveDouble("--lifetime", "ChannelLifetime during the rolling restart, in seconds.", 30), (s, v) => s with { LifetimeSeconds = v });
-        Options.Add(PositiveDouble("--ejection", "BaseEjectionTime during the rolling restart, in seconds (the default's 30 s by default).", 30), (s, v) => s with { EjectionSeconds = v });
-    }
 
     public override string Name => "balancing";
 
@@ -96,13 +84,7 @@ internal sealed class BalancingScenario : PerfScenario<BalancingSettings, Balanc
 
     public override ReportSection Report(BalancingResults results, BalancingSettings settings, PerfContext context)
     {
-        var section = NewSection(
-            "Several instances: balancing, a slow instance and a rolling restart",
-            $"Three net.tcp TLS instances on loopback; each call waits {settings.ServiceMilliseconds} ms of service time, and {settings.SlowFactor}× that at the third " +
-            $"instance while it is slow. {settings.Callers} callers make back-to-back EchoAfter calls, a proxy per call, for {settings.CellSeconds:0.#} s per row, against a " +
-            $"pool of PoolSize {settings.PoolSize} warmed first, balancing options at their defaults. The TCP proxy row is one address, a proxy sending each new " +
-            "connection to the next instance in turn, as a layer-4 balancer does.",
-            results);
+        var section = NewSection("Several instances: balancing, a slow instance and a rolling restart", results);
         var baseline = results.Cells.Single(c => c.Kind == TwoHealthy).CallsPerSecond;
         section.Tables.Add(new ReportTable(
             "One slow instance of three",

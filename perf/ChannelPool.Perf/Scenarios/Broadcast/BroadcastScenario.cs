@@ -135,12 +135,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
 
     public override ReportSection Report(IReadOnlyList<BroadcastResult> results, BroadcastSettings settings, PerfContext context)
     {
-        var section = NewSection(
-            "Broadcast: largest M clients on one topic, a burst every P seconds",
-            $"M clients subscribe to one topic; a publisher sends one message every P seconds. M passes when each of K = {settings.Bursts} consecutive bursts " +
-            "reaches every client before the next is due. The search doubles M from " +
-            $"{settings.StartClients:N0} until a probe fails, bisects to within {settings.Resolution:P0} with {settings.ScoutBursts}-burst probes, then confirms with all K bursts.",
-            results);
+        var section = NewSection("Broadcast: largest M clients on one topic, a burst every P seconds", results);
         section.Tables.Add(new ReportTable(
             "Largest M",
             ["Transport", "HTTP", "P (s)", "K", "Largest M", "Limit"],
@@ -154,8 +149,7 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
                 Num(p.ClientCpuMicrosPerDelivery, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0"), p.Failure ?? string.Empty]))]));
         if (settings.SideBySide is { } m)
         {
-            section.Notes.Add($"Side by side, no search: every transport's fleet of M = {m:N0} clients stays connected while each runs {settings.CompareRounds} K-burst probes in turn, " +
-                "the order reversed every other round; each figure is the median over its rounds. Client and server share the machine's cores, so the total per delivery is what sets capacity.");
+            section.Notes.Add($"Side by side at M = {m:N0}: {settings.CompareRounds} alternating K-burst rounds per transport, medians.");
             AddSideBySide(section, results);
             AddTwinTargets(section, results);
             return section;
@@ -169,22 +163,6 @@ internal sealed class BroadcastScenario : PerfScenario<BroadcastSettings, IReadO
                 [.. results.Where(r => twin.Bare(r.Transport) is not null || results.Any(t => twin.Bare(t.Transport) == r.Transport)).SelectMany(r => r.Alternating.Select((p, i) => (IReadOnlyList<string>)[
                     r.Transport, Num(r.PeriodSeconds, "0.#"), Num(p.Clients), Num(i + 1), p.Verdict,
                     Num(p.WorstBurstMs, "0.0"), Num(p.Latency.P99Ms, "0.0"), Num(p.ServerCpuMicrosPerDelivery, "0.0")]))]));
-        }
-
-        section.Charts.Add(new Chart(
-            "broadcast-clients",
-            "Broadcast: largest M clients by burst period",
-            ChartKind.GroupedBar,
-            "Burst period P",
-            "Largest M (clients)",
-            [.. results.Select(r => new ChartPoint(r.Transport, $"P = {r.PeriodSeconds:0.#} s", r.PeriodSeconds, Math.Max(r.LargestClients, 0)))]));
-        if (results.Any(r => r.Protocol == ClientProtocol.Http2.Label()))
-        {
-            section.Notes.Add(
-                $"HTTP/2 is cleartext with prior knowledge (h2c) on the server's second loopback port, for ours and SignalR long polling alike: one Kestrel listener " +
-                $"allowing {PerfServer.Http2StreamsPerConnection} streams a connection, one client handler that opens another connection when those are taken " +
-                "(EnableMultipleHttp2Connections), so a client's poll is a stream, not a socket. Over HTTP/1.1 every client is a socket in each process, and the " +
-                "open-file limit caps M; SignalR WebSockets runs on HTTP/1.1 only.");
         }
 
         AddTargets(section, results);

@@ -99,15 +99,7 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
 
     public override ReportSection Report(IReadOnlyList<CollaborationResult> results, CollaborationSettings settings, PerfContext context)
     {
-        var section = NewSection(
-            "Collaboration: T topics × N clients, publish to receipt latency",
-            (settings.Phase == CollaborationPhase.Spread
-                ? "In every topic, one client publishes and the other N − 1 receive; then the topic is quiet for D. The topics run out of step, as independent clients would: topic t starts t/T of D late, so the T topics' publishes are spread evenly over D. "
-                : "In every topic at the same instant, one client publishes and the other N − 1 receive; then the topic is quiet for D. The topics run in step, so every iteration is a synchronised burst of T publishes: the worst case. ") +
-            $"{settings.Iterations} iterations per topic" +
-            (settings.EnoughForP99 ? $", or more where a row needs them for {CollaborationSettings.P99Publishes:N0} publishes; a row's p99 is judged only over that many" : string.Empty) +
-            (settings.DelayScale == 1.0 ? "." : $"; every D is scaled by {settings.DelayScale:0.###} to shorten the run (shorter quiet time means more load, not less)."),
-            results);
+        var section = NewSection("Collaboration: T topics × N clients, publish to receipt latency", results);
         section.Tables.Add(new ReportTable(
             "Latency (ms)",
             ["Transport", "T×N, D", "Clients", "Publishes", "Mean", "Median", "Stdev", "p99", "Max", "Lost", "Duplicated", "Original mean / median / stdev"],
@@ -115,23 +107,6 @@ internal sealed class CollaborationScenario : PerfScenario<CollaborationSettings
                 r.Transport, r.Row.Label, Num(r.Row.Clients), Num(Publishes(r)), Num(r.Latency.MeanMs, "0.0"), Num(r.Latency.MedianMs, "0.0"), Num(r.Latency.StdevMs, "0.0"),
                 Num(r.Latency.P99Ms, "0.0"), Num(r.Latency.MaxMs, "0.0"), r.Limit ?? $"{r.Lost:N0} of {r.Expected:N0}", Num(r.Duplicates),
                 r.Row.Original is { } o ? $"{o.MeanMs:0} / {o.MedianMs:0} / {o.StdevMs:0}" : "—"])]));
-        section.Charts.Add(new Chart(
-            "collaboration-p99",
-            "Collaboration: p99 latency by row",
-            ChartKind.GroupedBar,
-            "T×N, D",
-            "p99 latency (ms)",
-            [.. results.Where(r => r.Latency.Count > 0).Select(r => new ChartPoint(r.Transport, r.Row.Label, 0, Math.Max(r.Latency.P99Ms, 0.01)))],
-            LogScaleY: true));
-        section.Charts.Add(new Chart(
-            "collaboration-mean",
-            "Collaboration: mean latency by row",
-            ChartKind.GroupedBar,
-            "T×N, D",
-            "Mean latency (ms)",
-            [.. results.Where(r => r.Latency.Count > 0).Select(r => new ChartPoint(r.Transport, r.Row.Label, 0, Math.Max(r.Latency.MeanMs, 0.01))),
-             .. results.Where(r => r.Row.Original is not null).DistinctBy(r => r.Row).Select(r => new ChartPoint("original (2009)", r.Row.Label, 0, Math.Max(r.Row.Original!.MeanMs, 0.01)))],
-            LogScaleY: true));
         if (results.Any(r => Broadcast.TwinEndpoint.TopicRule.Bare(r.Transport) is not null))
         {
             section.Tables.Add(new ReportTable(

@@ -27,7 +27,6 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
     public HeadroomScenario()
     {
         Options.Add(Names("--binding", "Bindings to run", HeadroomSettings.AllBindings), (s, v) => s with { Bindings = Chosen(v, HeadroomSettings.AllBindings) });
-        Options.Add(PositiveInt("--peak", "The most concurrent callers; the ramp doubles from 1 up to it.", 64, max: ChannelPoolOptions.DefaultMaxChannels), (s, v) => s with { Peak = v });
         var lifetime = Options.Add(
             PositiveDouble("--lifetime", "Seconds of ChannelLifetime for both pools; the adaptive window and half-life follow it.", 10), (s, v) => s with { ChannelLifetime = TimeSpan.FromSeconds(v) });
         Options.Add(PositiveDouble("--step", "Seconds each step of the ramp lasts.", 2), (s, v) => s with { StepTime = TimeSpan.FromSeconds(v) });
@@ -92,7 +91,7 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
 
     public override ReportSection Report(IReadOnlyList<HeadroomResult> results, HeadroomSettings settings, PerfContext context)
     {
-        var section = NewSection("Headroom: a fixed idle target against one that follows demand", Describe(settings), results);
+        var section = NewSection("Headroom: a fixed idle target against one that follows demand", results);
         var byBinding = results.GroupBy(r => r.Binding).ToList();
         section.Tables.Add(new ReportTable(
             "Opens on the callers' path, lease wait, the low step and the peak",
@@ -107,31 +106,6 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
             [.. results.SelectMany(r => r.Phases.Select(p => (IReadOnlyList<string>)[
                 r.Binding, r.Pool, p.Name, Num(p.Callers), Num(p.Seconds, "0.0"), Num(p.CallsPerSecond), Num(p.AwaitedOpens), Num(p.LeaseWait.P50Ms, "0.000"), Num(p.LeaseWait.P99Ms, "0.000"),
                 Num(p.MeanIdle, "0.0"), Num(p.MeanOpen, "0.0"), Num(p.MeanTarget, "0.0"), Num(p.Server.TlsHandshakes), Num(p.Server.Negotiations)]))]));
-
-        foreach (var binding in byBinding)
-        {
-            var slug = binding.First().Binding.StartsWith("net.tcp", StringComparison.Ordinal) ? WcfBinding.NetTcp : WcfBinding.WsHttpSecureConversation;
-            section.Charts.Add(new Chart(
-                $"headroom-{slug}-timeline",
-                $"{binding.Key}: callers, idle channels and the adaptive target (round 1)",
-                ChartKind.Line,
-                "Seconds since the load started",
-                "Callers / channels",
-                [
-                    .. binding.First().Timeline.Select(s => new ChartPoint("callers", string.Empty, s.Seconds, s.Callers)),
-                    .. binding.SelectMany(r => r.Timeline.Select(s => new ChartPoint($"{r.Pool}: idle", string.Empty, s.Seconds, s.Idle))),
-                    .. binding.Where(r => r.Pool == HeadroomRun.Adaptive).SelectMany(r => r.Timeline.Select(s => new ChartPoint("adaptive: idle target", string.Empty, s.Seconds, s.Target))),
-                ]));
-        }
-
-        section.Charts.Add(new Chart(
-            "headroom-low-step",
-            "At the low step: handshakes per minute (log scale)",
-            ChartKind.GroupedBar,
-            "Binding",
-            "Handshakes per minute",
-            [.. results.Select(r => new ChartPoint(r.Pool, r.Binding, 0, Math.Max(HandshakesPerMinute(r, r.Quiet), 0.1)))],
-            LogScaleY: true));
 
         foreach (var binding in byBinding)
         {
@@ -152,27 +126,9 @@ internal sealed class HeadroomScenario : PerfScenario<HeadroomSettings, IReadOnl
                 peak >= 0.95 ? null : $"{Percent(1 - peak)} below fixed"));
         }
 
-        section.Notes.Add(
-            $"Time is scaled: both pools run with a ChannelLifetime of {settings.ChannelLifetime.TotalSeconds:0.#} s instead of 90 s, and the adaptive window and half-life follow it " +
-            $"({settings.ChannelLifetime.TotalSeconds:0.#} s and {settings.ChannelLifetime.TotalSeconds / 3:0.#} s), so the low step of {settings.LowStepTime.TotalSeconds:0.#} s stands for " +
-            $"{settings.LowStepTime.TotalSeconds * 90 / settings.ChannelLifetime.TotalSeconds / 60:0.#} minutes of quiet at the defaults. Handshakes per minute scale with it (an idle channel is reopened once per lifetime); their ratio does not.");
-        section.Notes.Add(
-            "Handshakes are what opening a channel costs the service: on net.tcp a TLS handshake per channel; on WSHttp a security context negotiation per channel (its HTTPS connections are the factory's, shared).");
-        section.Notes.Add(
-            "\"Waited for an open\" is the pool's channelpool.channel.awaited_opens: leases that found nothing idle and got a channel straight from its open. The jump returns from the quiet low step " +
-            "to the peak at once: a fixed pool meets it with its 50 idle channels, an adaptive one with what quiet demand left it, so it is reported but not judged.");
+        section.Notes.Add($"Time is scaled: a ChannelLifetime of {settings.ChannelLifetime.TotalSeconds:0.#} s stands for 90 s, so handshakes per minute scale with it; their ratio does not.");
         return section;
     }
-
-    /// <summary>What the scenario measured and how, for the section's paragraph.</summary>
-    private static string Describe(HeadroomSettings settings) =>
-        $"Echo calls through pooled WCF proxies (a new `PooledClientBase<T>` per call over a `ServiceChannelPool`, as the proxies scenario's pooled reuse), against the WCF test services on 127.0.0.1. " +
-        $"The load: {string.Join(", ", settings.Ramp)} concurrent callers, {settings.StepTime.TotalSeconds:0.#} s each; then 1 caller for {settings.LowStepTime.TotalSeconds:0.#} s " +
-        $"(the last {settings.QuietTime.TotalSeconds:0.#} s are the quiet figures); then {settings.Peak} at once for {settings.JumpTime.TotalSeconds:0.#} s. " +
-        $"Two pools run it in turn, {settings.Rounds} round(s) each, in reverse order every other round, with library defaults but for the lifetime and its jitter ({settings.LifetimeJitter:0.##}, so that expiries spread over more than an open takes, as 10% of 90 s does): `fixed 50` (the original's PoolSize 50, refill at 25) " +
-        "and `adaptive` (`IdleTarget.Mode = Adaptive`: it starts at 50; then it keeps idle the channels of callers recently here and gone, as many again as are in use now for arrivals " +
-        "but at most half the room under MaxChannels (126), and the channels used up while one opens; down to a minimum of 2). " +
-        "Both are warmed to 50 before the load. An unreported pass at 8 callers on each binding warms the JIT first.";
 
     private static double HandshakesPerMinute(HeadroomResult result, HeadroomPhase phase) =>
         HeadroomRun.HandshakesPerMinute(result.Binding.StartsWith("net.tcp", StringComparison.Ordinal), phase);
@@ -256,8 +212,7 @@ internal sealed record HeadroomSettings
 /// <param name="Pool">The pool: <c>fixed 50</c> or <c>adaptive</c>.</param>
 /// <param name="Phases">Each step of the load, in order.</param>
 /// <param name="LeaseWait">The time callers waited for a channel over the ramp and the low step (the jump has its own, in its phase).</param>
-/// <param name="Timeline">The first round's counts every 100 ms, for the chart.</param>
-internal sealed record HeadroomResult(string Binding, string Pool, IReadOnlyList<HeadroomPhase> Phases, LatencySummary LeaseWait, IReadOnlyList<HeadroomSample> Timeline)
+internal sealed record HeadroomResult(string Binding, string Pool, IReadOnlyList<HeadroomPhase> Phases, LatencySummary LeaseWait)
 {
     /// <summary>Gets the ramp's first step.</summary>
     public HeadroomPhase FirstStep => Phases[0];
@@ -309,13 +264,6 @@ internal sealed record HeadroomPhase(
     public double CallsPerSecond => Seconds > 0 ? Calls / Seconds : 0;
 }
 
-/// <summary>A pool's counts at one moment of a run.</summary>
-/// <param name="Seconds">Since the run's load started.</param>
-/// <param name="Callers">Concurrent callers then.</param>
-/// <param name="Idle">Idle channels.</param>
-/// <param name="Open">Idle, leased and opening channels.</param>
-/// <param name="Target">The idle target.</param>
-internal sealed record HeadroomSample(double Seconds, int Callers, int Idle, int Open, int Target);
 
 /// <summary>
 /// Runs the load that steps from one caller up to the peak, down to one and back, through pooled WCF proxies on real
@@ -422,9 +370,8 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
             await context.SettleAsync(cancellationToken);
 
             var load = new CallerLoad(pool, cancellationToken);
-            var started = Stopwatch.GetTimestamp();
             using var stopSampling = CancellationTokenSource.CreateLinkedTokenSource(cancellationToken);
-            var sampling = SampleAsync(pool, load, tally, started, keepTimeline: round == 0, stopSampling.Token);
+            var sampling = SampleAsync(pool, tally, stopSampling.Token);
             for (var i = 0; i < plan.Count; i++)
             {
                 var phase = plan[i];
@@ -448,8 +395,7 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
         });
     }
 
-    private static async Task SampleAsync(
-        ServiceChannelPool<IEchoClient> pool, CallerLoad load, Tally tally, long started, bool keepTimeline, CancellationToken cancellationToken)
+    private static async Task SampleAsync(ServiceChannelPool<IEchoClient> pool, Tally tally, CancellationToken cancellationToken)
     {
         using var timer = new PeriodicTimer(SampleEvery);
         try
@@ -457,15 +403,9 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
             while (await timer.WaitForNextTickAsync(cancellationToken))
             {
                 var s = pool.GetSnapshot();
-                var open = s.Idle + s.Leased + s.Opening;
                 if (tally.Current is var i and >= 0)
                 {
-                    tally.Phases[i].Sample(s.Idle, open, s.IdleTarget);
-                }
-
-                if (keepTimeline)
-                {
-                    tally.Timeline.Add(new HeadroomSample(Stopwatch.GetElapsedTime(started).TotalSeconds, load.Callers, s.Idle, open, s.IdleTarget));
+                    tally.Phases[i].Sample(s.Idle, s.Idle + s.Leased + s.Opening, s.IdleTarget);
                 }
             }
         }
@@ -593,8 +533,6 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
 
         public PhaseTally[] Phases { get; } = [.. plan.Select(p => new PhaseTally(p.Name, p.Kind, p.Callers))];
 
-        public List<HeadroomSample> Timeline { get; } = [];
-
         /// <summary>Gets the lease waits of the ramp and the low step.</summary>
         public LatencyRecorder LeaseWait { get; } = new();
 
@@ -605,7 +543,7 @@ internal sealed class HeadroomRun(PerfContext context, HeadroomSettings settings
             set => _current = value;
         }
 
-        public HeadroomResult ToResult(string binding, string pool) => new(binding, pool, [.. Phases.Select(p => p.ToPhase())], LeaseWait.Summarize(), Timeline);
+        public HeadroomResult ToResult(string binding, string pool) => new(binding, pool, [.. Phases.Select(p => p.ToPhase())], LeaseWait.Summarize());
     }
 
     private sealed class PhaseTally(string name, HeadroomPhaseKind kind, int callers)

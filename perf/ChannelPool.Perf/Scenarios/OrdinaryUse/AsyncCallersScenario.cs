@@ -9,7 +9,6 @@ using Spectre.Console;
 using ServiceConcurrency = ChannelPool.Testing.ServiceModel.ServiceConcurrency;
 using TestContract = ChannelPool.Testing.ServiceModel.TestContract;
 using static ChannelPool.Perf.Reporting.ReportFormat;
-using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
 namespace ChannelPool.Perf.Scenarios.OrdinaryUse;
 
@@ -52,24 +51,6 @@ internal sealed class AsyncCallersScenario : PerfScenario<AsyncCallersSettings, 
 
     // Those that cannot block run first, so a thread pool a blocking variant grew does not carry into them.
     private static readonly string[] RunOrder = [TwinOpenAsync, Generated, HandWritten, Twin];
-
-    public AsyncCallersScenario()
-    {
-        Options.Add(PositiveInt("--calls", "Calls in all.", 1000), (s, v) => s with { Calls = v });
-        Options.Add(PositiveInt("--callers", "Concurrent tasks making them.", 300, max: 10_000), (s, v) => s with { Callers = v });
-        Options.Add(
-            PositiveInt("--service-time", "Milliseconds the service spends on each call.", 200, min: 0, max: TestContract.MaxServiceTimeMilliseconds, unit: "milliseconds"), (s, v) => s with { ServiceTimeMs = v });
-        Options.Add(PositiveInt("--max-channels", "The pools' MaxChannels.", ChannelPoolOptions.DefaultMaxChannels), (s, v) => s with { MaxChannels = v });
-        var variants = Options.Add(
-            new Option<string[]>("--variant")
-            {
-                Description = $"The proxies to compare: {string.Join(", ", Described.Keys)}. Default: all, side by side.",
-                DefaultValueFactory = _ => [.. Described.Keys],
-                AllowMultipleArgumentsPerToken = true,
-            },
-            (s, v) => s with { Variants = [.. v.Distinct()] });
-        variants.AcceptOnlyFromAmong([.. Described.Keys]);
-    }
 
     public override string Name => "async-callers";
 
@@ -192,14 +173,7 @@ internal sealed class AsyncCallersScenario : PerfScenario<AsyncCallersSettings, 
 
     public override ReportSection Report(IReadOnlyList<AsyncCallersResult> results, AsyncCallersSettings settings, PerfContext context)
     {
-        var section = NewSection(
-            "Async callers: blocked threads under more callers than MaxChannels",
-            $"{settings.Calls:N0} calls of EchoAfter ({settings.ServiceTimeMs:N0} ms of service time each) from {settings.Callers:N0} concurrent tasks, over BasicHttps " +
-            $"against the embedded SoapCore service, each call as an app writes a generated client's: new proxy, await the call, await CloseAsync, no try/finally. " +
-            $"Pools: MaxChannels {settings.MaxChannels:N0}, PoolSize {Math.Min(ChannelPoolOptions.DefaultPoolSize, settings.MaxChannels):N0}, other options at their defaults, filling in the background from the start (as ChannelPoolFactory.Initialize does). " +
-            "Each variant gets pools of its own and starts once the thread pool has shed the threads the variant before it grew (up to a minute); " +
-            "those that cannot block run first.",
-            results);
+        var section = NewSection("Async callers: blocked threads under more callers than MaxChannels", results);
         section.Tables.Add(new ReportTable(
             $"{settings.Calls:N0} calls of a {settings.ServiceTimeMs:N0} ms operation from {settings.Callers:N0} tasks",
             ["Variant", "Time (s)", "Calls/s", "Calls ok", "Errors", "Thread-pool threads (start → max)", "TLS handshakes"],
@@ -207,7 +181,6 @@ internal sealed class AsyncCallersScenario : PerfScenario<AsyncCallersSettings, 
                 Described[r.Variant], Num(r.Seconds, "0.0"), Num(r.CallsPerSecond), Num(r.Calls),
                 r.Errors.Count == 0 ? "0" : string.Join(", ", r.Errors.Select(e => $"{e.Value:N0} {e.Key}")),
                 $"{r.ThreadsAtStart:N0} → {r.MaxThreads:N0}", Num(r.Handshakes)])]));
-        section.Notes.Add("A proxy whose Task operation leases with a blocking wait holds a thread-pool thread while it waits for a channel; the pool then injects threads slowly, so the callers starve.");
         return section;
     }
 

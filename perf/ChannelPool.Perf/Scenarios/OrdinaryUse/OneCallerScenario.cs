@@ -32,11 +32,8 @@ internal sealed class OneCallerScenario : PerfScenario<OneCallerSettings, OneCal
 {
     public OneCallerScenario()
     {
-        var binding = Options.Add(new Option<string>("--binding") { Description = "nettcp or basichttps. Default: nettcp.", DefaultValueFactory = _ => WcfBinding.NetTcp }, (s, v) => s with { Binding = v });
-        binding.AcceptOnlyFromAmong(WcfBinding.NetTcp, WcfBinding.BasicHttps);
         Options.Add(PositiveDouble("--lifetime", "ChannelLifetime, in seconds.", 90), (s, v) => s with { LifetimeSeconds = v });
         Options.Add(PositiveDouble("--duration", "How long the caller calls, in seconds (ten 90 s lifetimes by default).", 900), (s, v) => s with { DurationSeconds = v });
-        Options.Add(PositiveInt("--pool-size", "PoolSize.", ChannelPoolOptions.DefaultPoolSize, max: ChannelPoolOptions.DefaultMaxChannels), (s, v) => s with { PoolSize = v });
     }
 
     public override string Name => "one-caller";
@@ -77,12 +74,7 @@ internal sealed class OneCallerScenario : PerfScenario<OneCallerSettings, OneCal
     public override ReportSection Report(OneCallerResult result, OneCallerSettings settings, PerfContext context)
     {
         var lifetimes = result.Seconds / settings.LifetimeSeconds;
-        var section = NewSection(
-            "One caller over many lifetimes: awaited opens and synchronized reopening",
-            $"One caller, back-to-back Echo calls (a proxy per call, OpenAsync, the call, CloseAsync) for {settings.DurationSeconds:N0} s on {result.Binding}, against a pool " +
-            $"warmed to PoolSize {settings.PoolSize:N0} first, ChannelLifetime {settings.LifetimeSeconds:0.#} s, other options at their defaults. " +
-            "Counted from the pool's own instruments after the warm-up.",
-            result);
+        var section = NewSection("One caller over many lifetimes: awaited opens and synchronized reopening", result);
         section.Tables.Add(new ReportTable(
             $"One caller, lifetime {settings.LifetimeSeconds:0.#} s, {lifetimes:0.#} lifetimes",
             ["Binding", "Calls", "Awaited opens", "Awaited opens per hour", "Opens", "Opens per lifetime", "Most opens in one second (share of PoolSize)"],

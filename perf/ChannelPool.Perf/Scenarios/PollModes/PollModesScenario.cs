@@ -21,8 +21,6 @@ internal sealed class PollModesScenario : PerfScenario<PollModesSettings, IReadO
     public PollModesScenario()
     {
         Options.Add(PositiveDouble("--duration", "Seconds each cell is measured, after a warm-up.", 5), (s, v) => s with { Duration = TimeSpan.FromSeconds(v) });
-        Options.Add(PositiveInt("--streams", "Streams side by side per cell.", 4, max: 256), (s, v) => s with { Streams = v });
-        Options.Add(PositiveInt("--size", "Message size in bytes.", 256, min: FloodPayload.MinSize, max: FloodPayload.MaxSize, unit: "bytes"), (s, v) => s with { MessageSize = v });
         Options.Add(PositiveInt("--rounds", "Interleaved rounds per cell; each cell reports its median.", 3, max: 100), (s, v) => s with { Rounds = v });
     }
 
@@ -43,27 +41,13 @@ internal sealed class PollModesScenario : PerfScenario<PollModesSettings, IReadO
 
     public override ReportSection Report(IReadOnlyList<PollModesResult> results, PollModesSettings settings, PerfContext context)
     {
-        var section = NewSection(
-            "Poll modes: server-to-client throughput",
-            $"{settings.Streams} streams side by side, each pushing {settings.MessageSize}-byte JSON messages as fast as its client takes them, measured for {settings.Duration.TotalSeconds:0.#} s after " +
-            $"{settings.WarmUp.TotalSeconds:0.#} s of warm-up; each cell's figure is the median of {settings.Rounds} interleaved round(s), after one unrecorded warm-up pass over every cell. The duplex flood endpoint lets a multiple-mode response carry up to {context.ServerSettings.FloodWindow} messages (MaxPendingMessagesPerSession; the original's " +
-            "measurements set it to Int32.MaxValue); a single-mode response carries one. The WebSocket baseline sends each message as one WebSocket message and awaits each send; " +
-            "in text, its client checks each message is JSON in valid UTF-8 (Utf8.IsValid, Utf8JsonReader), the check our client makes on every text frame before handing its data on.",
-            results);
+        var section = NewSection("Poll modes: server-to-client throughput", results);
         section.Tables.Add(new ReportTable(
             "Throughput",
             ["Transport", "Encoding", "Messages/s (median)", "Rounds (min–max)", "MB/s", "vs WebSocket"],
             [.. results.Select(r => (IReadOnlyList<string>)[
                 r.Transport, r.Encoding, Num(r.MessagesPerSecond), $"{Num(r.RoundMessagesPerSecond.Min())}–{Num(r.RoundMessagesPerSecond.Max())}",
                 Num(r.MegabytesPerSecond, "0.0"), Baseline(r, results) is { MessagesPerSecond: > 0 } ws ? Percent(r.MessagesPerSecond / ws.MessagesPerSecond) : "—"])]));
-        section.Charts.Add(new Chart(
-            "poll-modes-throughput",
-            "Poll modes: messages per second (log scale)",
-            ChartKind.GroupedBar,
-            "Encoding",
-            "Messages per second",
-            [.. results.Select(r => new ChartPoint(r.Transport, r.Encoding, 0, Math.Max(r.MessagesPerSecond, 1)))],
-            LogScaleY: true));
         foreach (var encoding in results.Select(r => r.Encoding).Distinct())
         {
             var ws = results.Single(r => r.Encoding == encoding && IsBaseline(r));

@@ -41,7 +41,7 @@ internal sealed class OriginalScenario : PerfScenario<ProxiesSettings, IReadOnly
 
     public override ReportSection Report(IReadOnlyList<ProxiesResult> results, ProxiesSettings settings, PerfContext context)
     {
-        var section = NewSection("The original's run: per-call, pooled single-use and singleton WCF proxies, one caller", Describe(settings), results);
+        var section = NewSection("The original's run: per-call, pooled single-use and singleton WCF proxies, one caller", results);
         section.Tables.Add(new ReportTable(
             $"The original's run: {settings.Calls:N0} calls, one caller (minutes:seconds)",
             ["Binding", .. OriginalTimes.Select(o => o.Kind)],
@@ -50,7 +50,7 @@ internal sealed class OriginalScenario : PerfScenario<ProxiesSettings, IReadOnly
                 .. Groups(results).Where(g => g.Key.Concurrency == 1).Select(g => (IReadOnlyList<string>)[
                     g.Key.Binding, .. OriginalTimes.Select(o => g.Cell(o.Kind) is { } r ? Minutes(r.Seconds) : "—")]),
             ]));
-        AddFigures(section, results, settings, context.Server.Kind);
+        AddFigures(section, results, settings);
         return section;
     }
 

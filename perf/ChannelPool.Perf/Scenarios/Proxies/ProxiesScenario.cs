@@ -172,52 +172,14 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
 
     public override ReportSection Report(IReadOnlyList<ProxiesResult> results, ProxiesSettings settings, PerfContext context)
     {
-        var section = NewSection("Proxies: per-call, pooled and singleton WCF proxies", Describe(settings), results);
-        AddFigures(section, results, settings, context.Server.Kind);
+        var section = NewSection("Proxies: per-call, pooled and singleton WCF proxies", results);
+        AddFigures(section, results, settings);
         return section;
     }
 
     /// <summary>Whether a kind's sessions carry one call each, so how the service serves a session's calls cannot change it.</summary>
     /// <returns>True for per-call proxies (a session each) and single-use pooled channels (closed after their call).</returns>
     public static bool OneCallPerSession(string kind) => kind is PerCall or PerCallCached or PooledSingleUse;
-
-    /// <summary>What the proxies measured and how, for the section's paragraph.</summary>
-    internal static string Describe(ProxiesSettings settings) =>
-        $"Echo calls through real WCF proxies (System.ServiceModel 10.1.0), up to {settings.Calls:N0} per cell in {settings.Rounds} paired round(s): each round gives every kind one turn" +
-        (settings.MaxRoundTime is { } limit ? $" of at most {limit.TotalSeconds:0.##} s" : string.Empty) +
-        (settings.RoundTimeOf(PerCall) is { } perCall && perCall != settings.MaxRoundTime ? $" ({perCall.TotalSeconds:0.##} s for the per-call kinds, which are 10 to 200 times slower)" : string.Empty) +
-        ", in reverse order every other round, every kind's proxy set up once per cell and warmed at the cell's concurrency before the first round; " +
-        "a ratio is the median of the rounds' ratios (each from two turns that ran next to each other, under the same load), with the middle half of them in brackets" +
-        $", after an unreported warm-up of each kind on each binding ({settings.WarmUpCalls:N0} calls or {settings.WarmUpTime.TotalSeconds:0.#} s, whichever ends first, so the JIT has tiered up)" +
-        ", against the WCF test services on 127.0.0.1 (net.tcp with TLS: our [MC-NMF] host; HTTPS: SoapCore on Kestrel). " +
-        ServiceText(settings) +
-        "Per-call: a new `ClientBase<T>(binding, address)` per call, opened, called and closed; cached factory: the same with `CacheSetting.AlwaysOn`; " +
-        "pooled: a new `PooledClientBase<T>` proxy per call over `ServiceChannelPool` with library defaults (50 channels, refill at 25, 4 opens at a time, most recently used idle channel first), " +
-        "single-use (closes the channel after the call) or reuse (on net.tcp up to 16 proxies share a channel while that is no slower: `LeaseSharing.Adaptive`, the default; on the HTTP bindings a channel a proxy), " +
-        $"reuse with a channel a proxy (`MaxLeasesPerChannel = 1`, exclusive), and reuse with up to {settings.SharedLeasesPerChannel} proxies always sharing a channel (`MaxLeasesPerChannel = {settings.SharedLeasesPerChannel}`, `LeaseSharing.Always`, shared); singleton: one opened `ClientBase<T>` every caller shares. " +
-        "A reuse pool is grown to the size its callers ask for (the refill opens channels while they are leased) before the first round, as an app's pool is after its first second at that load; a single-use pool refills between its turns, outside the clock. " +
-        (settings.ServiceTime > TimeSpan.Zero ? $"Every call is `await EchoAfterAsync(text, {settings.ServiceTime.TotalMilliseconds:0})`." : "Every call is `await EchoAsync`.") +
-        string.Concat(settings.MorePasses.Select(pass =>
-            $" Then {string.Join(" and ", pass.Bindings)} again at {string.Join(", ", pass.Concurrency)} callers ({string.Join(", ", pass.Kinds)}), " +
-            $"under both settings, {pass.Calls:N0} calls a cell in {pass.Rounds} round(s)" +
-            (pass.MaxRoundTime is { } passLimit ? $" of at most {passLimit.TotalSeconds:0.#} s" : string.Empty) +
-            $" after a {pass.WarmUpTime.TotalSeconds:0.#}-s warm-up, " +
-            $"with the service spending {pass.ServiceTime.TotalMilliseconds:0} ms on each call (`EchoAfterAsync`), waiting as on a database, no CPU: " +
-            "with one caller both settings are the same thing, one call at a time."));
-
-    private static string ServiceText(ProxiesSettings settings) =>
-        "The bindings with sessions (net.tcp; WSHttp with a security context, whose security session is the session) run against " +
-        (settings.Services.Count > 1 ? "each service setting: " : "one service setting: ") +
-        string.Join("; ", settings.Services.Select(s => s == ServiceConcurrency.Single
-            ? $"{WcfBinding.ServiceLabel(s)}, a session's calls one at a time in arrival order, the next taken only after the last reply, as WCF serves with its defaults (`InstanceContextMode.PerSession`, `ConcurrencyMode.Single`)"
-            : $"{WcfBinding.ServiceLabel(s)}, a session's calls at once (`ConcurrencyMode.Multiple`)")) +
-        $"; the others have no session and are served at once ({WcfBinding.NoSession}). " +
-        (settings.Services.Count > 1
-            ? "Per-call and pooled single-use proxies carry one call per session, served the same under either setting, so they run under the first setting only and their figures stand for both. "
-            : string.Empty) +
-        (settings.ServiceTime > TimeSpan.Zero
-            ? $"The service spends {settings.ServiceTime.TotalMilliseconds:0} ms on each call, waiting as on a database (no CPU). "
-            : "The service answers each call at once (no service time), so the figures are the cost of the calls themselves. ");
 
     private static ProxiesSettings ServiceTimePass(bool quick) => new()
     {
@@ -237,9 +199,8 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
         WarmUpTime = TimeSpan.FromSeconds(0.5),
     };
 
-    /// <summary>Adds the proxies' tables, charts, target checks and notes to <paramref name="section"/>; the original command adds its own table to the same.</summary>
-    /// <param name="serverKind">How the servers ran, which decides what the CPU figures include.</param>
-    internal static void AddFigures(ReportSection section, IReadOnlyList<ProxiesResult> results, ProxiesSettings settings, string serverKind)
+    /// <summary>Adds the proxies' tables, target checks and notes to <paramref name="section"/>; the original command adds its own table to the same.</summary>
+    internal static void AddFigures(ReportSection section, IReadOnlyList<ProxiesResult> results, ProxiesSettings settings)
     {
         var kinds = settings.Passes.SelectMany(p => p.Kinds).Distinct().ToList();
         var groups = Groups(results).ToList();
@@ -259,36 +220,6 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
                 Num(r.CpuMicrosPerCall), double.IsFinite(r.ServerCpuMicrosPerCall) ? Num(r.ServerCpuMicrosPerCall) : "—", Num(r.AllocatedBytesPerCall), Num(r.WarmUp.TlsHandshakes), Num(r.DuringCalls.TlsHandshakes),
                 Num(r.WarmUp.SessionsStarted), Num(r.DuringCalls.SessionsStarted), Num(r.WarmUp.Negotiations), Num(r.DuringCalls.Negotiations)])]));
 
-        // One chart pair per binding and service time; within it a group of bars per concurrency and service setting,
-        // the two settings side by side.
-        foreach (var cells in results.GroupBy(r => (r.Binding, r.ServiceTimeMs)))
-        {
-            var name = CommandName(cells.Key.Binding) + (cells.Key.ServiceTimeMs > 0 ? $"-{cells.Key.ServiceTimeMs:0}ms" : string.Empty);
-            var title = cells.Key.Binding + (cells.Key.ServiceTimeMs > 0 ? $", {cells.Key.ServiceTimeMs:0} ms a call" : string.Empty);
-            var bothSettings = cells.Select(r => r.Service).Distinct().Count() > 1;
-            string Category(ProxiesResult r) => bothSettings ? $"c = {r.Concurrency}, {ShortService(r.Service)}" : $"concurrency {r.Concurrency}";
-            var axis = bothSettings ? "Concurrency and service setting" : "Concurrency";
-
-            // Bar groups in order of concurrency, each setting beside the other (a stable sort keeps the settings' order).
-            var ordered = cells.OrderBy(r => r.Concurrency).ToList();
-            section.Charts.Add(new Chart(
-                $"proxies-{name}-throughput",
-                $"{title}: calls per second",
-                ChartKind.GroupedBar,
-                axis,
-                "Calls per second",
-                [.. ordered.Select(r => new ChartPoint(r.Kind, Category(r), r.Concurrency, r.CallsPerSecond))],
-                LogScaleY: true));
-            section.Charts.Add(new Chart(
-                $"proxies-{name}-p99",
-                $"{title}: p99 latency",
-                ChartKind.GroupedBar,
-                axis,
-                "p99 latency (ms)",
-                [.. ordered.Select(r => new ChartPoint(r.Kind, Category(r), r.Concurrency, Math.Max(r.Latency.P99Ms, 0.001)))],
-                LogScaleY: true));
-        }
-
         // The targets hold under every service setting: a miss under one is a miss.
         foreach (var g in groups)
         {
@@ -305,17 +236,8 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
             }
         }
 
-        if (groups.Any(g => g.Fallback is not null))
-        {
-            section.Notes.Add("Per-call and pooled single-use figures are measured once per binding, concurrency and service time, under the first service setting: their sessions carry one call each, which either setting serves alike. The rows of the other setting show the same figures, and their ratios use them.");
-        }
-
-        section.Notes.Add(
-            "CPU µs/call and Bytes/call are the client process's, the pool's background opens and closes included" +
-            (serverKind == "in-process"
-                ? "; with --server in-process they include the servers' work too, as does Server CPU µs/call."
-                : "; Server CPU µs/call is the server process's, which also runs the perf console's other endpoints (idle during these rounds)."));
-        section.Notes.Add("Handshakes, sessions and negotiations are the test services' own counts (TLS handshakes completed; net.tcp sessions started; HTTP has no sessions; security context tokens issued on WSHttp SecureConversation), during the proxy's set-up (pool warm-up and growth, singleton open) and during the calls.");
+        section.Notes.Add("Per-call and single-use kinds run under the first service setting only (a session a call); the other setting's rows borrow their figures.");
+        section.Notes.Add("CPU and bytes per call are the client process's; handshakes, sessions and negotiations are the test services' counts.");
     }
 
     /// <summary>
@@ -332,18 +254,6 @@ internal sealed class ProxiesScenario : PerfScenario<ProxiesSettings, IReadOnlyL
                 && other.Key.Concurrency == g.Key.Concurrency && other.Cells.Any(c => OneCallPerSession(c.Kind)) && !g.Cells.Any(c => OneCallPerSession(c.Kind))),
         });
     }
-
-    private static string CommandName(string description) => description switch
-    {
-        var d when d.StartsWith("net.tcp", StringComparison.Ordinal) => WcfBinding.NetTcp,
-        var d when d.StartsWith("Basic", StringComparison.Ordinal) => WcfBinding.BasicHttps,
-        var d when d.EndsWith("SecureConversation", StringComparison.Ordinal) => WcfBinding.WsHttpSecureConversation,
-        _ => WcfBinding.WsHttpUserName,
-    };
-
-    // "concurrent (Multiple)" reads "Multiple" under a bar group: the axis has room for a word.
-    private static string ShortService(string service) =>
-        service.IndexOf('(', StringComparison.Ordinal) is var open and >= 0 ? service[(open + 1)..].TrimEnd(')') : service;
 
     private static void AddCheck(ReportSection section, string target, CellGroup g, string kind, string baseline, double goal, bool strict)
     {
@@ -578,26 +488,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
         }
 
         var results = kinds.Select(kind => cells[kind].ToResult(binding.Description, binding.Service, settings.ServiceTime.TotalMilliseconds, kind, concurrency)).ToList();
-        foreach (var result in results)
-        {
-            context.Console.MarkupLine(Markup.Escape(
-                $"  {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}, {result.Kind}: {result.CallsPerSecond:N0} calls/s, p50 {result.Latency.P50Ms:0.000} ms, " +
-                $"p99 {result.Latency.P99Ms:0.000} ms, {result.CpuMicrosPerCall:N0} µs CPU/call ({result.ServerCpuMicrosPerCall:N0} server), {result.AllocatedBytesPerCall:N0} B/call, " +
-                $"{result.DuringCalls.TlsHandshakes:N0} handshakes during calls ({result.WarmUp.TlsHandshakes:N0} in warm-up)" +
-                (result.WarmUp.Negotiations + result.DuringCalls.Negotiations > 0
-                    ? $", {result.DuringCalls.Negotiations:N0} negotiations during calls ({result.WarmUp.Negotiations:N0} in warm-up)"
-                    : string.Empty) +
-                $"; rounds {string.Join(" ", result.RoundCallsPerSecond.Select(rate => rate.ToString("N0", CultureInfo.InvariantCulture)))}"));
-        }
-
-        foreach (var (kind, baseline) in results.Select(r => r.Kind).Where(k => k != Singleton).Select(k => (k, Singleton)))
-        {
-            if (cells.TryGetValue(baseline, out var b) && PairedRatio.Of(cells[kind].RoundRates, b.RoundRates) is { } ratio)
-            {
-                context.Console.MarkupLine(Markup.Escape($"  {binding.Description}, {binding.Service}{ServiceTime()}, concurrency {concurrency}, {kind} / {baseline}: {ratio} over {ratio.Rounds} rounds"));
-            }
-        }
-
+        context.Console.MarkupLine(Markup.Escape($"  {label}: " + string.Join(", ", results.Select(r => $"{r.Kind} {r.CallsPerSecond:N0}/s"))));
         return results;
     }
 
@@ -677,7 +568,7 @@ internal sealed class ProxiesRun(PerfContext context, ProxiesSettings settings)
 
         public double CpuSeconds { get; set; }
 
-        /// <summary>Gets or sets the server process's CPU time during the rounds; NaN for a remote server.</summary>
+        /// <summary>Gets or sets the server process's CPU time during the rounds; NaN when unknown.</summary>
         public double ServerCpuSeconds { get; set; }
 
         public long AllocatedBytes { get; set; }

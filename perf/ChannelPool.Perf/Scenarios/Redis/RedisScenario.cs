@@ -13,7 +13,6 @@ using ChannelPool.Testing.Redis;
 using Spectre.Console;
 using StackExchange.Redis;
 using static ChannelPool.Perf.Reporting.ReportFormat;
-using static ChannelPool.Perf.Scenarios.ScenarioOptions;
 
 namespace ChannelPool.Perf.Scenarios.Redis;
 
@@ -25,34 +24,6 @@ namespace ChannelPool.Perf.Scenarios.Redis;
 /// </summary>
 internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
 {
-    /// <summary>Initializes a new instance of the <see cref="RedisScenario"/> class.</summary>
-    public RedisScenario()
-    {
-        Options.Add(PositiveInt("--max-clients", "The largest broadcast M tried (the open-file limit may cap it lower).", 20_000), (s, v) => s with { Broadcast = s.Broadcast with { MaxClients = v } });
-        Options.Add(
-            PositiveInt("--bursts", "K: consecutive broadcast bursts, one a second, that must each arrive before the next.", 10, max: 1000), (s, v) => s with { Broadcast = s.Broadcast with { Bursts = v } });
-        Options.Add(PositiveInt("--iterations", "Collaboration iterations per row.", 3, max: 1000), (s, v) => s with { Collaboration = s.Collaboration with { Iterations = v } });
-        Options.Add(PositiveDouble("--delay-scale", "A factor on every collaboration D.", 0.1), (s, v) => s with { Collaboration = s.Collaboration with { DelayScale = v } });
-        Options.Add(Many("--subscribers", "The subscriber counts N the Redis commands are counted at.", [10, 100, 1000, 10_000], 1, 100_000), (s, v) => s with { SubscriberCounts = v });
-        var rows = Options.Add(
-            new Option<int[]>("--rows") { Description = "Which of the original's seven collaboration rows to run, by number (1-7); none with 0. Default: all.", DefaultValueFactory = _ => [1, 2, 3, 4, 5, 6, 7], AllowMultipleArgumentsPerToken = true },
-            (s, v) => s with { Collaboration = s.Collaboration with { Rows = [.. v.Where(r => r > 0).Distinct().Order().Select(r => CollaborationRow.Original7[r - 1])] } });
-        rows.Validators.Add(r =>
-        {
-            foreach (var row in r.GetValueOrDefault<int[]>() ?? [])
-            {
-                if (row is < 0 or > 7)
-                {
-                    r.AddError($"--rows are the original's rows 1 to 7, or 0 for none; got {row}.");
-                }
-            }
-        });
-        var stores = Options.Add(
-            new Option<string[]>("--stores") { Description = "The stores the node runs on: memory, redis, cluster. Default: all three.", DefaultValueFactory = _ => ["memory", "redis", "cluster"], AllowMultipleArgumentsPerToken = true },
-            (s, v) => s with { Stores = [.. v.Distinct().Select(name => name switch { "memory" => RedisStoreKind.InMemory, "redis" => RedisStoreKind.OneRedis, _ => RedisStoreKind.RedisCluster })] });
-        stores.AcceptOnlyFromAmong("memory", "redis", "cluster");
-    }
-
     public override string Name => "redis";
 
     public override string Description => "One node in memory, on one Redis and on a 3-shard Redis Cluster: broadcast capacity at P = 1 s, the original's collaboration rows, and Redis commands per publish and per delivery as N grows from 10 to 10,000. Needs /usr/bin/redis-server and redis-cli.";
@@ -77,13 +48,7 @@ internal sealed class RedisScenario : PerfScenario<RedisSettings, RedisResults>
 
     public override ReportSection Report(RedisResults results, RedisSettings settings, PerfContext context)
     {
-        var section = NewSection(
-            "Redis: one node in memory, on one Redis and on a Redis Cluster; Redis work per publish and per delivery",
-            "One node on Kestrel in this process, its pub/sub endpoint on each store in turn: in memory, on one redis-server, and on a Redis Cluster of three masters (redis-cli --cluster create), all on 127.0.0.1 without persistence. " +
-            $"Broadcast: the largest M clients on one topic for which each of K = {settings.Broadcast.Bursts} bursts, one a second, reaches every client within the second (the broadcast command's search, binary, multiple mode). " +
-            $"Collaboration: the original's seven rows, topics out of step, {settings.Collaboration.Iterations} iterations, every D × {settings.Collaboration.DelayScale:0.##}. " +
-            $"Then, on one redis-server, {RedisSettings.PublishesPerCount} publishes to N subscribers with no poll outstanding; one poll per subscriber taking all of them; and one publish to N held polls; counted with INFO commandstats and INFO cpu.",
-            results);
+        var section = NewSection("Redis: one node in memory, on one Redis and on a Redis Cluster; Redis work per publish and per delivery", results);
         var memory = results.Stores.FirstOrDefault(s => s.Store == "in memory")?.Broadcast.LargestClients;
         section.Tables.Add(new ReportTable(
             "Broadcast capacity at P = 1 s, one node",
