@@ -72,12 +72,12 @@ internal static class RedisSourceScripts
           return string.sub(cursor, 1, colon - 1) == ep and math.min(last, tonumber(string.sub(cursor, colon + 1))) or 0
         end
 
-        -- What the log holds after id n for the member sid, as its take would count it: {messages published after
-        -- since ('' counts none: a poll is outstanding), bytes (payload + 64), 1 when the log no longer holds the entry
-        -- after n (the member overflowed)}. Its own publishes are skipped, and so are binary ones for a text session
-        -- (text = '1'): its take skips those too. Counting stops past either limit, enough to know it is over.
-        local function behind(sid, n, last, since, text, maxMessages, maxBytes)
-          local len = redis.call('LLEN', log)
+        -- What the log (len entries through id last) holds after id n for the member sid, as its take would count
+        -- it: {messages published after since ('' counts none: a poll is outstanding), bytes (payload + 64), 1 when
+        -- the log no longer holds the entry after n (the member overflowed)}. Its own publishes are skipped, and so
+        -- are binary ones for a text session (text = '1'): its take skips those too. Counting stops past either
+        -- limit, enough to know it is over; a member that has taken everything costs no read.
+        local function behind(sid, n, last, len, since, text, maxMessages, maxBytes)
           local first = last - len + 1
           if n + 1 < first then return 0, 0, 1 end
           local count, bytes = 0, 0
@@ -123,8 +123,8 @@ internal static class RedisSourceScripts
           else
             local n = at(ARGV[5], f[1], last)
             redis.call('ZADD', taken, n, ARGV[3])
-            release(redis.call('ZCARD', members), last)
-            local count, bytes, over = behind(ARGV[3], n, last, ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]))
+            local len = release(redis.call('ZCARD', members), last)
+            local count, bytes, over = behind(ARGV[3], n, last, len, ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]))
             out = {f[1], last, count, bytes, over}
           end
         end
@@ -143,7 +143,7 @@ internal static class RedisSourceScripts
         if not f[1] or redis.call('ZSCORE', members, ARGV[3]) == false then return {'0', 0, 0, 0, 0} end
         local last = tonumber(f[2])
         if last == 0 then return {f[1], 0, 0, 0, 0} end
-        local count, bytes, over = behind(ARGV[3], at(ARGV[4], f[1], last), last, ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]))
+        local count, bytes, over = behind(ARGV[3], at(ARGV[4], f[1], last), last, redis.call('LLEN', log), ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]))
         return {f[1], last, count, bytes, over}
         """;
 
