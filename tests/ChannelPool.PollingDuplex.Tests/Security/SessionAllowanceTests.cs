@@ -90,6 +90,63 @@ public class SessionAllowanceTests(DuplexStore store)
     }
 
     [Test]
+    public async Task ASubscriberThatSendsButNeverPolls_IsFaultedPastMaxPendingMessagesAcrossItsTopics_WhileOneThatPollsAndSendsIsNot()
+    {
+        // 16 topics, a publish to each a round: a subscriber that polls between rounds is at most one round (16) behind,
+        // one that stopped passes 24 in the 2nd round. The bytes (tiny payloads) stay far from their allowance.
+        var topics = 16;
+        await using var server = await StartAsync(o =>
+        {
+            o.InactivityTimeout = TimeSpan.FromSeconds(8);
+            o.MaxPendingMessagesPerSession = 24;
+        });
+        using var alice = SecureDuplexServer.ClientFor("alice");
+        using var bob = SecureDuplexServer.ClientFor("bob");
+        var quiet = await SubscribedAsync(alice, server, topics);
+        var polling = await SubscribedAsync(alice, server, topics);
+        var publisher = await RawSession.OpenAsync(bob, server.Address);
+        using (var polled = await quiet.PollAsync(0))
+        {
+            Assert.That(polled.StatusCode, Is.EqualTo(HttpStatusCode.NoContent));
+        }
+
+        // The subscriber that polls also sends, so on Redis its renewals come on both paths: a send's counts the
+        // messages published since its last poll ended, beyond its cursors.
+        var received = new Frames();
+        long quietSequence = topics + 1, pollingSequence = topics + 1;
+        for (var round = 0; round < 3; round++)
+        {
+            await PublishRoundAsync(publisher, round, topics, "x");
+            while (received.Messages.Count < (round + 1) * topics)
+            {
+                await received.PollAsync(polling);
+            }
+
+            using var sent = await polling.SendTextAsync(TopicRuleTests.Command(pollingSequence++, "subscribe", "t1"));
+            Assert.That(sent.StatusCode, Is.EqualTo(HttpStatusCode.OK), await sent.Content.ReadAsStringAsync());
+        }
+
+        var deadline = DateTime.UtcNow.AddSeconds(60);
+        HttpResponseMessage quietSent;
+        while ((quietSent = await quiet.SendTextAsync(TopicRuleTests.Command(quietSequence++, "subscribe", "t1"))).StatusCode == HttpStatusCode.OK && DateTime.UtcNow < deadline)
+        {
+            quietSent.Dispose();
+            using var sent = await polling.SendTextAsync(TopicRuleTests.Command(pollingSequence++, "subscribe", "t1"));
+            Assert.That(sent.StatusCode, Is.EqualTo(HttpStatusCode.OK), await sent.Content.ReadAsStringAsync());
+            await received.PollAsync(polling);
+        }
+
+        using (quietSent)
+        {
+            await RawSession.AssertProblemAsync(quietSent, HttpStatusCode.Gone, "session-faulted");
+        }
+
+        Assert.That(received.Messages, Has.Count.EqualTo(3 * topics).And.Unique);
+        using var again = await polling.PollAsync(received.Ack);
+        Assert.That(again.StatusCode, Is.EqualTo(HttpStatusCode.NoContent), "the subscriber that polls and sends was not faulted");
+    }
+
+    [Test]
     public async Task ASubscriberThatMakesNoRequestAtAll_IsFaultedOnceItsTopicsTogetherHoldMoreThanItsAllowance_AndTheLogsLetGo()
     {
         // On Redis the sweep (every FirstPollTimeout / 4 here) checks a session whose last renewal is two renewal
@@ -198,18 +255,18 @@ public class SessionAllowanceTests(DuplexStore store)
         configure(o);
     });
 
-    private static async Task<RawSession> SubscribedAsync(HttpClient client, SecureDuplexServer server)
+    private static async Task<RawSession> SubscribedAsync(HttpClient client, SecureDuplexServer server, int topics = Topics)
     {
         var session = await RawSession.OpenAsync(client, server.Address);
-        using var subscribed = await session.SendTextAsync(string.Concat(Enumerable.Range(1, Topics).Select(t => TopicRuleTests.Command(t, "subscribe", $"t{t}"))));
+        using var subscribed = await session.SendTextAsync(string.Concat(Enumerable.Range(1, topics).Select(t => TopicRuleTests.Command(t, "subscribe", $"t{t}"))));
         Assert.That(subscribed.StatusCode, Is.EqualTo(HttpStatusCode.OK), await subscribed.Content.ReadAsStringAsync());
         return session;
     }
 
-    /// <summary>One publish of <see cref="Payload"/> to each topic, in one send.</summary>
-    private static async Task PublishRoundAsync(RawSession publisher, int round)
+    /// <summary>One publish of <paramref name="payload"/> (<see cref="Payload"/> by default) to each topic, in one send.</summary>
+    private static async Task PublishRoundAsync(RawSession publisher, int round, int topics = Topics, string? payload = null)
     {
-        using var sent = await publisher.SendTextAsync(string.Concat(Enumerable.Range(1, Topics).Select(t => TopicRuleTests.Command((round * Topics) + t, "publish", $"t{t}", Payload))));
+        using var sent = await publisher.SendTextAsync(string.Concat(Enumerable.Range(1, topics).Select(t => TopicRuleTests.Command((round * topics) + t, "publish", $"t{t}", payload ?? Payload))));
         Assert.That(sent.StatusCode, Is.EqualTo(HttpStatusCode.OK), await sent.Content.ReadAsStringAsync());
     }
 
