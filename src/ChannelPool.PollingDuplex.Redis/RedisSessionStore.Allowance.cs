@@ -20,7 +20,7 @@ internal sealed partial class RedisSessionStore
     private int _checkingQuiet;
 
     // The sweep's round through the quiet sessions: the live-set score after which its next page starts (0: a new
-    // round), and when a new round may start (one a renewal interval, at most).
+    // round), and when a new round may start (a round that checked some waits a renewal interval).
     private double _quietFrom;
     private long _quietRestUntil;
 
@@ -115,8 +115,10 @@ internal sealed partial class RedisSessionStore
             var page = await _db.SortedSetRangeByScoreWithScoresAsync(Keys.Live, Math.Max(_quietFrom, now), quietUntil, Exclude.Start, Order.Ascending, 0, QuietChecksPerSweep).ConfigureAwait(false);
             if (page.Length < QuietChecksPerSweep)
             {
+                // The round is over. A session it checked is not due again for a renewal interval; with none, the next
+                // sweep looks again (one range read).
                 _quietFrom = 0;
-                _quietRestUntil = now + RenewEveryMs;
+                _quietRestUntil = page.Length > 0 ? now + RenewEveryMs : 0;
             }
             else
             {
