@@ -92,8 +92,9 @@ internal sealed partial class RedisSessionStore
 
     /// <summary>
     /// The sweep's part for sessions that make no request, so have no renewal to count them: each whose last renewal
-    /// is two renewal intervals old is checked, without renewing it, at most once a renewal interval across the nodes
-    /// (its session's <c>Check</c> script claims it), and at most <see cref="QuietChecksPerSweep"/> a sweep.
+    /// is two renewal intervals old is checked, without renewing it, by the node whose session <c>Check</c> script
+    /// claims it (no other within half a renewal interval: a node's rounds are a renewal interval apart, so jitter
+    /// never makes one skip it), and at most <see cref="QuietChecksPerSweep"/> a sweep.
     /// </summary>
     private async Task CheckQuietSessionsAsync()
     {
