@@ -153,6 +153,7 @@ internal sealed partial class RedisSessionStore
                 }
             }
 
+            _ = CheckQuietSessionsAsync();
             if (TimeProvider.GetElapsedTime(_lastFeedSweep) > TimeSpan.FromSeconds(10))
             {
                 _lastFeedSweep = TimeProvider.GetTimestamp();
@@ -296,9 +297,12 @@ internal sealed partial class RedisSessionStore
     /// <summary>
     /// Renews a live session's entries in the endpoint's, its topics' and its user's sets when the last renewal is
     /// <see cref="RenewEveryMs"/> old: lazily, so a poll does not touch every topic's slot each time. The session
-    /// records the renewal only after the sets have it, so a failed one is tried again at its next request.
+    /// records the renewal only after the sets have it, so a failed one is tried again at its next request. The
+    /// renewal's joins also count what its sources hold beyond its cursors, for its allowance (<c>.Allowance.cs</c>):
+    /// the messages published after <paramref name="since"/> (none while a poll is outstanding, as in memory), and
+    /// the bytes.
     /// </summary>
-    private void RenewIfDue(string id, long renewedAt, IReadOnlyDictionary<string, string>? cursors)
+    private void RenewIfDue(string id, long renewedAt, IReadOnlyDictionary<string, string>? cursors, long? since, bool text)
     {
         var now = Now();
         if (now - renewedAt < RenewEveryMs)
@@ -314,24 +318,33 @@ internal sealed partial class RedisSessionStore
             }
         }
 
-        _ = RenewAsync(id, now, cursors?.ToList());
+        _ = RenewAsync(id, now, cursors?.ToList(), since, text);
     }
 
-    /// <summary>Renews the session's memberships, each reporting the session's cursor there (what it has taken).</summary>
-    private async Task RenewAsync(string id, long now, List<KeyValuePair<string, string>>? cursors)
+    /// <summary>
+    /// Renews the session's memberships, each reporting the session's cursor there (what it has taken) and what the
+    /// log holds beyond it; a session over its allowance meets its overflow policy instead of being recorded renewed.
+    /// </summary>
+    private async Task RenewAsync(string id, long now, List<KeyValuePair<string, string>>? cursors, long? since, bool text)
     {
         try
         {
             var keys = Keys.Session(id);
             cursors ??= [.. (await _db.HashGetAllAsync(keys.Cursors).ConfigureAwait(false)).Select(e => KeyValuePair.Create((string)e.Name!, (string)e.Value!))];
             var until = LiveUntil(now);
-            var renewing = new List<Task>(cursors.Count + 1) { _db.SortedSetAddAsync(Keys.Live, id, until, SortedSetWhen.Exists) };
+            var live = _db.SortedSetAddAsync(Keys.Live, id, until, SortedSetWhen.Exists);
+            var joins = new List<Task<LogBehind>>(cursors.Count);
             foreach (var (source, cursor) in cursors)
             {
-                renewing.Add(JoinAsync(source, id, until, cursor));
+                joins.Add(RenewMembershipAsync(source, id, until, cursor, since, text));
             }
 
-            await Task.WhenAll(renewing).ConfigureAwait(false);
+            await live.ConfigureAwait(false);
+            if (await EnforceAllowanceAsync(id, await Task.WhenAll(joins).ConfigureAwait(false)))
+            {
+                return;
+            }
+
             await EvalSessionAsync(RedisSessionScripts.Renewed, id, string.Empty, null, now);
         }
         catch (Exception ex) when (ex is DuplexStoreUnavailableException or RedisException or RedisTimeoutException)

@@ -157,7 +157,9 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
             return lookup;
         }
 
-        RenewIfDue(sessionId, (long)r[4], cursors: null);
+        // A send does not end a poll: the messages published since the last one ended count, unless one is outstanding.
+        var pollEnds = (long)r[5];
+        RenewIfDue(sessionId, (long)r[4], cursors: null, since: pollEnds > Now() ? null : pollEnds, text: (int)r[1] == (int)DuplexEncoding.Text);
         return DuplexSessionLookup.Found(new RedisSession(sessionId, tokenHash, userId, (DuplexEncoding)(int)r[1], (PollingDuplexMode)(int)r[2], (long)r[3]));
     }
 
@@ -225,7 +227,8 @@ internal sealed partial class RedisSessionStore : DuplexSessionStore
             await EvalAsync(RedisEndpointScripts.FirstPoll, _endpointKeys, [sessionId, LiveUntil(now)]);
         }
 
-        RenewIfDue(sessionId, (long)r[6], cursors);
+        // This poll takes what is behind, counting the messages as it goes: the renewal counts the bytes only.
+        RenewIfDue(sessionId, (long)r[6], cursors, since: null, text: encoding == DuplexEncoding.Text);
         var poll = new RedisPoll(this, keys, sessionId, tokenHash, userId ?? string.Empty, (long)r[1], (long)r[2], encoding, mode, ready, cursors);
         _polls.AddOrUpdate(sessionId, poll, (_, other) =>
         {

@@ -13,8 +13,8 @@ namespace ChannelPool.PollingDuplex.Redis;
 /// The hash holds th (token hash), uid, enc, mode, recv, acked, hs (highest sequence sent), next (next sequence),
 /// pb (bytes held), uo (frames queued directly while no poll was outstanding), pn (poll number), pu (the outstanding
 /// poll ends by, Unix ms), fpd (first-poll deadline; 0 once polled), wins (the last 16 stretches without a poll, as
-/// 'from,to,counted;...': what a session may fall behind by is counted in them), mr (memberships renewed at), rc (a
-/// handler's claim on a message), aw (its page went away: see RedisAwayScripts).
+/// 'from,to,counted;...': what a session may fall behind by is counted in them), mr (memberships renewed at), chk (a
+/// sweep's overflow check claimed at), rc (a handler's claim on a message), aw (its page went away: see RedisAwayScripts).
 /// Queue entries: 'j' + JSON, 'b' + bytes, or 'g' + how many messages a gap stands for. Cursors: source → 'epoch:id'.
 /// </remarks>
 internal static class RedisSessionScripts
@@ -113,12 +113,15 @@ internal static class RedisSessionScripts
         return {0}
         """;
 
-    /// <summary>Finds a session for a send; counts as activity (not past the first-poll deadline). Returns {status, reason} or {0, encoding, mode, received, memberships renewed at}.</summary>
+    /// <summary>
+    /// Finds a session for a send; counts as activity (not past the first-poll deadline). Returns {status, reason} or
+    /// {0, encoding, mode, received, memberships renewed at, when its last poll ended or ends (Unix ms)}.
+    /// </summary>
     public const string Find = Prelude + """
-        local st, reason, f = lookup('enc', 'mode', 'recv', 'mr', 'fpd')
+        local st, reason, f = lookup('enc', 'mode', 'recv', 'mr', 'fpd', 'pu')
         if st ~= 0 then return {st, reason} end
         touch(f[7])
-        return {0, tonumber(f[3]), tonumber(f[4]), tonumber(f[5]), tonumber(f[6])}
+        return {0, tonumber(f[3]), tonumber(f[4]), tonumber(f[5]), tonumber(f[6]), tonumber(f[8])}
         """;
 
     /// <summary>
@@ -501,6 +504,22 @@ internal static class RedisSessionScripts
         if ARGV[8] == '1' and fpd == '0' then return {1} end
         local out = {0}
         finish(ARGV[7], out)
+        return out
+        """;
+
+    /// <summary>
+    /// Claims the overflow check of a session that makes no request, for the sweep, without counting as activity:
+    /// ARGV 7-8 = the latest renewal that still needs it, the latest earlier check that does. One node claims it per
+    /// renewal interval (the claim is the 'chk' field). Returns {-1} when there is no session, {1} when it needs no
+    /// check (renewed or checked since), or {0, when its last poll ended or ends, encoding, cursor count, (source, cursor)...}.
+    /// </summary>
+    public const string Check = Prelude + """
+        local f = redis.call('HMGET', sk, 'mr', 'chk', 'pu', 'enc')
+        if not f[1] then return {-1} end
+        if tonumber(f[1]) > tonumber(ARGV[7]) or tonumber(f[2] or '0') > tonumber(ARGV[8]) then return {1} end
+        redis.call('HSET', sk, 'chk', ARGV[4])
+        local out = {0, tonumber(f[3]), tonumber(f[4])}
+        cursors(out)
         return out
         """;
 

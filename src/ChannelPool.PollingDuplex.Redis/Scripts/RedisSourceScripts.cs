@@ -66,12 +66,47 @@ internal static class RedisSourceScripts
           return len, bytes
         end
 
+        -- Where a member's cursor ('epoch:last id taken') stands in this log: a cursor of another epoch starts over.
+        local function at(cursor, ep, last)
+          local colon = string.find(cursor, ':', 1, true)
+          return string.sub(cursor, 1, colon - 1) == ep and math.min(last, tonumber(string.sub(cursor, colon + 1))) or 0
+        end
+
+        -- What the log (len entries through id last) holds after id n for the member sid, as its take would count
+        -- it: {messages published after since ('' counts none: a poll is outstanding), bytes (payload + 64), 1 when
+        -- the log no longer holds the entry after n (the member overflowed)}. Its own publishes are skipped, and so
+        -- are binary ones for a text session (text = '1'): its take skips those too. Counting stops past either
+        -- limit, enough to know it is over; a member that has taken everything costs no read.
+        local function behind(sid, n, last, len, since, text, maxMessages, maxBytes)
+          local first = last - len + 1
+          if n + 1 < first then return 0, 0, 1 end
+          local count, bytes = 0, 0
+          since = since ~= '' and tonumber(since) or nil
+          local i = n + 1 - first
+          while i < len do
+            for _, e in ipairs(redis.call('LRANGE', log, i, i + 255)) do
+              local a = string.find(e, '|', 1, true)
+              local b = string.find(e, '|', a + 1, true)
+              if string.sub(e, a + 1, b - 1) ~= sid and not (text == '1' and string.sub(e, b + 1, b + 1) == 'b') then
+                bytes = bytes + (#e - b - 1 + 64)
+                if since and tonumber(string.sub(e, 1, a - 1)) > since then count = count + 1 end
+              end
+            end
+            if count > maxMessages or bytes > maxBytes then break end
+            i = i + 256
+          end
+          return count, bytes, 0
+        end
+
         """;
 
     /// <summary>
     /// Adds or renews a member: ARGV 3-5 = session id, membership expiry (Unix ms), and for a renewal the member's
     /// cursor ('epoch:last id taken'; '' for a new member, which starts at the log's end). Records what the member has
-    /// taken and frees what every member has. Returns {epoch, last id}: where a new subscriber's cursor starts.
+    /// taken and frees what every member has. A renewal also counts what the log holds after the cursor (see
+    /// <see cref="Behind"/>; ARGV 6-9 = since, text, MaxPendingMessagesPerSession, MaxPendingBytesPerSession), for
+    /// its session's overflow check. Returns {epoch, last id} (where a new subscriber's cursor starts), and for a
+    /// renewal {epoch, last id, messages, bytes, overflowed}.
     /// </summary>
     public const string Join = Prelude + """
         ensure()
@@ -79,21 +114,54 @@ internal static class RedisSourceScripts
         redis.call('ZADD', members, ARGV[4], ARGV[3])
         local f = redis.call('HMGET', meta, 'ep', 'next')
         local last = tonumber(f[2])
+        local out = {f[1], last}
         -- A log that never had an entry has nothing to free: nothing is recorded for it.
         if last > 0 then
           if ARGV[5] == '' then
             -- A new member starts at the end; a repeated subscribe keeps what the member reported.
             redis.call('ZADD', taken, 'NX', last, ARGV[3])
           else
-            local colon = string.find(ARGV[5], ':', 1, true)
-            -- A cursor of another epoch starts over in this one.
-            local at = string.sub(ARGV[5], 1, colon - 1) == f[1] and math.min(last, tonumber(string.sub(ARGV[5], colon + 1))) or 0
-            redis.call('ZADD', taken, at, ARGV[3])
+            local n = at(ARGV[5], f[1], last)
+            redis.call('ZADD', taken, n, ARGV[3])
+            local len = release(redis.call('ZCARD', members), last)
+            local count, bytes, over = behind(ARGV[3], n, last, len, ARGV[6], ARGV[7], tonumber(ARGV[8]), tonumber(ARGV[9]))
+            out = {f[1], last, count, bytes, over}
           end
-          release(redis.call('ZCARD', members), last)
         end
         keep()
-        return {f[1], last}
+        return out
+        """;
+
+    /// <summary>
+    /// Counts what the log holds after a member's cursor, changing nothing (a session that makes no request is checked
+    /// without renewing its membership): ARGV 3-8 = session id, its cursor, since (count the messages published after
+    /// it, Unix ms; '' for none: a poll is outstanding), text ('1' skips binary entries), MaxPendingMessagesPerSession,
+    /// MaxPendingBytesPerSession. Returns {epoch ('0' when there is no log), last id, messages, bytes, overflowed}.
+    /// </summary>
+    public const string Behind = Prelude + """
+        local f = redis.call('HMGET', meta, 'ep', 'next')
+        if not f[1] or redis.call('ZSCORE', members, ARGV[3]) == false then return {'0', 0, 0, 0, 0} end
+        local last = tonumber(f[2])
+        if last == 0 then return {f[1], 0, 0, 0, 0} end
+        local count, bytes, over = behind(ARGV[3], at(ARGV[4], f[1], last), last, redis.call('LLEN', log), ARGV[5], ARGV[6], tonumber(ARGV[7]), tonumber(ARGV[8]))
+        return {f[1], last, count, bytes, over}
+        """;
+
+    /// <summary>
+    /// The gap policy's release: ARGV 3-4 = session id, 'epoch:id'. Records the member as having taken through that
+    /// id (never less than it reported), without renewing it or moving its session's cursor, so the log frees what
+    /// only it held; its next take finds its cursor behind the log and reports the exact gap. Returns {0}.
+    /// </summary>
+    public const string Skip = Prelude + """
+        local f = redis.call('HMGET', meta, 'ep', 'next')
+        if not f[1] or redis.call('ZSCORE', members, ARGV[3]) == false then return {0} end
+        local last = tonumber(f[2])
+        local n = at(ARGV[4], f[1], last)
+        if n > tonumber(redis.call('ZSCORE', taken, ARGV[3]) or '-1') then
+          redis.call('ZADD', taken, n, ARGV[3])
+          release(prune(), last)
+        end
+        return {0}
         """;
 
     /// <summary>
