@@ -299,12 +299,19 @@ public partial class AdaptiveIdleTargetTests : PoolTestBase
         await pool.WarmUpAsync().Within();
         LeaseAndRelease(pool, 1_000);
 
-        var before = GC.GetAllocatedBytesForCurrentThread();
-        var waited = LeaseAndRelease(pool, 10_000);
-        var allocated = GC.GetAllocatedBytesForCurrentThread() - before;
+        // The fewest bytes of three windows: a one-off allocation of the runtime's (a CI run once saw 32,664 bytes in
+        // one window) lands in one window, while an allocation per lease would show in every one.
+        var waited = 0;
+        var allocated = long.MaxValue;
+        for (var window = 0; window < 3; window++)
+        {
+            var before = GC.GetAllocatedBytesForCurrentThread();
+            waited += LeaseAndRelease(pool, 10_000);
+            allocated = Math.Min(allocated, GC.GetAllocatedBytesForCurrentThread() - before);
+        }
 
         Assert.That(waited, Is.Zero, "a warm pool leases at once");
-        Assert.That(allocated, Is.Zero);
+        Assert.That(allocated, Is.Zero, "10,000 leases and releases allocated this much in each of three windows");
 
         static int LeaseAndRelease(DefaultChannelPool<FakeChannel> pool, int times)
         {
