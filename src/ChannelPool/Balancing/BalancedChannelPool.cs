@@ -402,6 +402,7 @@ public sealed partial class BalancedChannelPool<TChannel> : IChannelPool<TChanne
 
             endpoint.ResetAverage(MedianAverage_NoLock(endpoint));
             endpoint.State = EndpointState.Active;
+            endpoint.ReadmittedAt = _timeProvider.GetTimestamp();
             Publish_NoLock();
         }
 
@@ -434,7 +435,10 @@ public sealed partial class BalancedChannelPool<TChannel> : IChannelPool<TChanne
                         probe.Add(endpoint);
                         break;
                     case EndpointState.Active:
-                        if (failures == 0 && endpoint.Ejections > 0)
+                        // Healthy through the interval: one ejection is forgiven. An address let back in during this
+                        // check's own interval has not been tried yet (a late or doubled timer tick would otherwise
+                        // forgive it the moment it returns), so it must have been back half an interval at least.
+                        if (failures == 0 && endpoint.Ejections > 0 && _timeProvider.GetElapsedTime(endpoint.ReadmittedAt, now) >= _balancing.OutlierInterval / 2)
                         {
                             endpoint.Ejections--;
                         }

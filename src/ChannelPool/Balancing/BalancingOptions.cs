@@ -43,7 +43,7 @@ public sealed class BalancingOptions
 
     /// <summary>
     /// How often latency is judged, ejected addresses are let back in, and an address's ejection count decays by one
-    /// when it stayed healthy. Default 10 s, Envoy's <c>interval</c>.
+    /// when it stayed healthy (and has been back at least half an interval). Default 10 s, Envoy's <c>interval</c>.
     /// </summary>
     public TimeSpan OutlierInterval { get; set; } = TimeSpan.FromSeconds(10);
 

@@ -43,6 +43,9 @@ internal sealed class PoolEndpoint<TChannel> : IEndpointObserver
     /// <summary>When the ejection ends, as a TimeProvider timestamp; under the balanced pool's lock.</summary>
     public long EjectedUntil;
 
+    /// <summary>When it was last let back in, as a TimeProvider timestamp (0 if never ejected); under the balanced pool's lock.</summary>
+    public long ReadmittedAt;
+
     public int InFlight => Volatile.Read(ref _inFlight);
 
     /// <summary>Gets the moving average of this address's call time, in ticks; 0 before its first call.</summary>

@@ -42,6 +42,8 @@ public sealed class BalancedChannelPoolTests
 
             await drain;
         }
+
+        _pools.Clear();
     }
 
     [Test]
@@ -155,6 +157,31 @@ public sealed class BalancedChannelPoolTests
     }
 
     [Test]
+    public async Task AnAddressBackAndHealthy_IsForgivenOneEjectionAnInterval_ButNotByATickThatFindsItJustBack()
+    {
+        var pool = Create(Three, balancing: new BalancingOptions
+        {
+            ConsecutiveFailures = 2,
+            BaseEjectionTime = TimeSpan.FromSeconds(10),
+            OutlierInterval = TimeSpan.FromSeconds(10),
+            LatencyEjectionFactor = 0,
+        });
+        await pool.WarmUpAsync(pool.PoolSize);
+        await BreakCallsAt(pool, address: 0, count: 2);
+        await Eventually.That(() => pool.GetEndpoints()[0].Pool.Idle > 0, () => $"the ejected address has a channel ready ({Describe(pool)})");
+
+        // Two checks fall due in one step of the clock, as when a timer tick runs late: the first lets the address back in
+        // (a channel is ready), the second finds it back but not yet tried, and forgives nothing.
+        _time.Advance(TimeSpan.FromSeconds(20));
+        Assert.That(State(pool, 0), Is.EqualTo(EndpointState.Active));
+        Assert.That(pool.GetEndpoints()[0].Ejections, Is.EqualTo(1));
+
+        // A whole interval back with no failure: one ejection is forgiven.
+        _time.Advance(TimeSpan.FromSeconds(10));
+        Assert.That(pool.GetEndpoints()[0].Ejections, Is.Zero);
+    }
+
+    [Test]
     public async Task NoMoreThanMaxEjectionPercentOfTheAddresses_AreOutAtOnce()
     {
         var pool = Create(Three, balancing: new BalancingOptions { ConsecutiveFailures = 2, MaxEjectionPercent = 50 });
@@ -223,7 +250,8 @@ public sealed class BalancedChannelPoolTests
 
         Assert.That(pool.GetEndpoints().Select(e => e.Address.Uri.Host), Is.EquivalentTo(new[] { "10.1.0.1", "10.1.0.2" }));
         Assert.That(pool.GetEndpoints().Select(e => e.Address.HostName), Has.All.EqualTo("orders.test"));
-        var kept = await pool.AcquireAsync();
+        // A lease held at the address that will vanish keeps it draining (not gone) while the test looks.
+        var kept = await LeaseAt(pool, "10.1.0.1");
 
         Volatile.Write(ref answers, [IPAddress.Parse("10.1.0.2"), IPAddress.Parse("10.1.0.3")]);
         _time.Advance(TimeSpan.FromSeconds(30));
@@ -341,6 +369,22 @@ public sealed class BalancedChannelPoolTests
         }
 
         Assert.That(broken, Is.EqualTo(count), $"leases at address {address}");
+    }
+
+    private static async Task<ChannelLease<FakeChannel>> LeaseAt(BalancedChannelPool<FakeChannel> pool, string host)
+    {
+        for (var tries = 0; tries < 1000; tries++)
+        {
+            var lease = await pool.AcquireAsync();
+            if (pool.GetEndpoints().Single(e => e.Address.Uri.Host == host).InFlight == 1)
+            {
+                return lease;
+            }
+
+            lease.Release();
+        }
+
+        throw new InvalidOperationException($"no lease went to {host} in 1,000 tries ({Describe(pool)})");
     }
 
     private static EndpointState State(BalancedChannelPool<FakeChannel> pool, int address) => pool.GetEndpoints()[address].State;
