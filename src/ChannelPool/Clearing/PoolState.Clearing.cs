@@ -63,9 +63,10 @@ internal sealed partial class PoolState<TChannel>
             done = waiter.Task;
         }
 
-        // Replace what was retired; a pool nobody has used yet is not warmed by a clear.
+        // Replace what was retired, and serve whoever waits. A pool with nothing open, opening or waited for (nobody has
+        // used it yet, or it rests at zero) is not warmed by a clear: the refill's threshold alone would have filled it.
         var leased = _leasedCount;
-        var opens = Refill_NoLock(toPoolSize: _retiredOpen > 0 || _openingCount > 0);
+        var opens = _retiredOpen > 0 || _openingCount > 0 || _waiters.Count > 0 ? Refill_NoLock(toPoolSize: true) : 0;
         return new ClearOutcome(idle, leased, opens, done);
     }
 

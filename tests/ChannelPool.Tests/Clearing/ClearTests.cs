@@ -138,7 +138,8 @@ public class ClearTests : PoolTestBase
 
         await pool.ClearAsync().Within();
 
-        Assert.That(pool.GetSnapshot().TotalOpened, Is.Zero, "a clear does not warm a pool nobody has used");
+        // Opens are counted when they start, so a clear that warmed the pool shows here whatever the worker's speed.
+        Assert.That(pool.GetSnapshot(), Has.Property(nameof(ChannelPoolSnapshot.Opening)).Zero.And.Property(nameof(ChannelPoolSnapshot.TotalOpened)).Zero, "a clear does not warm a pool nobody has used");
     }
 
     [Test]
