@@ -129,9 +129,13 @@ public sealed partial class BalancedChannelPool<TChannel> : IChannelPool<TChanne
     public IReadOnlyList<BalancedEndpointSnapshot> GetEndpoints()
     {
         var now = _timeProvider.GetTimestamp();
+        var endpoints = _endpoints;
+
+        // A pool's snapshot asks Polly for its breaker state, under Polly's lock: taken before this lock, so the two never nest.
+        var pools = Array.ConvertAll(endpoints, e => e.Pool.GetSnapshot());
         using (_lock.EnterScope())
         {
-            return _endpoints.Select(e => e.Snapshot(now, _timeProvider)).ToArray();
+            return endpoints.Select((e, i) => e.Snapshot(now, _timeProvider, pools[i])).ToArray();
         }
     }
 

@@ -112,7 +112,7 @@ internal sealed class PoolEndpoint<TChannel> : IEndpointObserver
 
     public void ResetFailures() => Volatile.Write(ref _consecutiveFailures, 0);
 
-    public BalancedEndpointSnapshot Snapshot(long now, TimeProvider time) => new(
+    public BalancedEndpointSnapshot Snapshot(long now, TimeProvider time, ChannelPoolSnapshot pool) => new(
         Address,
         Pool.Name,
         State,
@@ -121,7 +121,7 @@ internal sealed class PoolEndpoint<TChannel> : IEndpointObserver
         Volatile.Read(ref _failures),
         Ejections,
         State == EndpointState.Ejected ? time.GetElapsedTime(now, Math.Max(now, EjectedUntil)) : null,
-        Pool.GetSnapshot());
+        pool);
 
     private void Failed()
     {

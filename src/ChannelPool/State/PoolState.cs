@@ -145,28 +145,34 @@ internal sealed partial class PoolState<TChannel>
     public long Generation => Volatile.Read(ref _generation);
 
     /// <summary>Gets the breaker's state as the pool follows it: Polly's own, or what a custom pipeline last showed.</summary>
-    public BreakerState BreakerState => _breakerStateProvider is { } provider
-        ? provider.CircuitState switch
-        {
-            CircuitState.Open => BreakerState.Open,
-            CircuitState.HalfOpen => BreakerState.HalfOpen,
-            CircuitState.Isolated => BreakerState.Isolated,
-            _ => BreakerState.Closed,
-        }
-        : _lastBreakerVerdict;
+    public BreakerState BreakerState => _breakerStateProvider is { } provider ? PollyState(provider) : _lastBreakerVerdict;
 
     public ChannelPoolSnapshot Snapshot()
     {
+        // Polly answers under its own lock. A snapshot, which monitoring and tests take in loops, asks it before the gate
+        // rather than inside it, so the two locks do not nest here: a clock that runs due timer callbacks on whichever
+        // thread reads it (FakeTimeProvider does, Polly reads the clock under its lock) could otherwise deadlock.
+        BreakerState? polly = _breakerStateProvider is { } provider ? PollyState(provider) : null;
         _gate.Enter();
-        var snapshot = Snapshot_NoLock();
+        var snapshot = Snapshot_NoLock(polly ?? _lastBreakerVerdict);
         _gate.Exit();
         return snapshot;
     }
 
+    private static BreakerState PollyState(CircuitBreakerStateProvider provider) => provider.CircuitState switch
+    {
+        CircuitState.Open => BreakerState.Open,
+        CircuitState.HalfOpen => BreakerState.HalfOpen,
+        CircuitState.Isolated => BreakerState.Isolated,
+        _ => BreakerState.Closed,
+    };
+
     // ---- Under the gate ----
 
-    private ChannelPoolSnapshot Snapshot_NoLock() => new(
-        Resting.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, BreakerState, _openedTotal, _closedTotal)
+    private ChannelPoolSnapshot Snapshot_NoLock() => Snapshot_NoLock(BreakerState);
+
+    private ChannelPoolSnapshot Snapshot_NoLock(BreakerState breaker) => new(
+        Resting.Count, _leasedCount, _openingCount, _evictedCount, _waiters.Count, breaker, _openedTotal, _closedTotal)
     {
         IdleTarget = _idleTarget,
         IsPaused = _paused,
